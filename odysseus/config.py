@@ -1,0 +1,135 @@
+"""Configuration: defaults -> TOML file (``ODYSSEUS_CONFIG``) -> ``ODYSSEUS_*`` env -> test overrides.
+
+Keys are flat upper-case names (Flask style). Environment variables are the key
+prefixed with ``ODYSSEUS_`` (``ODYSSEUS_HEARTBEAT_INTERVAL=5``) and are parsed as
+the type of the default. The TOML file uses the same keys in lower case at top
+level, plus ``[[providers]]`` tables and a ``[routes]`` table. Providers also come
+from the conventional variables ``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
+``OLLAMA_HOST`` and ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from typing import Any, Dict, List, Mapping, Optional
+
+from .errors import OdysseusError
+from .llm.base import ProviderConfig
+
+DEFAULTS: Dict[str, Any] = {
+    "DATA_DIR": "instance",
+    "MAX_BODY_BYTES": 1024 * 1024,
+    "MAX_MESSAGE_CHARS": 200_000,
+    # Run engine
+    "HEARTBEAT_INTERVAL": 10.0,  # seconds of silence before ": heartbeat N"
+    "EVICT_GRACE": 180.0,  # seconds a finished run's log stays after its last subscriber leaves
+    "RUN_MAX_EVENTS": 100_000,  # per-run log cap
+    "RUN_MAX_BYTES": 16 * 1024 * 1024,  # per-run log cap (payload bytes)
+    "PROCESS_MAX_BYTES": 512 * 1024 * 1024,  # all logs in this process
+    "MAX_ACTIVE_RUNS": 5000,
+    "RUN_WALL_TIMEOUT": 1800.0,  # seconds a run may take in all
+    "RUN_IDLE_TIMEOUT": 300.0,  # seconds a run may go without an event
+    "CHECKPOINT_INTERVAL": 1.0,  # seconds between partial-output checkpoints
+    "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
+    # Demo model
+    "DEMO_TOKEN_DELAY": 0.03,  # seconds between demo tokens
+    # Providers
+    "DEFAULT_MODEL": "",
+    "CONNECT_TIMEOUT": 10.0,
+    "FIRST_TOKEN_TIMEOUT": 120.0,
+    "IDLE_TIMEOUT": 60.0,
+    "MODELS_CACHE_SECONDS": 30.0,
+    # Auth placeholder until accounts land: one local owner
+    "LOCAL_OWNER": "local",
+    "SECRET_KEY": "",
+}
+
+
+def _coerce(key: str, raw: str) -> Any:
+    default = DEFAULTS.get(key)
+    try:
+        if isinstance(default, bool):
+            return raw.strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(default, int):
+            return int(raw)
+        if isinstance(default, float):
+            return float(raw)
+    except ValueError as exc:
+        raise OdysseusError(f"ODYSSEUS_{key}={raw!r} is not a valid {type(default).__name__}") from exc
+    return raw
+
+
+def providers_from_env(env: Mapping[str, str]) -> List[ProviderConfig]:
+    """Providers named by the conventional variables, in a fixed order."""
+    found: List[ProviderConfig] = []
+    if env.get("OLLAMA_HOST"):
+        host = env["OLLAMA_HOST"]
+        if "://" not in host:
+            host = "http://" + host
+        found.append(ProviderConfig(name="ollama", kind="ollama", base_url=host.rstrip("/")))
+    if env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"):
+        found.append(ProviderConfig(name="openai", kind="openai",
+                                    base_url=(env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/"),
+                                    api_key=env.get("OPENAI_API_KEY") or None))
+    if env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_BASE_URL"):
+        found.append(ProviderConfig(name="anthropic", kind="anthropic",
+                                    base_url=(env.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/"),
+                                    api_key=env.get("ANTHROPIC_API_KEY") or None))
+    return found
+
+
+def providers_from_toml(tables: List[dict]) -> List[ProviderConfig]:
+    """Providers from ``[[providers]]`` tables."""
+    known = {"name", "kind", "base_url", "api_key", "models", "default_model"}
+    result = []
+    for table in tables:
+        if "kind" not in table:
+            raise OdysseusError("each [[providers]] table needs a kind")
+        api_key = table.get("api_key")
+        if table.get("api_key_env"):
+            api_key = os.environ.get(table["api_key_env"], api_key)
+        result.append(ProviderConfig(
+            name=table.get("name", table["kind"]), kind=table["kind"],
+            base_url=(table.get("base_url") or None) and table["base_url"].rstrip("/"),
+            api_key=api_key, models=list(table.get("models", [])),
+            default_model=table.get("default_model"),
+            options={k: v for k, v in table.items() if k not in known and k != "api_key_env"},
+        ))
+    return result
+
+
+def load_config(env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Build the flat config dict, including ``PROVIDERS`` (list of ProviderConfig) and ``ROUTES``."""
+    env = os.environ if env is None else env
+    config: Dict[str, Any] = dict(DEFAULTS)
+    toml_providers: List[dict] = []
+    routes: Dict[str, List[str]] = {}
+    extra: Dict[str, Any] = {}
+    path = env.get("ODYSSEUS_CONFIG")
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                doc = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise OdysseusError(f"cannot read ODYSSEUS_CONFIG {path}: {exc}") from exc
+        toml_providers = doc.pop("providers", [])
+        routes = {name: list(spec.get("candidates", spec) if isinstance(spec, dict) else spec)
+                  for name, spec in doc.pop("routes", {}).items()}
+        for key, value in doc.items():
+            if isinstance(value, dict):
+                extra[key] = value  # nested tables (prices, citations, ...) kept as is
+            else:
+                config[key.upper()] = value
+    for name, raw in env.items():
+        if name.startswith("ODYSSEUS_") and name != "ODYSSEUS_CONFIG":
+            key = name[len("ODYSSEUS_"):]
+            config[key] = _coerce(key, raw)
+    config["PROVIDERS"] = providers_from_toml(toml_providers) + [
+        p for p in providers_from_env(env) if p.name not in {t.get("name", t["kind"]) for t in toml_providers}
+    ]
+    config["ROUTES"] = routes
+    config["TABLES"] = extra
+    if overrides:
+        config.update(overrides)
+    return config

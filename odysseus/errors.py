@@ -1,0 +1,120 @@
+"""One exception hierarchy for Odysseus.
+
+::
+
+    OdysseusError                 base; carries an HTTP-ish ``status``
+    ├── BadRequest (400)          malformed or invalid client input
+    │   └── PayloadTooLarge (413)
+    ├── NotFound (404)            missing, or owned by somebody else
+    ├── Unauthorized (401)
+    ├── Conflict (409)
+    ├── CapacityError (503)       run engine is full
+    └── ProviderError             a model provider failed (status from the failure)
+        ├── ProviderUnavailable (503)   connection refused
+        ├── ProviderTimeout (504)       connect / first-token / idle timeout
+        ├── ProviderNetworkError (502)  other network failure, reset mid-stream
+        ├── ProviderProtocolError (502) malformed chunk
+        └── ProviderHTTPError (status)  the provider's own HTTP status
+
+Below ``routes/`` code raises these; only ``routes/`` turns them into HTTP responses.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class OdysseusError(Exception):
+    """Base of every error Odysseus raises on purpose."""
+
+    status = 500
+
+    def __init__(self, message: str = "", *, status: Optional[int] = None, reason: Optional[str] = None):
+        super().__init__(message or self.__class__.__name__)
+        self.message = message or self.__class__.__name__
+        if status is not None:
+            self.status = status
+        self.reason = reason
+
+    def to_dict(self) -> dict:
+        """The JSON body a client sees."""
+        body = {"error": self.message}
+        if self.reason:
+            body["reason"] = self.reason
+        return body
+
+
+class BadRequest(OdysseusError):
+    """Malformed or invalid client input."""
+
+    status = 400
+
+
+class PayloadTooLarge(BadRequest):
+    """A request body over the configured limit."""
+
+    status = 413
+
+
+class NotFound(OdysseusError):
+    """Missing, or belonging to another owner (never confirm existence)."""
+
+    status = 404
+
+
+class Unauthorized(OdysseusError):
+    """No valid credentials."""
+
+    status = 401
+
+
+class Conflict(OdysseusError):
+    """The request conflicts with current state."""
+
+    status = 409
+
+
+class CapacityError(OdysseusError):
+    """The run engine has no room for another run."""
+
+    status = 503
+
+
+class ProviderError(OdysseusError):
+    """A model provider failed; ``status`` is what the error event carries."""
+
+    status = 502
+
+    def __init__(self, message: str = "", *, status: Optional[int] = None, retry_after: Optional[float] = None,
+                 provider: Optional[str] = None):
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+        self.provider = provider
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider refused the connection."""
+
+    status = 503
+
+
+class ProviderTimeout(ProviderError):
+    """Connect, first-token or idle timeout."""
+
+    status = 504
+
+
+class ProviderNetworkError(ProviderError):
+    """Any other network failure, including a reset mid-stream."""
+
+    status = 502
+
+
+class ProviderProtocolError(ProviderError):
+    """The provider sent something we cannot parse."""
+
+    status = 502
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with an HTTP error status, passed on as is."""

@@ -1,0 +1,89 @@
+"""The canonical event vocabulary of a run.
+
+A run produces ``Event`` values into one numbered log (see ``odysseus.runs.run_log``).
+Every wire projection (``odysseus.sse``) is a pure function of these values, so the
+chat stream and the agent stream are two encodings of the same log.
+
+An event's ``data`` is the JSON object the chat projection sends, minus its ``type``
+field: ``Event("delta", {"delta": "Hi"})`` is sent as ``data: {"delta":"Hi"}`` and
+``Event("metrics", {"data": {...}})`` as ``data: {"type":"metrics","data":{...}}``.
+Providers and turns yield events with ``seq=None``; the run log assigns ``seq``.
+
+Lifecycle events every run log contains:
+
+- ``run_started`` is always seq 1;
+- exactly one terminal record (``chat_terminal`` or ``agent_terminal``);
+- then ``done`` on success, ``error`` on failure, nothing extra on stop;
+- ``close`` is always the last event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+# Event types that end the transcript part of a run.
+RUN_STARTED = "run_started"
+DELTA = "delta"
+DONE = "done"
+ERROR = "error"
+CLOSE = "close"
+CHAT_TERMINAL = "chat_terminal"
+AGENT_TERMINAL = "agent_terminal"
+MESSAGE_SAVED = "message_saved"
+MODEL_INFO = "model_info"
+FALLBACK = "fallback"
+USAGE = "usage"
+METRICS = "metrics"
+RUN_TIMEOUT = "run_timeout"
+TOOL_CALL = "tool_call"  # provider-level: a complete tool call requested by the model
+FINISH = "finish"  # provider-level: the provider's finish reason
+PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
+
+#: Provider-level events that the run engine consumes but never projects as such.
+PROVIDER_ONLY = frozenset({TOOL_CALL, FINISH, PROVIDER_META})
+
+
+@dataclass(frozen=True)
+class Event:
+    """One canonical event: its type, its JSON payload and (once logged) its number."""
+
+    type: str
+    data: dict = field(default_factory=dict)
+    seq: Optional[int] = None
+
+    def numbered(self, seq: int) -> "Event":
+        """Return this event carrying log number ``seq``."""
+        return Event(self.type, self.data, seq)
+
+
+def delta(text: str, thinking: bool = False) -> Event:
+    """Assistant content (or reasoning, when ``thinking``) to append."""
+    return Event(DELTA, {"delta": text, "thinking": True} if thinking else {"delta": text})
+
+
+def usage(input_tokens: Optional[int], output_tokens: Optional[int], **extra: Any) -> Event:
+    """Normalised provider usage."""
+    data = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+    data.update(extra)
+    return Event(USAGE, {"data": data})
+
+
+def finish(reason: Optional[str]) -> Event:
+    """The provider's finish reason (``stop``, ``length``, ``tool_calls``, ...)."""
+    return Event(FINISH, {"reason": reason})
+
+
+def tool_call(call_id: str, name: str, arguments: Any, index: int = 0) -> Event:
+    """A complete tool call requested by the model, with the provider's call id."""
+    return Event(TOOL_CALL, {"id": call_id, "name": name, "arguments": arguments, "index": index})
+
+
+def error(message: str, status: int) -> Event:
+    """A failure, projected as an ``event: error`` frame."""
+    return Event(ERROR, {"error": message, "status": status})
+
+
+def is_thinking(event: Event) -> bool:
+    """True for a reasoning-channel delta."""
+    return event.type == DELTA and bool(event.data.get("thinking"))

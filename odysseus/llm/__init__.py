@@ -1,0 +1,1 @@
+"""Provider adapters and llm_core. Never imports Flask or the store."""

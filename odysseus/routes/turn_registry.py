@@ -1,0 +1,62 @@
+"""Which turn a /api/chat_stream request runs, by ``mode``.
+
+A builder validates its mode's extra input (raising BadRequest before anything is
+stored) and returns a ``PreparedTurn``: how to save the user's message and how to
+make the turn generator from the session history. Agent mode registers its builder
+with ``register_mode``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+from ..chat_turn import chat_turn
+from ..errors import BadRequest
+from ..events import CHAT_TERMINAL
+from ..llm.llm_core import Candidate
+from ..runs.agent_runs import Turn
+
+
+@dataclass
+class PreparedTurn:
+    """A validated request, ready to store its user message and run."""
+
+    message: str
+    client_message_id: Optional[str]
+    make_turn: Callable[[List[dict]], Turn]
+    terminal_type: str = CHAT_TERMINAL
+    user_metadata: Optional[dict] = None
+
+    def save_user_message(self, store, owner: str, session_id: str) -> Optional[int]:
+        """Store the user's message before generation starts; return its id."""
+        return store.messages.add(owner, session_id, "user", self.message, metadata=self.user_metadata,
+                                  client_message_id=self.client_message_id)
+
+    def turn(self, history: List[dict]) -> Turn:
+        """The turn generator over the session history (which ends with the user's message)."""
+        return self.make_turn(history)
+
+
+Builder = Callable[[dict, List[Candidate], str], PreparedTurn]
+
+
+def _chat_builder(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
+    return PreparedTurn(req["message"], req["client_message_id"],
+                        lambda history: chat_turn(candidates, history, req["temperature"]))
+
+
+BUILDERS: Dict[str, Builder] = {"chat": _chat_builder}
+
+
+def register_mode(mode: str, builder: Builder) -> None:
+    """Serve ``mode`` with ``builder``."""
+    BUILDERS[mode] = builder
+
+
+def build_turn(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
+    """The prepared turn for the request's mode."""
+    builder = BUILDERS.get(req["mode"])
+    if builder is None:
+        raise BadRequest(f"mode {req['mode']!r} is not available on this server")
+    return builder(req, candidates, owner)

@@ -1,0 +1,111 @@
+"""One detached run: its identity, log, cancel token and what it has produced so far."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ..cancel import CancelToken
+from ..events import DELTA, FINISH, METRICS, MODEL_INFO, USAGE, Event
+from .run_log import RunLog
+
+
+@dataclass
+class RunContext:
+    """What a turn generator may know and touch of its run."""
+
+    run_id: str
+    session_id: str
+    owner: str
+    cancel: CancelToken
+    #: merged into the saved assistant message's metadata (tool events, approvals, ...)
+    metadata: Dict[str, Any] = field(default_factory=dict)
+    #: merged into the terminal record (per-round partial text, route ids, ...)
+    terminal: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """How a run ended: ``status`` is one of done, error, stopped."""
+
+    status: str
+    stop_reason: Optional[str] = None
+    error: Optional[str] = None
+    http_status: Optional[int] = None
+    retry_after: Optional[float] = None
+    timeout: Optional[str] = None  # "idle" or "wall" when the watchdog ended it
+
+
+class Run:
+    """A turn running in its own greenlet, writing into its numbered log."""
+
+    def __init__(self, *, run_id: str, session_id: str, owner: str, mode: str, model: str,
+                 client_message_id: Optional[str], user_message_id: Optional[int], log: RunLog,
+                 terminal_type: str):
+        self.run_id = run_id
+        self.session_id = session_id
+        self.owner = owner
+        self.mode = mode
+        self.model = model
+        self.client_message_id = client_message_id
+        self.user_message_id = user_message_id
+        self.log = log
+        self.terminal_type = terminal_type
+        self.cancel = CancelToken()
+        self.context = RunContext(run_id, session_id, owner, self.cancel)
+        self.created_at = time.time()
+        self.started_monotonic = time.monotonic()
+        self.last_event_monotonic = self.started_monotonic
+        self.finished_at: Optional[float] = None
+        self.status = "running"
+        self.stop_reason: Optional[str] = None
+        self.error: Optional[str] = None
+        self.message_id: Optional[int] = None
+        self.content_parts: List[str] = []
+        self.thinking_parts: List[str] = []
+        self.model_info: Optional[dict] = None
+        self.usage: Optional[dict] = None
+        self.metrics: Optional[dict] = None
+        self.finish_reason: Optional[str] = None
+        self.subscribers = 0
+        self.evict_at: Optional[float] = None
+        self.settled = threading.Event()
+        self.lock = threading.RLock()  # guards finalisation against late appends
+        self.finalized = False
+        self.last_checkpoint = self.started_monotonic
+
+    @property
+    def content(self) -> str:
+        """The assistant text so far."""
+        return "".join(self.content_parts)
+
+    @property
+    def thinking(self) -> str:
+        """The reasoning text so far."""
+        return "".join(self.thinking_parts)
+
+    def observe(self, event: Event) -> None:
+        """Fold a produced event into the run's accumulated state."""
+        self.last_event_monotonic = time.monotonic()
+        kind = event.type
+        if kind == DELTA:
+            (self.thinking_parts if event.data.get("thinking") else self.content_parts).append(event.data["delta"])
+        elif kind == MODEL_INFO:
+            self.model_info = dict(event.data)
+        elif kind == USAGE:
+            self.usage = dict(event.data.get("data") or {})
+        elif kind == METRICS:
+            self.metrics = dict(event.data.get("data") or {})
+        elif kind == FINISH:
+            self.finish_reason = event.data.get("reason")
+
+    def summary(self) -> dict:
+        """The live state for stream_status and run listings (no message text)."""
+        return {
+            "run_id": self.run_id, "session_id": self.session_id, "status": self.status, "mode": self.mode,
+            "model": self.model, "stop_reason": self.stop_reason, "created_at": self.created_at,
+            "finished_at": self.finished_at, "event_count": len(self.log), "last_event_type": self.log.last_type,
+            "error": self.error, "detached": True, "resumable": not self.log.released,
+        }

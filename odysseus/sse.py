@@ -1,0 +1,79 @@
+"""Pure encoders: a logged event -> the bytes of one wire projection; and an SSE parser.
+
+``chat_frame`` is the ``/api/chat_stream`` projection (spec: chat-stream-events.md):
+default-event ``data:`` frames whose JSON carries ``type``, ``{"delta": ...}`` for text,
+``data: [DONE]`` on success and ``event: error`` for failures. Every frame of a logged
+event carries ``id: <seq>`` so a client can resume after it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Iterable, Iterator, List, Optional
+
+from .events import CLOSE, DELTA, DONE, ERROR, PROVIDER_ONLY, RUN_STARTED, Event
+
+#: Events the chat projection does not send (they exist for the agent projection).
+CHAT_HIDDEN = frozenset({RUN_STARTED, CLOSE}) | PROVIDER_ONLY
+
+
+def comment(text: str) -> str:
+    """An SSE comment frame (heartbeats, the opening comment)."""
+    return f": {text}\n\n"
+
+
+def _with_type(event_type: str, payload_json: str) -> str:
+    head = '{"type":' + json.dumps(event_type)
+    return head + "}" if payload_json == "{}" else head + "," + payload_json[1:]
+
+
+def chat_frame(event: Event, payload_json: Optional[str] = None) -> Optional[str]:
+    """Encode ``event`` for /api/chat_stream; None for events this projection does not send."""
+    kind = event.type
+    if kind in CHAT_HIDDEN:
+        return None
+    if payload_json is None:
+        payload_json = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+    head = f"id: {event.seq}\n" if event.seq is not None else ""
+    if kind == DELTA:
+        return f"{head}data: {payload_json}\n\n"
+    if kind == DONE:
+        return f"{head}data: [DONE]\n\n"
+    if kind == ERROR:
+        return f"{head}event: error\ndata: {payload_json}\n\n"
+    return f"{head}data: {_with_type(kind, payload_json)}\n\n"
+
+
+def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
+    """Parse an SSE byte stream into frames ``{"event", "data", "id", "comment"}``.
+
+    Lines may be split across chunks in any way; a frame ends at a blank line.
+    """
+    buffer = b""
+    frame: Dict[str, Optional[str]] = {}
+    data_lines: List[str] = []
+    for chunk in chunks:
+        buffer += chunk
+        while True:
+            nl = buffer.find(b"\n")
+            if nl < 0:
+                break
+            line = buffer[:nl].rstrip(b"\r").decode("utf-8")
+            buffer = buffer[nl + 1:]
+            if line == "":
+                if data_lines or frame:
+                    if data_lines:
+                        frame["data"] = "\n".join(data_lines)
+                    frame.setdefault("event", "message")
+                    yield frame
+                frame, data_lines = {}, []
+                continue
+            if line.startswith(":"):
+                yield {"event": None, "data": None, "id": None, "comment": line[1:].strip()}
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "data":
+                data_lines.append(value)
+            elif field in ("event", "id", "retry"):
+                frame[field] = value

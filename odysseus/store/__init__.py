@@ -1,0 +1,27 @@
+"""SQLite storage through sqlite-utils: sessions, messages, runs. No Flask here."""
+
+from __future__ import annotations
+
+from .database import Locked, open_database
+from .messages import MessageRepo
+from .runs import RunRepo
+from .sessions import SessionRepo, new_id
+
+
+class Store:
+    """The repositories over one database file."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.locked = Locked(open_database(path))
+        self.sessions = SessionRepo(self.locked)
+        self.messages = MessageRepo(self.locked)
+        self.runs = RunRepo(self.locked)
+
+    @property
+    def db(self):
+        """The underlying sqlite-utils Database (hold ``locked.lock`` when using it)."""
+        return self.locked.db
+
+
+__all__ = ["Store", "new_id"]

@@ -1,0 +1,90 @@
+"""Chat messages: role, content, thinking and a metadata JSON object."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import List, Optional
+
+from ..errors import NotFound
+from .database import Locked
+
+
+def _decode(row: dict) -> dict:
+    row = dict(row)
+    row["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else {}
+    return row
+
+
+def insert_message(db, owner: str, session_id: str, role: str, content: str, *, thinking: str = "",
+                   metadata: Optional[dict] = None, run_id: Optional[str] = None,
+                   client_message_id: Optional[str] = None) -> int:
+    """Insert a message inside the caller's transaction and return its id."""
+    now = time.time()
+    cursor = db.execute(
+        "insert into messages (session_id, owner, role, content, thinking, metadata, run_id, client_message_id,"
+        " created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [session_id, owner, role, content, thinking or "", json.dumps(metadata or {}), run_id,
+         client_message_id, now])
+    db.execute("update sessions set updated_at = ? where id = ?", [now, session_id])
+    return cursor.lastrowid
+
+
+class MessageRepo:
+    """Insert, list, edit and delete messages; every query filters by owner."""
+
+    def __init__(self, locked: Locked):
+        self._l = locked
+
+    def add(self, owner: str, session_id: str, role: str, content: str, *, thinking: str = "",
+            metadata: Optional[dict] = None, run_id: Optional[str] = None,
+            client_message_id: Optional[str] = None) -> int:
+        """Insert a message and return its id."""
+        with self._l.tx() as db:
+            return insert_message(db, owner, session_id, role, content, thinking=thinking, metadata=metadata,
+                                  run_id=run_id, client_message_id=client_message_id)
+
+    def list(self, owner: str, session_id: str, limit: int = 1000, after_id: int = 0) -> List[dict]:
+        """The session's messages in order."""
+        with self._l.read() as db:
+            rows = db["messages"].rows_where("session_id = ? and owner = ? and id > ?", [session_id, owner, after_id],
+                                             order_by="id", limit=limit)
+            return [_decode(r) for r in rows]
+
+    def get(self, owner: str, message_id: int) -> dict:
+        """The owner's message, or NotFound."""
+        with self._l.read() as db:
+            rows = list(db["messages"].rows_where("id = ? and owner = ?", [message_id, owner], limit=1))
+        if not rows:
+            raise NotFound("message not found")
+        return _decode(rows[0])
+
+    def by_client_id(self, owner: str, session_id: str, client_message_id: str) -> Optional[dict]:
+        """The user message sent with ``client_message_id`` in this session, if any."""
+        with self._l.read() as db:
+            rows = list(db["messages"].rows_where(
+                "session_id = ? and owner = ? and client_message_id = ? and role = 'user'",
+                [session_id, owner, client_message_id], limit=1))
+        return _decode(rows[0]) if rows else None
+
+    def update_content(self, owner: str, message_id: int, content: str) -> dict:
+        """Edit a message's content (metadata records the edit)."""
+        message = self.get(owner, message_id)
+        meta = dict(message["metadata"], edited_at=time.time())
+        with self._l.tx() as db:
+            db["messages"].update(message_id, {"content": content, "metadata": json.dumps(meta)})
+        return self.get(owner, message_id)
+
+    def delete(self, owner: str, message_id: int) -> None:
+        """Delete the owner's message."""
+        self.get(owner, message_id)
+        with self._l.tx() as db:
+            db.execute("delete from messages where id = ? and owner = ?", [message_id, owner])
+
+    def count(self, session_id: str, role: Optional[str] = None) -> int:
+        """How many messages the session has (for tests and diagnostics)."""
+        with self._l.read() as db:
+            if role:
+                return db.execute("select count(*) from messages where session_id = ? and role = ?",
+                                  [session_id, role]).fetchone()[0]
+            return db.execute("select count(*) from messages where session_id = ?", [session_id]).fetchone()[0]

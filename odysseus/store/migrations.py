@@ -1,0 +1,56 @@
+"""Ordered schema migrations over sqlite-utils (``m001_...`` style).
+
+Each migration runs once, in order, recorded in ``_migrations``. Never edit a
+migration that has shipped; add a new one.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List
+
+from sqlite_utils import Database
+
+MIGRATIONS: List[Callable[[Database], None]] = []
+
+
+def migration(fn: Callable[[Database], None]) -> Callable[[Database], None]:
+    """Register ``fn`` as the next migration."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_initial(db: Database) -> None:
+    """Sessions, messages and runs, each with an owner."""
+    db["sessions"].create({
+        "id": str, "owner": str, "title": str, "created_at": float, "updated_at": float,
+    }, pk="id")
+    db["sessions"].create_index(["owner", "updated_at"])
+    db["messages"].create({
+        "id": int, "session_id": str, "owner": str, "role": str, "content": str, "thinking": str,
+        "metadata": str, "run_id": str, "client_message_id": str, "created_at": float,
+    }, pk="id", not_null={"session_id", "owner", "role"})
+    db["messages"].create_index(["session_id", "id"])
+    db["messages"].create_index(["session_id", "client_message_id"])
+    db["runs"].create({
+        "run_id": str, "session_id": str, "owner": str, "mode": str, "model": str, "status": str,
+        "stop_reason": str, "created_at": float, "updated_at": float, "finished_at": float,
+        "event_count": int, "last_event_type": str, "error": str, "partial_content": str,
+        "partial_thinking": str, "message_id": int, "user_message_id": int, "client_message_id": str,
+        "detached": int,
+    }, pk="run_id", not_null={"session_id", "owner", "status"})
+    db["runs"].create_index(["session_id", "created_at"])
+    db["runs"].create_index(["owner", "created_at"])
+    db["runs"].create_index(["status"])
+
+
+def migrate(db: Database) -> None:
+    """Apply every migration not yet applied."""
+    if "_migrations" not in db.table_names():
+        db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
+    done = {row["name"] for row in db["_migrations"].rows}
+    for fn in MIGRATIONS:
+        if fn.__name__ not in done:
+            with db.conn:
+                fn(db)
+                db["_migrations"].insert({"name": fn.__name__, "applied_at": __import__("datetime").datetime.utcnow().isoformat()})

@@ -1,0 +1,71 @@
+"""Chat sessions: one owner each; every query filters by owner."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import List, Optional
+
+from ..errors import NotFound
+from .database import Locked
+
+
+def new_id(prefix: str) -> str:
+    """An unguessable id: ``prefix`` + 128 random bits, URL-safe."""
+    return prefix + secrets.token_urlsafe(16)
+
+
+class SessionRepo:
+    """CRUD for sessions."""
+
+    def __init__(self, locked: Locked):
+        self._l = locked
+
+    def create(self, owner: str, title: str = "New chat") -> dict:
+        """Create and return a session."""
+        now = time.time()
+        row = {"id": new_id("s_"), "owner": owner, "title": title, "created_at": now, "updated_at": now}
+        with self._l.tx() as db:
+            db["sessions"].insert(row)
+        return row
+
+    def get(self, owner: str, session_id: str) -> dict:
+        """The owner's session, or NotFound."""
+        with self._l.read() as db:
+            rows = list(db["sessions"].rows_where("id = ? and owner = ?", [session_id, owner], limit=1))
+        if not rows:
+            raise NotFound("session not found")
+        return rows[0]
+
+    def find(self, owner: str, session_id: str) -> Optional[dict]:
+        """The owner's session or None."""
+        try:
+            return self.get(owner, session_id)
+        except NotFound:
+            return None
+
+    def list(self, owner: str, limit: int = 100, offset: int = 0) -> List[dict]:
+        """The owner's sessions, most recently updated first."""
+        with self._l.read() as db:
+            return list(db["sessions"].rows_where("owner = ?", [owner], order_by="updated_at desc",
+                                                  limit=limit, offset=offset))
+
+    def touch(self, session_id: str) -> None:
+        """Mark the session as updated now."""
+        with self._l.tx() as db:
+            db["sessions"].update(session_id, {"updated_at": time.time()})
+
+    def rename(self, owner: str, session_id: str, title: str) -> dict:
+        """Rename the owner's session."""
+        self.get(owner, session_id)
+        with self._l.tx() as db:
+            db["sessions"].update(session_id, {"title": title, "updated_at": time.time()})
+        return self.get(owner, session_id)
+
+    def delete(self, owner: str, session_id: str) -> None:
+        """Delete the owner's session with its messages and run records."""
+        self.get(owner, session_id)
+        with self._l.tx() as db:
+            db.execute("delete from messages where session_id = ? and owner = ?", [session_id, owner])
+            db.execute("delete from runs where session_id = ? and owner = ?", [session_id, owner])
+            db.execute("delete from sessions where id = ? and owner = ?", [session_id, owner])

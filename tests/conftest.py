@@ -1,0 +1,54 @@
+"""Shared fixtures: an in-process app, and real gunicorn+gevent servers on loopback ports."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from liveserver import LiveServer  # noqa: E402
+
+from odysseus import create_app  # noqa: E402
+
+
+@pytest.fixture
+def app(tmp_path):
+    """An app on a fresh SQLite file with a fast demo model."""
+    application = create_app({"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.001, "PROVIDERS": []})
+    yield application
+    application.extensions["odysseus.runs"].close()
+
+
+@pytest.fixture
+def client(app):
+    """Flask's test client (for validation and JSON routes, not for streaming behaviour)."""
+    return app.test_client()
+
+
+@pytest.fixture
+def server_factory(tmp_path_factory):
+    """Start real servers with given env; all are stopped at teardown."""
+    started = []
+
+    def start(env=None, data_dir=None):
+        directory = data_dir or str(tmp_path_factory.mktemp("srv"))
+        server = LiveServer(directory, {k: str(v) for k, v in (env or {}).items()}).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """One real server per test module: demo model at 20 ms/token, heartbeats every 0.5 s."""
+    server = LiveServer(str(tmp_path_factory.mktemp("live")), {
+        "ODYSSEUS_DEMO_TOKEN_DELAY": "0.02", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        "ODYSSEUS_EVICT_GRACE": "3"}).start()
+    yield server
+    server.stop()
