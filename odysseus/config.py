@@ -40,6 +40,32 @@ DEFAULTS: Dict[str, Any] = {
     "FIRST_TOKEN_TIMEOUT": 120.0,
     "IDLE_TIMEOUT": 60.0,
     "MODELS_CACHE_SECONDS": 30.0,
+    # Agent mode (odysseus.agent): guards, approvals and tools
+    "AGENT_MAX_ROUNDS": 10,  # model rounds per request before rounds_exhausted
+    "AGENT_MAX_TOOL_CALLS": 30,  # tool calls per request before budget_exceeded
+    "AGENT_LOOP_REPEATS": 3,  # rounds repeating one call with no new text before the loop breaker
+    "AGENT_MAX_NUDGES": 2,  # intent nudges per request before intent_nudge_exhausted
+    "AGENT_APPROVAL_TTL": 600.0,  # seconds an approval request stays valid
+    "AGENT_APPROVAL_TOOLS": "run_python,shell",  # tools that need the user's approval
+    "AGENT_TOOLS": "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control",
+    "AGENT_SYSTEM_PROMPT": "",  # replaces the built-in agent system prompt when set
+    "TOOL_TIMEOUT": 60.0,  # seconds any tool may run
+    "TOOL_PROGRESS_INTERVAL": 1.0,  # seconds between tool_progress events of a running tool
+    "TOOL_OUTPUT_CAP": 20_000,  # characters of a tool result the model sees
+    "CODE_TIMEOUT": 30.0,  # seconds run_python / shell may run
+    "CODE_OUTPUT_CAP": 20_000,  # characters of process output kept
+    "WEB_SEARCH_BACKEND": "duckduckgo",  # "searxng", "duckduckgo" or "" (off)
+    "SEARXNG_URL": "",  # base URL of a SearXNG instance with the JSON format enabled
+    "DUCKDUCKGO_URL": "https://html.duckduckgo.com/html/",
+    "WEB_SEARCH_RESULTS": 5,
+    "FETCH_TIMEOUT": 15.0,  # seconds for fetch_url (connect + read)
+    "FETCH_MAX_BYTES": 2_000_000,  # bytes of a page fetch_url reads at most
+    "FETCH_ALLOW_PRIVATE": False,  # let fetch_url reach loopback/private/link-local addresses
+    "FETCH_ALLOWED_NETWORKS": "",  # comma-separated CIDRs fetch_url may reach despite the SSRF guard
+    "IMAGES_BASE_URL": "",  # OpenAI-compatible base URL (…/v1) for generate_image; empty = tool off
+    "IMAGES_API_KEY": "",
+    "IMAGES_MODEL": "",
+    "IMAGES_TIMEOUT": 120.0,
     # Auth placeholder until accounts land: one local owner
     "LOCAL_OWNER": "local",
     "SECRET_KEY": "",

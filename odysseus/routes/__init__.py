@@ -18,6 +18,9 @@ def init_app(app: Flask) -> None:
 
     for module in (chat_routes, history_routes, meta_routes):
         app.register_blueprint(module.bp)
+    from . import agent_mode
+
+    agent_mode.init_app(app)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

@@ -1,7 +1,8 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs. No Flask here."""
+"""SQLite storage through sqlite-utils: sessions, messages, runs, approvals, images. No Flask here."""
 
 from __future__ import annotations
 
+from .approvals import ApprovalRepo, ImageRepo
 from .database import Locked, open_database
 from .messages import MessageRepo
 from .runs import RunRepo
@@ -17,6 +18,8 @@ class Store:
         self.sessions = SessionRepo(self.locked)
         self.messages = MessageRepo(self.locked)
         self.runs = RunRepo(self.locked)
+        self.approvals = ApprovalRepo(self.locked)
+        self.images = ImageRepo(self.locked)
 
     @property
     def db(self):

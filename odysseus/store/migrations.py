@@ -44,6 +44,20 @@ def m001_initial(db: Database) -> None:
     db["runs"].create_index(["status"])
 
 
+@migration
+def m003_agent(db: Database) -> None:
+    """Agent mode: tool approvals (single-use, bound to owner, session and call) and generated images."""
+    db["approvals"].create({
+        "id": str, "owner": str, "session_id": str, "run_id": str, "call": str, "call_hash": str,
+        "created_at": float, "expires_at": float, "used_at": float, "decision": str, "state": str,
+    }, pk="id", not_null={"owner", "session_id", "call", "call_hash", "expires_at"})
+    db["approvals"].create_index(["owner", "session_id"])
+    db["images"].create({
+        "name": str, "owner": str, "session_id": str, "mime": str, "size": int, "created_at": float,
+    }, pk="name", not_null={"owner", "mime"})
+    db["images"].create_index(["owner"])
+
+
 def migrate(db: Database) -> None:
     """Apply every migration not yet applied."""
     if "_migrations" not in db.table_names():

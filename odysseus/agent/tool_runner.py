@@ -1,0 +1,81 @@
+"""Running one tool call beside the turn, so the turn can report progress and enforce a time limit.
+
+The tool runs in its own thread (a greenlet under gevent's monkey patch) with a child
+cancel token linked to the run's. The turn waits on a queue: it yields ``tool_progress``
+every ``progress_interval`` once the tool has run for that long, cancels the child token
+at the time limit (a code tool then kills its process group) and returns an error
+result the model sees. A stopped run cancels the child too, and the turn raises
+``Cancelled`` so the run engine ends the run as stopped.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Iterator, List, Optional
+
+from ..cancel import CancelToken, Cancelled
+from ..events import Event
+from ..tools.registry import Tool, ToolContext, ToolResult, execute
+
+#: Seconds a tool may take to give up after its time limit before we stop waiting for it.
+ABANDON_GRACE = 2.0
+
+
+def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, *, timeout: float,
+             progress_interval: float, round_no: int) -> Iterator[Event]:
+    """Yield ``tool_progress`` events while ``tool`` runs; the generator's return value is the ToolResult."""
+    child = CancelToken()
+    unlink = run_cancel.on_cancel(lambda: child.cancel(run_cancel.reason or "stopped"))
+    lines: "queue.Queue" = queue.Queue()
+    done = threading.Event()
+    box: List[Optional[ToolResult]] = [None]
+    tool_ctx = ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=child, config=ctx.config,
+                           workspace_root=ctx.workspace_root, progress=lines.put, save_image=ctx.save_image)
+
+    def work() -> None:
+        try:
+            box[0] = execute(tool, args, tool_ctx)
+        finally:
+            done.set()
+            lines.put(None)  # wake the waiter
+
+    started = time.monotonic()
+    worker = threading.Thread(target=work, name=f"tool-{tool.name}", daemon=True)
+    worker.start()
+    pending: List[str] = []
+    next_progress = started + progress_interval
+    try:
+        while not done.is_set():
+            now = time.monotonic()
+            if run_cancel.cancelled:
+                done.wait(ABANDON_GRACE)
+                raise Cancelled(run_cancel.reason or "stopped")
+            if now - started >= timeout:
+                child.cancel("timeout")
+                done.wait(ABANDON_GRACE)
+                return ToolResult(f"Error: the tool timed out after {timeout:g} s and was stopped.", exit_code=124,
+                                  meta={"error": "timeout", "timeout": timeout})
+            wait = max(0.01, min(next_progress, started + timeout) - now)
+            try:
+                line = lines.get(timeout=wait)
+                if line is not None:
+                    pending.append(line)
+                while True:  # drain what else has arrived
+                    line = lines.get_nowait()
+                    if line is not None:
+                        pending.append(line)
+            except queue.Empty:
+                pass
+            now = time.monotonic()
+            if now >= next_progress and not done.is_set():
+                elapsed = round(now - started, 1)
+                message = "\n".join(pending[-20:])[-2000:] if pending else f"running ({elapsed:g} s)"
+                pending = []
+                next_progress = now + progress_interval
+                yield Event("tool_progress", {"tool": tool.name, "message": message, "elapsed": elapsed,
+                                              "round": round_no})
+        return box[0] or ToolResult("Error: the tool produced no result", exit_code=1)
+    finally:
+        unlink()

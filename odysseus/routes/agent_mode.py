@@ -1,0 +1,159 @@
+"""Flask glue of agent mode: the ``agent`` builder of /api/chat_stream, approvals, images.
+
+Three kinds of agent request reach ``build_agent_turn``:
+
+- a new task: ``message`` (the user's message is stored as usual);
+- an approval answer: ``tool_approval_id`` + ``tool_approval_decision`` (+ optionally
+  ``tool_approval_call``, the call as shown, which must match). The approval is checked
+  and consumed before anything is stored; the stored user message is a short readable
+  line ("Approved: shell") with the decision in its metadata;
+- ``continue: true`` after ``rounds_exhausted``: the state saved in the last assistant
+  message's metadata is picked up; an optional ``message`` is passed to the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import secrets
+import time
+from typing import Optional
+
+from flask import Blueprint, Flask, current_app, send_file
+
+from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
+from ..agent.approvals import call_hash, check, new_approval_id, refused
+from ..agent.guards import AgentSettings
+from ..errors import BadRequest, NotFound
+from ..events import AGENT_TERMINAL
+from ..runs.run import RunContext
+from ..tools import ToolContext, build_registry
+from .auth import current_owner
+from .params import optional_str
+from .turn_registry import PreparedTurn, register_mode
+
+bp = Blueprint("agent_mode", __name__)
+
+DECISION_LABELS = {"approve": "Approved", "approve_task": "Approved for this task", "deny": "Denied"}
+IMAGE_NAME = re.compile(r"^img_[A-Za-z0-9_-]{16,64}\.(png|jpg|webp|gif)$")
+EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
+
+
+class AgentService:
+    """Per-app agent state: settings, the tool registry, and the storage hooks the loop uses."""
+
+    def __init__(self, app: Flask):
+        self.config = app.config
+        self.store = app.extensions["odysseus.store"]
+        self.settings = AgentSettings.from_config(app.config)
+        self.registry = build_registry(app.config)
+        self.data_dir = app.config["DATA_DIR"]
+        self.hooks = AgentHooks(request_approval=self.request_approval, tool_context=self.tool_context)
+
+    def request_approval(self, ctx: RunContext, call: dict, state: dict) -> dict:
+        """Persist an approval request with the continuation state."""
+        row = self.store.approvals.create(approval_id=new_approval_id(), owner=ctx.owner, session_id=ctx.session_id,
+                                          run_id=ctx.run_id, call=call, call_hash=call_hash(call), state=state,
+                                          ttl=self.settings.approval_ttl)
+        return {"approval_id": row["id"], "expires_at": row["expires_at"]}
+
+    def tool_context(self, ctx: RunContext) -> ToolContext:
+        """The context tools of this run get: workspace root, config, image storage."""
+        return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
+                           workspace_root=os.path.join(self.data_dir, "workspaces"),
+                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime))
+
+    def save_image(self, owner: str, session_id: Optional[str], data: bytes, mime: str) -> str:
+        """Store image bytes under DATA_DIR/images, record the owner, return our URL."""
+        name = f"img_{secrets.token_urlsafe(16)}.{EXTENSIONS.get(mime, 'png')}"
+        folder = os.path.join(self.data_dir, "images")
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".{name}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, os.path.join(folder, name))
+        self.store.images.add(name, owner, session_id, mime, len(data))
+        return f"/api/images/{name}"
+
+
+def _service() -> AgentService:
+    return current_app.extensions["odysseus.agent"]
+
+
+def _flag(value) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() in ("1", "true", "yes"))
+
+
+def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
+    """Validate an agent request (approval answer, continue, or new task); store nothing."""
+    service = _service()
+    data = req["data"]
+    session_id = req["session_id"]
+    approval_id = optional_str(data, "tool_approval_id", 200)
+    state: Optional[dict] = None
+    resolution: Optional[Resolution] = None
+    message = req["message"]
+    user_metadata: Optional[dict] = None
+    if approval_id:
+        decision = data.get("tool_approval_decision")
+        row = service.store.approvals.get(approval_id)
+        if (row is not None and row.get("used_at") and row["owner"] == owner and req["client_message_id"]
+                and session_id == row["session_id"]
+                and service.store.messages.by_client_id(owner, session_id, req["client_message_id"])):
+            # A retried answer: chat_stream attaches to the turn it already started.
+            return PreparedTurn("", req["client_message_id"], lambda history: None, terminal_type=AGENT_TERMINAL)
+        check(row, owner=owner, session_id=session_id, decision=decision,
+              presented=data.get("tool_approval_call"), now=time.time())
+        if not service.store.approvals.consume(approval_id, owner, decision):
+            raise refused("invalid", "this approval has already been answered")
+        state, resolution = row["state"], Resolution(approval_id, decision, row["call"])
+        message = f"{DECISION_LABELS[decision]}: {row['call'].get('name')}"
+        user_metadata = {"agent": {"tool_approval": {"approval_id": approval_id, "decision": decision,
+                                                     "call_id": row["call"].get("id")}}}
+    elif _flag(data.get("continue")):
+        if not session_id:
+            raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
+        history = service.store.messages.list(owner, session_id)
+        last = next((m for m in reversed(history) if m["role"] == "assistant"), None)
+        saved = ((last or {}).get("metadata") or {}).get("agent", {}).get("continuation")
+        if not saved:
+            raise BadRequest("there is no paused agent task to continue in this session", reason="invalid")
+        state = copy.deepcopy(saved)
+        text = (message or "").strip()
+        if text:
+            state["messages"].append({"role": "user", "content": text})
+        message = text or "Continue"
+        user_metadata = {"agent": {"continue": True, "task_id": state.get("task_id")}}
+    elif not (message or "").strip():
+        raise BadRequest("message is required and must be a non-empty string")
+
+    def make_turn(history):
+        start = state if state is not None else initial_state(history, service.settings)
+        return agent_turn(candidates, service.registry, service.settings, service.hooks, start, resolution)
+
+    return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
+                        user_metadata=user_metadata)
+
+
+@bp.get("/api/images/<name>")
+def image(name: str):
+    """A generated image, only for the owner who generated it."""
+    owner = current_owner()
+    if not IMAGE_NAME.match(name):
+        raise NotFound("image not found")
+    row = _service().store.images.get(owner, name)
+    path = os.path.join(_service().data_dir, "images", name)
+    if row is None or not os.path.isfile(path):
+        raise NotFound("image not found")
+    response = send_file(os.path.abspath(path), mimetype=row["mime"], max_age=3600)
+    response.headers["Cache-Control"] = "private, max-age=3600"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def init_app(app: Flask) -> None:
+    """Build the agent service from app config, register agent mode and the image route."""
+    app.extensions["odysseus.agent"] = AgentService(app)
+    register_mode("agent", build_agent_turn)
+    app.register_blueprint(bp)
