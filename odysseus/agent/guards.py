@@ -118,17 +118,17 @@ def announces_action(text: str) -> bool:
 
 
 _SECRETS = [
-    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),
-    re.compile(r"(?i)\b(api[_-]?key|token|secret|password|authorization)\b\s*[:=]\s*\S+"),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 [redacted]"),
+    (re.compile(r"\b(sk|pk|rk|xox[abp])-[A-Za-z0-9_-]{6,}"), "[redacted]"),
+    (re.compile(r"(?i)\b(api[_-]?key|token|secret|password)\b\s*[:=]\s*\S+"), r"\1 [redacted]"),
 ]
 
 
 def sanitize(message: str, limit: int = 300) -> str:
     """An error message safe to store and show: secrets masked, provider bodies cut short."""
     text = " ".join(str(message or "").split())
-    for pattern in _SECRETS:
-        text = pattern.sub(lambda m: m.group(0).split()[0].split(":")[0].split("=")[0] + " [redacted]", text)
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
     if "{" in text:  # a raw JSON body pasted into the message: keep only what precedes it
         text = text.split("{", 1)[0].rstrip(" :") + " [provider body omitted]"
     return text[:limit]

@@ -76,6 +76,8 @@ def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, 
                 next_progress = now + progress_interval
                 yield Event("tool_progress", {"tool": tool.name, "message": message, "elapsed": elapsed,
                                               "round": round_no})
+        if run_cancel.cancelled:  # the tool ended because the run was stopped
+            raise Cancelled(run_cancel.reason or "stopped")
         return box[0] or ToolResult("Error: the tool produced no result", exit_code=1)
     finally:
         unlink()

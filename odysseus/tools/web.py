@@ -3,8 +3,8 @@
 ``fetch_url`` is the one tool the model can point anywhere, so it carries the SSRF
 guard: every hop (the URL and each redirect) must resolve only to public addresses
 unless ``FETCH_ALLOW_PRIVATE`` or ``FETCH_ALLOWED_NETWORKS`` say otherwise; the peer
-actually connected to is checked again before the body is read (DNS may change
-between the check and the connection). Size and time are capped. The search backend
+of every connection is checked again right after connect, before the request is sent
+(DNS may answer differently the second time). Size and total time are capped. The search backend
 is configured by the administrator and is trusted.
 """
 
@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import time
+import threading
 from typing import List, Optional
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..events import Event
 from .html_text import extract_text, parse_ddg_results
@@ -65,25 +68,78 @@ def check_url(url: str, config: dict) -> str:
     return url
 
 
-def _peer_ip(response: requests.Response) -> Optional[str]:
-    """The IP address the response actually came from (best effort, urllib3 internals)."""
-    try:
-        sock = response.raw._connection.sock  # type: ignore[attr-defined]
-        return sock.getpeername()[0]
-    except Exception:
-        return None
+class _Guard:
+    """Checks the address of every connection fetch_url opens, and can cut them all off.
+
+    The check runs right after connect and before anything is sent, on the socket's real
+    peer, so DNS answering differently between ``check_url`` and the connection cannot
+    reach a private address.
+    """
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.sockets: List[socket.socket] = []
+        self.refused: Optional[str] = None
+        self.aborted: Optional[str] = None
+
+    def connected(self, sock: socket.socket) -> None:
+        peer = sock.getpeername()[0]
+        if not address_allowed(peer, self.config):
+            self.refused = peer
+            sock.close()
+            raise OSError(f"refused to connect to {peer}")
+        self.sockets.append(sock)
+
+    def abort(self, why: str) -> None:
+        """Shut every socket down: a blocked read returns at once (time limit, cancel)."""
+        self.aborted = self.aborted or why
+        for sock in self.sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
-def _read_capped(response: requests.Response, limit: int, deadline: float, ctx: ToolContext) -> bytes:
+def guarded_session(guard: _Guard) -> requests.Session:
+    """A requests session whose every new connection goes through ``guard.connected``."""
+
+    def checked(base):
+        class Checked(base):
+            def _new_conn(self):
+                sock = super()._new_conn()
+                guard.connected(sock)
+                return sock
+        return Checked
+
+    class Pool(HTTPConnectionPool):
+        ConnectionCls = checked(HTTPConnection)
+
+    class SecurePool(HTTPSConnectionPool):
+        ConnectionCls = checked(HTTPSConnection)
+
+    session = requests.Session()
+    session.trust_env = False  # no proxies from the environment: they would bypass the address checks
+    adapter = HTTPAdapter(max_retries=0)
+    adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": SecurePool}
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def _read_capped(response: requests.Response, limit: int, guard: _Guard, ctx: ToolContext) -> bytes:
     chunks, size = [], 0
-    for chunk in response.iter_content(chunk_size=16384):
-        ctx.cancel.raise_if_cancelled()
-        if time.monotonic() > deadline:
-            raise ToolError("the page took too long to download")
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= limit:
-            break
+    try:
+        for chunk in response.iter_content(chunk_size=16384):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= limit:
+                break
+    except (requests.RequestException, OSError, AttributeError, ValueError):
+        if not guard.aborted:
+            raise ToolError("the connection failed while reading the page") from None
+    if guard.aborted == "timeout":
+        raise ToolError("the page took too long to download")
+    ctx.cancel.raise_if_cancelled()
     return b"".join(chunks)[:limit]
 
 
@@ -92,10 +148,12 @@ def fetch(url: str, ctx: ToolContext) -> tuple:
     config = ctx.config
     timeout = float(config.get("FETCH_TIMEOUT", 15.0))
     limit = int(config.get("FETCH_MAX_BYTES", 2_000_000))
-    deadline = time.monotonic() + timeout
-    session = requests.Session()
-    session.trust_env = False  # no proxies from the environment: they would bypass the address checks
-    unregister = ctx.cancel.on_cancel(session.close)
+    guard = _Guard(config)
+    session = guarded_session(guard)
+    timer = threading.Timer(timeout, guard.abort, args=("timeout",))
+    timer.daemon = True
+    timer.start()
+    unregister = ctx.cancel.on_cancel(lambda: guard.abort("cancelled"))
     try:
         for _ in range(MAX_REDIRECTS + 1):
             check_url(url, config)
@@ -103,21 +161,22 @@ def fetch(url: str, ctx: ToolContext) -> tuple:
                 response = session.get(url, stream=True, allow_redirects=False, timeout=(min(timeout, 10), timeout),
                                        headers={"User-Agent": USER_AGENT, "Accept": "text/html,text/plain,*/*"})
             except requests.RequestException as exc:
+                if guard.refused:
+                    raise ToolError(f"refused: connected to a private or local address ({guard.refused})") from None
+                if guard.aborted == "timeout":
+                    raise ToolError("the page took too long to download") from None
                 raise ToolError(f"fetch failed: {type(exc).__name__}") from None
-            peer = _peer_ip(response)
-            if peer is not None and not address_allowed(peer, config):
-                response.close()
-                raise ToolError(f"refused: connected to a private or local address ({peer})")
             if response.is_redirect:
                 location = response.headers.get("Location", "")
                 response.close()
                 url = urljoin(url, location)
                 continue
-            body = _read_capped(response, limit, deadline, ctx)
+            body = _read_capped(response, limit, guard, ctx)
             response.close()
             return url, response, body
         raise ToolError("too many redirects")
     finally:
+        timer.cancel()
         unregister()
         session.close()
 
