@@ -31,16 +31,13 @@ def _parse_chat_request() -> dict:
     """Validate the /api/chat_stream body; raises BadRequest before anything is stored."""
     data = body()
     message = data.get("message")
-    mode = data.get("mode") or "chat"
-    if mode not in MODES:
-        raise BadRequest(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    # An agent approval answer or "continue" may come without a message; agent mode validates it.
-    if mode == "agent" and message in (None, "") and (data.get("tool_approval_id") or data.get("continue")):
-        message = ""
-    elif not isinstance(message, str) or not message.strip():
+    if not isinstance(message, str) or not message.strip():
         raise BadRequest("message is required and must be a non-empty string")
     if len(message) > int(current_app.config["MAX_MESSAGE_CHARS"]):
         raise BadRequest("message is too long")
+    mode = data.get("mode") or "chat"
+    if mode not in MODES:
+        raise BadRequest(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     session_id = optional_str(data, "session") or optional_str(data, "session_id")
     return {
         "data": data, "message": message, "mode": mode, "session_id": session_id,
