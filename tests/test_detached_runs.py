@@ -139,6 +139,10 @@ def test_idempotent_retry_attaches_instead_of_generating_twice(live):
     again = post_chat(live.url, "only once", client_message_id="cm-1", session=session_id)
     assert again.headers["X-Odysseus-Run-Id"] == run_id
     again.events()
+    without_session = post_chat(live.url, "only once", client_message_id="cm-1")
+    assert without_session.headers["X-Odysseus-Session-Id"] == session_id
+    assert without_session.headers["X-Odysseus-Run-Id"] == run_id
+    without_session.events()
     messages = _messages(live, session_id)
     assert [m["role"] for m in messages] == ["user", "assistant"]
 

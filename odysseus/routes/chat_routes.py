@@ -60,6 +60,9 @@ def chat_stream():
         return _compare_stream(candidates, req, owner)
 
     prepared = build_turn(req, candidates, owner)  # validates mode-specific input; stores nothing
+    if req["client_message_id"] and not req["session_id"]:
+        # a retry whose first attempt died before the session header arrived: find that session
+        req["session_id"] = store.messages.session_of_client_id(owner, req["client_message_id"])
     session_id = req["session_id"] or store.sessions.create(owner, _title(req["message"]))["id"]
     headers = {"X-Odysseus-Session-Id": session_id}
     with manager.session_lock(owner, session_id):
@@ -162,7 +165,7 @@ def stream_status(session_id: str):
     return jsonify({
         "run_id": row["run_id"], "session_id": session_id, "status": row["status"], "mode": row["mode"],
         "model": row["model"], "stop_reason": row["stop_reason"], "created_at": row["created_at"],
-        "finished_at": row["finished_at"], "event_count": row["event_count"],
+        "updated_at": row["updated_at"], "finished_at": row["finished_at"], "event_count": row["event_count"],
         "last_event_type": row["last_event_type"], "error": row["error"], "detached": bool(row["detached"]),
         "resumable": False,
     })
