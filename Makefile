@@ -27,7 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
 
 lint: $(STAMP)
-	$(BIN)/python -m pyflakes odysseus tests bench 2>/dev/null || $(BIN)/python -m compileall -q odysseus tests
+	$(BIN)/python -m pyflakes odysseus tests bench wsgi.py gunicorn.conf.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

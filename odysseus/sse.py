@@ -77,3 +77,50 @@ def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
                 data_lines.append(value)
             elif field in ("event", "id", "retry"):
                 frame[field] = value
+
+
+# ---------------------------------------------------------------- agent projection
+#: Canonical event -> named SSE event of /api/agent/chat/stream (spec: agent-stream-and-detached-runs.md).
+AGENT_NAMES = {
+    RUN_STARTED: "run_started", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
+    "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
+    "run_missing": "run_missing",
+}
+TOOL_RESULT_PREVIEW = 500
+
+
+def named_frame(name: str, data: dict, seq: Optional[int] = None) -> str:
+    """One named SSE frame."""
+    head = f"id: {seq}\n" if seq is not None else ""
+    return f"{head}event: {name}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+def agent_frame(event: Event, payload_json: Optional[str] = None) -> Optional[str]:
+    """Encode ``event`` for the agent API; None for events this projection does not send.
+
+    ``run_started`` (always seq 1) is followed by ``start`` under the same id, so the
+    documented order run_started, start, chunk... holds for every run.
+    """
+    kind, data, seq = event.type, event.data, event.seq
+    name = AGENT_NAMES.get(kind)
+    if name is None or (kind == DELTA and data.get("thinking")):
+        return None
+    if kind == RUN_STARTED:
+        start = {"task_id": data.get("run_id"), "model": data.get("model")}
+        return named_frame("run_started", {"run_id": data.get("run_id")}, seq) + named_frame("start", start, seq)
+    if kind == DELTA:
+        return named_frame("chunk", {"content": data.get("delta", "")}, seq)
+    if kind == "tool_start":
+        return named_frame("tool_call", {"tool": data.get("tool"), "arguments": data.get("arguments", {}),
+                                         "call_id": data.get("call_id")}, seq)
+    if kind == "tool_output":
+        content = data.get("output")
+        content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+        return named_frame("tool_result", {"tool": data.get("tool"), "content": content[:TOOL_RESULT_PREVIEW],
+                                           "call_id": data.get("call_id")}, seq)
+    if kind == ERROR:
+        return named_frame("error", {"error": data.get("error"), "status": data.get("status")}, seq)
+    if payload_json is not None:
+        head = f"id: {seq}\n" if seq is not None else ""
+        return f"{head}event: {name}\ndata: {payload_json}\n\n"
+    return named_frame(name, data, seq)

@@ -17,9 +17,16 @@ class Stream:
         self.response = response
         self.headers = response.headers
         self.status_code = response.status_code
+        self._frames = self._parse()
 
     def frames(self) -> Iterator[Dict]:
-        """Each frame: ``event``, ``data`` (parsed JSON or the raw text), ``id`` (int) or ``comment``."""
+        """Each frame: ``event``, ``data`` (parsed JSON or the raw text), ``id`` (int) or ``comment``.
+
+        One iterator per stream: reading stops where the caller stopped and continues there.
+        """
+        return self._frames
+
+    def _parse(self) -> Iterator[Dict]:
         for frame in parse_sse(self.response.iter_content(chunk_size=None)):
             if frame.get("comment") is not None:
                 yield {"comment": frame["comment"]}

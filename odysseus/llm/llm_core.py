@@ -58,16 +58,23 @@ class ModelRouter:
         name, _, model = spec.partition("/")
         provider = self.providers.get(name)
         if provider is None:
-            # A bare model name: served by the only provider, or the first one that lists it.
+            # A bare model name (which may itself contain "/"): served by the only provider.
             if len(self.providers) == 1:
                 provider = next(iter(self.providers.values()))
-                return Candidate(provider, spec)
+                return self._checked(Candidate(provider, spec))
             raise NotFound(f"unknown model {spec!r}: name it as provider/model")
         if not model:
             model = getattr(provider, "default_model", None) or (provider.list_models() or [""])[0]
             if not model:
                 raise NotFound(f"provider {name!r} has no default model; name one as {name}/MODEL")
-        return Candidate(provider, model)
+        return self._checked(Candidate(provider, model))
+
+    @staticmethod
+    def _checked(candidate: Candidate) -> Candidate:
+        """The demo provider knows its only model; remote providers answer 404 themselves."""
+        if candidate.provider.kind == "demo" and candidate.model not in candidate.provider.list_models():
+            raise NotFound(f"unknown model {candidate.model!r}; the offline demo serves {DEMO_MODEL!r}")
+        return candidate
 
     def resolve(self, model: Optional[str]) -> List[Candidate]:
         """The candidates for ``model`` (a route name, ``provider/model``, or a bare model)."""

@@ -43,7 +43,7 @@ Builder = Callable[[dict, List[Candidate], str], PreparedTurn]
 
 def _chat_builder(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
     return PreparedTurn(req["message"], req["client_message_id"],
-                        lambda history: chat_turn(candidates, history, req["temperature"]))
+                        lambda history: chat_turn(candidates, history, req["temperature"], req.get("system_prompt")))
 
 
 BUILDERS: Dict[str, Builder] = {"chat": _chat_builder}

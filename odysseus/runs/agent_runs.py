@@ -28,7 +28,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 from .. import signals
 from ..cancel import Cancelled
 from ..errors import CapacityError, OdysseusError, ProviderError
-from ..events import (AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, PROVIDER_ONLY, RUN_STARTED,
+from ..events import (CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, PROVIDER_ONLY, RUN_STARTED,
                       RUN_TIMEOUT, Event)
 from ..store import Store, new_id
 from .run import Outcome, Run, RunContext
@@ -99,7 +99,8 @@ class RunManager:
                                    user_message_id=user_message_id, client_message_id=client_message_id)
             self.runs[run.run_id] = run
             self.by_session[(owner, session_id)] = run
-        run.log.append(Event(RUN_STARTED, {"run_id": run.run_id, "session_id": session_id, "mode": mode}))
+        run.log.append(Event(RUN_STARTED, {"run_id": run.run_id, "session_id": session_id, "mode": mode,
+                                           "model": model}))
         signals.run_started.send(run)
         worker = threading.Thread(target=self._drive, args=(run, turn), name=f"run-{run.run_id}", daemon=True)
         worker.start()

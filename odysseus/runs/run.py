@@ -106,6 +106,7 @@ class Run:
         return {
             "run_id": self.run_id, "session_id": self.session_id, "status": self.status, "mode": self.mode,
             "model": self.model, "stop_reason": self.stop_reason, "created_at": self.created_at,
+            "updated_at": self.created_at + (self.last_event_monotonic - self.started_monotonic),
             "finished_at": self.finished_at, "event_count": len(self.log), "last_event_type": self.log.last_type,
             "error": self.error, "detached": True, "resumable": not self.log.released,
         }

@@ -67,6 +67,13 @@ class MessageRepo:
                 [session_id, owner, client_message_id], limit=1))
         return _decode(rows[0]) if rows else None
 
+    def session_of_client_id(self, owner: str, client_message_id: str) -> Optional[str]:
+        """The session in which the owner already sent ``client_message_id``, if any."""
+        with self._l.read() as db:
+            row = db.execute("select session_id from messages where owner = ? and client_message_id = ? and role = 'user'"
+                             " order by id desc limit 1", [owner, client_message_id]).fetchone()
+        return row[0] if row else None
+
     def update_content(self, owner: str, message_id: int, content: str) -> dict:
         """Edit a message's content (metadata records the edit)."""
         message = self.get(owner, message_id)
