@@ -94,3 +94,25 @@ def slow_tool(seconds: float = 5.0, counter: list = None) -> Tool:
             ctx.progress(f"tick {n}")
         return ToolResult(f"slept {n} ticks")
     return Tool("slow", "sleeps", {"type": "object", "properties": {"seconds": {"type": "number"}}}, run)
+
+
+def sse_frames(raw: bytes) -> list:
+    """Parse a whole /api/chat_stream body into dicts with a ``type`` (delta, [DONE], error or the JSON type)."""
+    import json
+
+    from odysseus.sse import parse_sse
+
+    frames = []
+    for frame in parse_sse([raw]):
+        if frame.get("comment") is not None or frame.get("data") is None:
+            continue
+        if frame["data"] == "[DONE]":
+            frames.append({"type": "[DONE]"})
+            continue
+        data = json.loads(frame["data"])
+        if frame.get("event") == "error":
+            data = {"type": "error", **data}
+        elif "type" not in data:
+            data = {"type": "delta", **data}
+        frames.append(data)
+    return frames

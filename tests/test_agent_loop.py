@@ -67,7 +67,8 @@ def test_one_round_pairs_the_result_with_the_call_id():
     assert names[:2] == ["agent_prep", "agent_step"]
     assert names.index("tool_start") < names.index("tool_output") < names.index("agent_step", 2)
     start, output = of(events, "tool_start")[0], of(events, "tool_output")[0]
-    assert start.data == {"tool": "echo", "command": "echo hi", "full_command": "echo hi", "round": 1, "call_id": "c1"}
+    assert start.data == {"tool": "echo", "command": "echo hi", "full_command": "echo hi", "round": 1, "call_id": "c1",
+                          "arguments": {"text": "hi"}}
     assert output.data["output"] == "echo: hi" and output.data["exit_code"] == 0 and output.data["command"] == "echo hi"
     second = h.provider.requests[1].messages
     assistant, result = second[-2], second[-1]

@@ -277,7 +277,7 @@ class AgentLoop:
         full = tool.full_command(call["arguments"]) if tool else f"{call['name']}(...)"
         command = short_command(full)
         yield Event("tool_start", {"tool": call["name"], "command": command, "full_command": full,
-                                   "round": round_no, "call_id": call["id"]})
+                                   "round": round_no, "call_id": call["id"], "arguments": call["arguments"]})
         started = time.monotonic()
         if tool is None:
             result = ToolResult(f"Error: there is no tool named {call['name']!r}. Available: "

@@ -28,13 +28,16 @@ def ext(name: str):
 def parse_turn_request(data: dict, default_mode: str = "chat") -> dict:
     """Validate a turn body (chat_stream / agent / background); raises BadRequest."""
     message = data.get("message")
-    if not isinstance(message, str) or not message.strip():
-        raise BadRequest("message is required and must be a non-empty string")
-    if len(message) > int(current_app.config["MAX_MESSAGE_CHARS"]):
-        raise BadRequest("message is too long")
     mode = data.get("mode") or default_mode
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    # An agent approval answer or "continue" may come without a message; agent mode validates it.
+    if mode == "agent" and message in (None, "") and (data.get("tool_approval_id") or data.get("continue")):
+        message = ""
+    elif not isinstance(message, str) or not message.strip():
+        raise BadRequest("message is required and must be a non-empty string")
+    if len(message) > int(current_app.config["MAX_MESSAGE_CHARS"]):
+        raise BadRequest("message is too long")
     return {
         "data": data, "message": message, "mode": mode,
         "session_id": optional_str(data, "session") or optional_str(data, "session_id"),
