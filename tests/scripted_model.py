@@ -17,9 +17,11 @@ from typing import List, Optional
 
 
 def reply(text: str = "", tool_calls: Optional[List[dict]] = None, delay: float = 0.0,
-          chunk_delay: float = 0.0) -> dict:
-    """One scripted reply: text and/or tool calls ``{"id", "name", "arguments": dict}``, with optional pauses."""
-    return {"text": text, "tool_calls": tool_calls or [], "delay": delay, "chunk_delay": chunk_delay}
+          chunk_delay: float = 0.0, status: int = 200, error_body: str = "") -> dict:
+    """One scripted reply: text and/or tool calls ``{"id", "name", "arguments": dict}``, with optional pauses;
+    or, with ``status`` != 200, an HTTP error answer carrying ``error_body``."""
+    return {"text": text, "tool_calls": tool_calls or [], "delay": delay, "chunk_delay": chunk_delay,
+            "status": status, "error_body": error_body}
 
 
 def tool(call_id: str, name: str, **arguments) -> dict:
@@ -81,6 +83,14 @@ class ScriptedModel:
                     self.send_error(404)
                     return
                 script = model.next_reply(body)
+                if script.get("status", 200) != 200:
+                    payload = script.get("error_body", "").encode()
+                    self.send_response(script["status"])
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
