@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from .agents import AgentRepo, ProfileRepo
 from .database import Locked, open_database
+from .jobs import JobRepo
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
@@ -17,6 +19,9 @@ class Store:
         self.sessions = SessionRepo(self.locked)
         self.messages = MessageRepo(self.locked)
         self.runs = RunRepo(self.locked)
+        self.jobs = JobRepo(self.locked)
+        self.profiles = ProfileRepo(self.locked)
+        self.agents = AgentRepo(self.locked)
 
     @property
     def db(self):
