@@ -32,6 +32,7 @@ DEFAULTS: Dict[str, Any] = {
     "RUN_IDLE_TIMEOUT": 300.0,  # seconds a run may go without an event
     "CHECKPOINT_INTERVAL": 1.0,  # seconds between partial-output checkpoints
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
+    "BACKGROUND_WORKERS": 2,  # background jobs running at once
     # Demo model
     "DEMO_TOKEN_DELAY": 0.03,  # seconds between demo tokens
     # Providers

@@ -118,7 +118,7 @@ def test_approve_runs_the_exact_call_once_and_replay_is_refused(agent_app):
     stored = messages(agent_app, session_id)
     assert [m["role"] for m in stored] == ["user", "assistant", "user", "assistant"]
     assert stored[2]["content"] == "Approved: shell"
-    assert stored[2]["metadata"]["agent"]["tool_approval"]["decision"] == "approve"
+    assert stored[2]["metadata"]["agent_action"]["tool_approval"]["decision"] == "approve"
     assert stored[3]["content"] == "Created the file."
     # replayed: single use, nothing stored, the tool does not run again
     count = len(stored)

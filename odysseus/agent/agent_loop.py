@@ -94,8 +94,10 @@ class AgentLoop:
     """One agent turn over a run context; ``run`` is the generator the engine drives."""
 
     def __init__(self, candidates: List[Candidate], registry: ToolRegistry, settings: AgentSettings,
-                 hooks: AgentHooks, state: dict, ctx: RunContext, resolution: Optional[Resolution] = None):
+                 hooks: AgentHooks, state: dict, ctx: RunContext, resolution: Optional[Resolution] = None,
+                 temperature: Optional[float] = None):
         self.candidates, self.registry, self.settings, self.hooks = candidates, registry, settings, hooks
+        self.temperature = temperature
         self.state, self.ctx, self.resolution = state, ctx, resolution
         self.messages: List[dict] = state["messages"]
         self.loop = LoopBreaker(settings.loop_repeats, state.get("loop"))
@@ -211,7 +213,8 @@ class AgentLoop:
         self.state["round"] += 1
         round_no = self.state["round"]
         yield Event("agent_step", {"round": round_no})
-        request = ChatRequest(model=self.candidates[0].model, messages=list(self.messages), tools=tools)
+        request = ChatRequest(model=self.candidates[0].model, messages=list(self.messages), tools=tools,
+                              temperature=self.temperature)
         parts: List[str] = []
         calls: List[dict] = []
         record = {"round": round_no, "text": "", "tool_calls": [], "finish_reason": None, "route": None}
@@ -371,10 +374,10 @@ class AgentLoop:
 
 
 def agent_turn(candidates: List[Candidate], registry: ToolRegistry, settings: AgentSettings, hooks: AgentHooks,
-               state: dict, resolution: Optional[Resolution] = None):
+               state: dict, resolution: Optional[Resolution] = None, temperature: Optional[float] = None):
     """Return a turn generator function for the run engine."""
 
     def turn(ctx: RunContext) -> Iterator[Event]:
-        yield from AgentLoop(candidates, registry, settings, hooks, state, ctx, resolution).run()
+        yield from AgentLoop(candidates, registry, settings, hooks, state, ctx, resolution, temperature).run()
 
     return turn

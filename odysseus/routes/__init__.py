@@ -14,10 +14,11 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Register every blueprint and the error handlers."""
-    from . import chat_routes, history_routes, meta_routes
+    from . import agent_routes, background_routes, chat_routes, history_routes, meta_routes, profile_routes
 
-    for module in (chat_routes, history_routes, meta_routes):
+    for module in (chat_routes, history_routes, meta_routes, agent_routes, background_routes, profile_routes):
         app.register_blueprint(module.bp)
+    background_routes.init_app(app)
     from . import agent_mode
 
     agent_mode.init_app(app)

@@ -14,6 +14,7 @@ Three kinds of agent request reach ``build_agent_turn``:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import re
 import secrets
@@ -28,7 +29,7 @@ from ..agent.guards import AgentSettings
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
-from ..tools import ToolContext, build_registry
+from ..tools import ToolContext, ToolRegistry, build_registry
 from .auth import current_owner
 from .params import optional_str
 from .turn_registry import PreparedTurn, register_mode
@@ -109,8 +110,8 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
             raise refused("invalid", "this approval has already been answered")
         state, resolution = row["state"], Resolution(approval_id, decision, row["call"])
         message = f"{DECISION_LABELS[decision]}: {row['call'].get('name')}"
-        user_metadata = {"agent": {"tool_approval": {"approval_id": approval_id, "decision": decision,
-                                                     "call_id": row["call"].get("id")}}}
+        user_metadata = {"agent_action": {"tool_approval": {"approval_id": approval_id, "decision": decision,
+                                                            "call_id": row["call"].get("id")}}}
     elif _flag(data.get("continue")):
         if not session_id:
             raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
@@ -124,13 +125,19 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         if text:
             state["messages"].append({"role": "user", "content": text})
         message = text or "Continue"
-        user_metadata = {"agent": {"continue": True, "task_id": state.get("task_id")}}
+        user_metadata = {"agent_action": {"continue": True, "task_id": state.get("task_id")}}
     elif not (message or "").strip():
         raise BadRequest("message is required and must be a non-empty string")
 
+    registry, settings = service.registry, service.settings
+    if req.get("tools") is not None:  # an agent profile limits the tools
+        registry = ToolRegistry(t for name, t in service.registry.tools.items() if name in set(req["tools"]))
+    if req.get("system_prompt"):  # an agent profile's prompt comes first; the tool guidance stays
+        settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
+
     def make_turn(history):
-        start = state if state is not None else initial_state(history, service.settings)
-        return agent_turn(candidates, service.registry, service.settings, service.hooks, start, resolution)
+        start = state if state is not None else initial_state(history, settings)
+        return agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
                         user_metadata=user_metadata)

@@ -9,11 +9,12 @@ from flask import Blueprint, jsonify, request
 from ..cancel import CancelToken
 from ..chat_turn import model_messages
 from ..errors import NotFound
-from ..events import CHAT_TERMINAL, DELTA, Event
+from ..events import CHAT_TERMINAL, Event
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..sse import chat_frame, comment
 from .auth import current_owner
+from .history_replay import final_state_events
 from .params import body, cursor
 from .streaming import run_stream, sse_response
 from .turn_start import ext, parse_turn_request, start_turn
@@ -44,27 +45,11 @@ def chat_stream():
 def _replay_final(owner: str, row: Optional[dict]) -> Iterator[str]:
     """The final state of an evicted turn, rebuilt from history (no generation)."""
     yield comment("connected")
-    if row is None or not row.get("message_id"):
-        status = (row or {}).get("status", "unknown")
-        yield chat_frame(Event("error", {"error": f"the earlier request ended as {status}", "status": 409}))
-        return
-    message = ext("store").messages.get(owner, row["message_id"])
-    meta = message["metadata"]
-    if meta.get("model_info"):
-        yield chat_frame(Event("model_info", meta["model_info"]))
-    if message["thinking"]:
-        yield chat_frame(Event(DELTA, {"delta": message["thinking"], "thinking": True}))
-    if message["content"]:
-        yield chat_frame(Event(DELTA, {"delta": message["content"]}))
-    yield chat_frame(Event("message_saved", {"message_id": message["id"], "session_id": row["session_id"],
-                                             "role": "assistant", "replayed": True}))
-    yield chat_frame(Event(CHAT_TERMINAL, {"data": {"status": row["status"], "run_id": row["run_id"],
-                                                     "message_id": message["id"], "replayed": True}}))
-    if row["status"] == "done":
-        yield chat_frame(Event("done", {}))
-    elif row["status"] in ("error", "interrupted"):
-        yield chat_frame(Event("error", {"error": row.get("error") or row["status"],
-                                         "status": (meta.get("error") or {}).get("status") or 502}))
+    message = ext("store").messages.get(owner, row["message_id"]) if row and row.get("message_id") else None
+    for event in final_state_events(row, message, CHAT_TERMINAL):
+        frame = chat_frame(event)
+        if frame:
+            yield frame
 
 
 def _compare_stream(candidates: List[Candidate], req: dict, owner: str):

@@ -65,6 +65,8 @@ def start_turn(owner: str, req: dict) -> StartedTurn:
     if req["session_id"]:
         store.sessions.get(owner, req["session_id"])  # 404 for unknown or foreign ids
     prepared = build_turn(req, candidates, owner)  # validates mode-specific input; stores nothing
+    if req.get("agent"):
+        prepared.user_metadata = dict(prepared.user_metadata or {}, agent=req["agent"])
     if req["client_message_id"] and not req["session_id"]:
         # a retry whose first attempt died before the session header arrived: find that session
         req["session_id"] = store.messages.session_of_client_id(owner, req["client_message_id"])

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .approvals import ApprovalRepo, ImageRepo
+from .agents import AgentRepo, ProfileRepo
 from .database import Locked, open_database
+from .jobs import JobRepo
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
@@ -20,6 +22,9 @@ class Store:
         self.runs = RunRepo(self.locked)
         self.approvals = ApprovalRepo(self.locked)
         self.images = ImageRepo(self.locked)
+        self.jobs = JobRepo(self.locked)
+        self.profiles = ProfileRepo(self.locked)
+        self.agents = AgentRepo(self.locked)
 
     @property
     def db(self):

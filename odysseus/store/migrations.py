@@ -68,3 +68,24 @@ def migrate(db: Database) -> None:
             with db.conn:
                 fn(db)
                 db["_migrations"].insert({"name": fn.__name__, "applied_at": __import__("datetime").datetime.utcnow().isoformat()})
+
+
+@migration
+def m004_agent_api(db: Database) -> None:
+    """Background jobs, agent profiles and named agents, each with an owner."""
+    db["jobs"].create({
+        "job_id": str, "owner": str, "session_id": str, "request": str, "status": str, "run_id": str,
+        "message_id": int, "result": str, "error": str, "attempts": int, "created_at": float,
+        "updated_at": float, "finished_at": float,
+    }, pk="job_id", not_null={"owner", "status"})
+    db["jobs"].create_index(["owner", "created_at"])
+    db["jobs"].create_index(["status"])
+    db["agent_profiles"].create({
+        "id": str, "owner": str, "name": str, "system_prompt": str, "model": str, "tools": str,
+        "temperature": float, "is_default": int, "created_at": float, "updated_at": float,
+    }, pk="id", not_null={"owner", "name"})
+    db["agent_profiles"].create_index(["owner"])
+    db["agents"].create({
+        "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
+        "tools": str, "temperature": float, "created_at": float, "updated_at": float,
+    }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})

@@ -1,0 +1,145 @@
+"""The agent API (spec: agent-stream-and-detached-runs.md): a second projection of the same runs.
+
+``/api/agent/chat/stream`` and ``/attach`` encode the run log with named SSE events;
+``/runs`` and ``/cancel`` read and steer the same run engine as ``/api/chat_stream``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from flask import Blueprint, current_app, jsonify, request
+
+from ..errors import BadRequest, NotFound
+from ..events import AGENT_TERMINAL, CLOSE, Event
+from ..sse import agent_frame, comment
+from .agent_routing import apply_agent_routing
+from .auth import current_owner
+from .history_replay import final_state_events
+from .params import body, cursor, page_args
+from .streaming import run_stream, sse_response
+from .turn_registry import BUILDERS
+from .turn_start import ext, parse_turn_request, start_turn
+
+bp = Blueprint("agent_api", __name__)
+
+
+def _agent_request(owner: str) -> dict:
+    """Validate an agent-API body and resolve which agent answers it."""
+    data = body()
+    req = parse_turn_request(dict(data, mode="agent" if "agent" in BUILDERS else "chat"))
+    apply_agent_routing(ext("store"), owner, req)
+    return req
+
+
+def _frames(events) -> Iterator[str]:
+    yield comment("connected")
+    for event in events:
+        frame = agent_frame(event)
+        if frame:
+            yield frame
+
+
+@bp.post("/api/agent/chat/stream")
+def agent_stream():
+    """Start an agent turn and stream it with named events."""
+    owner = current_owner()
+    started = start_turn(owner, _agent_request(owner))
+    headers = {"X-Odysseus-Session-Id": started.session_id}
+    if started.run is not None:
+        return run_stream(ext("runs"), started.run, 0, agent_frame, headers)
+    row = started.replay_row
+    message = ext("store").messages.get(owner, row["message_id"]) if row and row.get("message_id") else None
+    if row:
+        headers["X-Odysseus-Run-Id"] = row["run_id"]
+    return sse_response(_frames(final_state_events(row, message, AGENT_TERMINAL)), headers)
+
+
+@bp.post("/api/agent/chat")
+def agent_chat():
+    """The same turn without streaming: wait for it to settle and return the result."""
+    owner = current_owner()
+    started = start_turn(owner, _agent_request(owner))
+    store = ext("store")
+    if started.run is not None:
+        run = started.run
+        run.settled.wait(float(current_app.config["RUN_WALL_TIMEOUT"]) + 30)
+        row = store.runs.get(owner, run.run_id)
+    else:
+        row = started.replay_row
+    if row is None:
+        raise NotFound("the earlier request with this client_message_id left no run")
+    message = store.messages.get(owner, row["message_id"]) if row.get("message_id") else None
+    result = {
+        "session_id": started.session_id, "run_id": row["run_id"], "task_id": row["run_id"],
+        "status": row["status"], "stop_reason": row["stop_reason"], "model": row["model"],
+        "message_id": row.get("message_id"), "content": message["content"] if message else "",
+        "thinking": message["thinking"] if message else "",
+        "total_time_ms": (message or {}).get("metadata", {}).get("total_time_ms"),
+    }
+    if row.get("error"):
+        result["error"] = row["error"]
+    return jsonify(result), 200
+
+
+def _run_missing(run_id: str, status: Optional[str]) -> Iterator[str]:
+    yield comment("connected")
+    yield agent_frame(Event("run_missing", {"run_id": run_id, "status": status,
+                                            "detail": "the replay buffer has expired; restore from history"}))
+    yield agent_frame(Event(CLOSE, {}))
+
+
+@bp.get("/api/agent/chat/stream/attach")
+def attach():
+    """Replay a run's events from the start or after the cursor, then follow it live."""
+    owner = current_owner()
+    run_id = request.args.get("run_id", "").strip()
+    if not run_id:
+        raise BadRequest("run_id is required")
+    after = cursor()
+    manager = ext("runs")
+    run = manager.get(owner, run_id)
+    if run is not None and not run.log.released:
+        return run_stream(manager, run, after, agent_frame, {"X-Odysseus-Session-Id": run.session_id})
+    row = ext("store").runs.get(owner, run_id)  # 404 for unknown or foreign ids
+    return sse_response(_run_missing(run_id, row["status"]), {"X-Odysseus-Run-Id": run_id})
+
+
+def _run_view(row: dict, live) -> dict:
+    view = {k: row.get(k) for k in ("run_id", "session_id", "status", "mode", "model", "stop_reason", "created_at",
+                                     "updated_at", "finished_at", "event_count", "last_event_type", "error")}
+    if live is not None:
+        summary = live.summary()
+        view.update({k: summary[k] for k in ("status", "stop_reason", "event_count", "last_event_type",
+                                             "finished_at", "error")})
+    view["attachable"] = live is not None and not live.log.released
+    return view
+
+
+@bp.get("/api/agent/chat/runs")
+def list_runs():
+    """The caller's detached runs, newest first, paginated."""
+    owner = current_owner()
+    limit, offset = page_args(50, 200)
+    manager = ext("runs")
+    rows = ext("store").runs.list(owner, limit + 1, offset)
+    more = len(rows) > limit
+    runs = [_run_view(row, manager.get(owner, row["run_id"])) for row in rows[:limit]]
+    return jsonify({"runs": runs, "limit": limit, "offset": offset, "next_offset": offset + limit if more else None})
+
+
+@bp.post("/api/agent/chat/runs/<run_id>/cancel")
+def cancel_run(run_id: str):
+    """Cooperatively cancel a run; a repeat or a finished run answers with the final state."""
+    owner = current_owner()
+    store, manager = ext("store"), ext("runs")
+    store.runs.get(owner, run_id)  # 404 for unknown or foreign ids
+    run = manager.get(owner, run_id)
+    requested = False
+    if run is not None and run.status == "running":
+        requested = run.cancel.cancelled is False
+        manager.stop_run(owner, run_id, "cancelled")
+    row = store.runs.get(owner, run_id)
+    view = _run_view(row, manager.get(owner, run_id))
+    view["cancel_requested"] = requested
+    return jsonify(view)

@@ -1,0 +1,93 @@
+"""Background jobs: a queued turn, its status and its result, persisted so they survive restarts."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import List, Optional
+
+from ..errors import NotFound
+from .database import Locked
+
+JOB_STATUSES = ("queued", "running", "done", "error", "cancelled")
+
+
+def _decode(row: dict) -> dict:
+    row = dict(row)
+    row["request"] = json.loads(row["request"]) if row.get("request") else {}
+    return row
+
+
+class JobRepo:
+    """Create, claim, finish and read jobs; owner-facing reads filter by owner."""
+
+    def __init__(self, locked: Locked):
+        self._l = locked
+
+    def create(self, job_id: str, owner: str, request: dict) -> dict:
+        """Record a queued job."""
+        now = time.time()
+        row = {"job_id": job_id, "owner": owner, "session_id": request.get("session_id"),
+               "request": json.dumps(request), "status": "queued", "run_id": None, "message_id": None,
+               "result": None, "error": None, "attempts": 0, "created_at": now, "updated_at": now,
+               "finished_at": None}
+        with self._l.tx() as db:
+            db["jobs"].insert(row)
+        return _decode(row)
+
+    def get(self, owner: str, job_id: str) -> dict:
+        """The owner's job, or NotFound."""
+        with self._l.read() as db:
+            rows = list(db["jobs"].rows_where("job_id = ? and owner = ?", [job_id, owner], limit=1))
+        if not rows:
+            raise NotFound("job not found")
+        return _decode(rows[0])
+
+    def by_id(self, job_id: str) -> Optional[dict]:
+        """Any job by id (for the worker pool)."""
+        with self._l.read() as db:
+            rows = list(db["jobs"].rows_where("job_id = ?", [job_id], limit=1))
+        return _decode(rows[0]) if rows else None
+
+    def claim(self, job_id: str) -> bool:
+        """Move a queued job to running; False when it is no longer queued (e.g. cancelled)."""
+        with self._l.tx() as db:
+            cursor = db.execute("update jobs set status = 'running', attempts = attempts + 1, updated_at = ?"
+                                " where job_id = ? and status = 'queued'", [time.time(), job_id])
+            return cursor.rowcount == 1
+
+    def attach_run(self, job_id: str, session_id: str, run_id: str) -> None:
+        """Record the session and run a job's turn runs in."""
+        with self._l.tx() as db:
+            db["jobs"].update(job_id, {"session_id": session_id, "run_id": run_id, "updated_at": time.time()})
+
+    def finish(self, job_id: str, status: str, *, message_id: Optional[int] = None, result: Optional[str] = None,
+               error: Optional[str] = None) -> None:
+        """Record a job's outcome (only while it is not already final)."""
+        assert status in JOB_STATUSES
+        now = time.time()
+        with self._l.tx() as db:
+            db.execute("update jobs set status = ?, message_id = ?, result = ?, error = ?, updated_at = ?,"
+                       " finished_at = ? where job_id = ? and status in ('queued', 'running')",
+                       [status, message_id, result, error, now, now, job_id])
+
+    def queued(self) -> List[dict]:
+        """Every queued job, oldest first."""
+        with self._l.read() as db:
+            return [_decode(r) for r in db["jobs"].rows_where("status = 'queued'", order_by="created_at")]
+
+    def recover(self, max_attempts: int = 2) -> dict:
+        """Jobs a dead process left running: re-queue once, else mark failed. Returns counts."""
+        now = time.time()
+        with self._l.tx() as db:
+            requeued = db.execute("update jobs set status = 'queued', updated_at = ? where status = 'running'"
+                                  " and attempts < ?", [now, max_attempts]).rowcount
+            failed = db.execute("update jobs set status = 'error', error = 'interrupted by a server restart',"
+                                " updated_at = ?, finished_at = ? where status = 'running'", [now, now]).rowcount
+        return {"requeued": requeued, "failed": failed}
+
+    def list(self, owner: str, limit: int = 50, offset: int = 0) -> List[dict]:
+        """The owner's jobs, newest first."""
+        with self._l.read() as db:
+            return [_decode(r) for r in db["jobs"].rows_where("owner = ?", [owner], order_by="created_at desc",
+                                                                limit=limit, offset=offset)]
