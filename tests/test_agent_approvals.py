@@ -212,3 +212,34 @@ def test_image_route_serves_only_the_owner(agent_app):
     assert client.get(foreign).status_code == 404
     assert client.get("/api/images/..%2Fodysseus.db").status_code == 404
     assert client.get("/api/images/img_doesnotexist000000.png").status_code == 404
+
+
+def test_agent_api_runs_agent_mode_with_a_profiles_tools_and_prompt(agent_app):
+    client = agent_app.test_client()
+    profile = client.post("/api/agent/profiles", json={"name": "planner", "tools": ["update_plan"],
+                                                        "system_prompt": "You plan things."}).get_json()
+    plan = {"steps": [{"step": "a", "status": "pending"}]}
+    provider = use_script(agent_app, [calls(("p1", "update_plan", plan)), say("Planned.")])
+    response = client.post("/api/agent/chat/stream", json={"message": "plan", "profile_id": profile["id"]})
+    body = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert "event: tool_call" in body and "event: tool_result" in body and '"call_id":"p1"' in body
+    first = provider.requests[0]
+    assert [t["function"]["name"] for t in first.tools] == ["update_plan"]  # the profile limits the tools
+    assert first.messages[0]["content"].startswith("You plan things.")
+    assert provider.requests[1].messages[-1]["tool_call_id"] == "p1"
+
+
+def test_a_retried_approval_answer_attaches_instead_of_running_again(agent_app):
+    client = agent_app.test_client()
+    session_id, data, provider = ask(agent_app, client, [
+        calls(("c1", "shell", {"command": "echo x >> runs.txt"})), say("ok")])
+    body = {"session_id": session_id, "tool_approval_id": data["approval_id"], "tool_approval_decision": "approve",
+            "client_message_id": "answer-1"}
+    first, frames = post(client, **body)
+    again, frames_again = post(client, **body)
+    assert again.status_code == 200 and again.headers["X-Odysseus-Run-Id"] == first.headers["X-Odysseus-Run-Id"]
+    assert [f["type"] for f in frames_again if f["type"] == "tool_output"] == ["tool_output"]  # the same log
+    with open(os.path.join(workdir(agent_app, session_id), "runs.txt")) as fh:
+        assert fh.read() == "x\n"
+    assert len(provider.requests) == 2
