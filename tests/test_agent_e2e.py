@@ -193,3 +193,8 @@ def test_stop_during_a_tool_run_kills_the_process_and_saves_the_partial(server, 
     assert terminal["status"] == "stopped" and terminal["completion"] == "stopped"
     assert not of(rest, "[DONE]") and not of(rest, "tool_output")
     wait_for(lambda: not _alive(pid), 5, what="tool process killed")
+    saved = requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()["messages"][-1]
+    assert saved["metadata"]["stopped"] is True and saved["content"] == ""  # this turn had no text yet
+    command = "echo pid $$; exec sleep 30"
+    assert saved["metadata"]["agent"]["tools"] == [{"call_id": "call_long", "tool": "shell", "command": command,
+                                                    "full_command": command, "round": 1, "cancelled": True}]

@@ -289,8 +289,13 @@ class AgentLoop:
             result = ToolResult(f"Error: {call['error']}", exit_code=1)
         else:
             timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
-            result = yield from run_tool(tool, call["arguments"], self.tool_ctx, self.ctx.cancel, timeout=timeout,
-                                         progress_interval=self.settings.progress_interval, round_no=round_no)
+            try:
+                result = yield from run_tool(tool, call["arguments"], self.tool_ctx, self.ctx.cancel, timeout=timeout,
+                                             progress_interval=self.settings.progress_interval, round_no=round_no)
+            except Cancelled:  # the run was stopped mid-tool: the saved reply still shows the row
+                self.meta["tools"].append({"call_id": call["id"], "tool": call["name"], "command": command,
+                                           "full_command": full, "round": round_no, "cancelled": True})
+                raise
         self.tools_ms += (time.monotonic() - started) * 1000
         self.used += 1
         self.term["tool_calls"] = self.used
