@@ -14,10 +14,11 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Register every blueprint and the error handlers."""
-    from . import chat_routes, history_routes, meta_routes
+    from . import auth, auth_routes, chat_routes, history_routes, meta_routes
 
-    for module in (chat_routes, history_routes, meta_routes):
+    for module in (chat_routes, history_routes, meta_routes, auth_routes):
         app.register_blueprint(module.bp)
+    auth.init_app(app)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

@@ -1,4 +1,4 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs. No Flask here."""
+"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens. No Flask here."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from .database import Locked, open_database
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
+from .tokens import TokenRepo
+from .users import SettingsRepo, UserRepo
 
 
 class Store:
@@ -17,6 +19,9 @@ class Store:
         self.sessions = SessionRepo(self.locked)
         self.messages = MessageRepo(self.locked)
         self.runs = RunRepo(self.locked)
+        self.users = UserRepo(self.locked)
+        self.tokens = TokenRepo(self.locked)
+        self.settings = SettingsRepo(self.locked)
 
     @property
     def db(self):
