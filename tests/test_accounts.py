@@ -389,6 +389,7 @@ def test_login_and_setup_pages_render(papp):
     assert page.status_code == 200 and b'data-next="/chat"' in page.data
     assert b'data-next="/"' in papp.test_client().get("/login?next=//evil.example").data
     assert papp.test_client().get("/static/js/auth.js").status_code == 200
+    assert client.get("/login?next=/chat").headers["Location"] == "/chat"  # already signed in
 
 
 # ---------------------------------------------------------------- single-user mode

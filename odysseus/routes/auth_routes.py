@@ -180,6 +180,8 @@ def login_page():
     accounts = _accounts()
     if accounts.setup_needed():
         return redirect(url_for("auth.setup_page"))
+    if g.get("odysseus_owner"):
+        return redirect(_safe_next())  # already signed in
     return render_template("login.html", next=_safe_next(), signup_allowed=accounts.signup_allowed())
 
 
