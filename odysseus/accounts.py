@@ -112,10 +112,20 @@ class Accounts:
         user = self.store.users.create(name, hash_password(secret), is_admin=is_admin or first,
                                        only_if_none=first_only or first)
         if first:
-            moved = self.store.users.adopt(self.config["LOCAL_OWNER"], user["id"])
-            if moved:
-                log.info("the first account %s adopted %d single-user row(s)", name, moved)
+            self.adopt_single_user_data()
         return user
+
+    def adopt_single_user_data(self) -> int:
+        """Give rows left under ``LOCAL_OWNER`` to the first admin (at the first account and at start-up).
+
+        At start-up this also picks up a reply that a single-user run saved after the first
+        account had already adopted everything else.
+        """
+        admin = self.store.users.first_admin_id()
+        moved = self.store.users.adopt(self.config["LOCAL_OWNER"], admin) if admin else 0
+        if moved:
+            log.info("the first admin adopted %d row(s) made in single-user mode", moved)
+        return moved
 
     def setup(self, username: object, password: object) -> dict:
         """Create the first (admin) account; Conflict once any account exists."""
@@ -137,11 +147,11 @@ class Accounts:
     def authenticate(self, username: object, password: object, address: str) -> dict:
         """The user for these credentials; RateLimited while locked out, Unauthorized when wrong."""
         name = username.strip().lower() if isinstance(username, str) else ""
-        keys = [("user", name), ("address", address or "?")]
+        keys = [("user", name[:64]), ("address", address or "?")]  # bounded keys: no memory blow-up
         wait = self.throttle.retry_after(keys)
         if wait > 0:
             raise RateLimited(f"too many failed sign-ins; try again in {int(wait) + 1} s", retry_after=wait)
-        user = self.store.users.by_username(name) if name else None
+        user = self.store.users.by_username(name) if _USERNAME.match(name) else None
         if not isinstance(password, str) or len(password) > PASSWORD_MAX:
             password = ""
         # Hash even for unknown names, so timing does not reveal which usernames exist.
@@ -149,7 +159,7 @@ class Accounts:
         if not ok:
             self.throttle.failure(keys)
             raise Unauthorized("wrong username or password")
-        self.throttle.success(("user", name))
+        self.throttle.success(("user", name[:64]))
         return user
 
     def change_password(self, user: dict, current: object, new: object, address: str) -> int:

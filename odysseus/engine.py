@@ -34,6 +34,8 @@ def init_app(app: Flask) -> None:
     if recovered:
         log.warning("marked %d interrupted run(s) from a previous process", len(recovered))
     app.extensions["odysseus.store"] = store
-    app.extensions["odysseus.accounts"] = Accounts(store, config)
+    accounts = Accounts(store, config)
+    accounts.adopt_single_user_data()
+    app.extensions["odysseus.accounts"] = accounts
     app.extensions["odysseus.router"] = router
     app.extensions["odysseus.runs"] = manager

@@ -413,6 +413,12 @@ def test_first_account_adopts_single_user_data(make_app):
     assert [s["title"] for s in client.get("/api/sessions").json["sessions"]] == ["before accounts"]
     again = make_app(AUTH="none").test_client()  # back to single-user: the admin's chats
     assert [s["title"] for s in again.get("/api/sessions").json["sessions"]] == ["before accounts"]
+    # a straggler saved under the single-user owner later (a run that was still going) is adopted at start-up
+    app.extensions["odysseus.store"].sessions.create(app.config["LOCAL_OWNER"], "straggler")
+    restarted = make_app().test_client()
+    login(restarted, "alice")
+    assert sorted(s["title"] for s in restarted.get("/api/sessions").json["sessions"]) == [
+        "before accounts", "straggler"]
 
 
 def test_single_user_mode_refused_on_a_public_host(tmp_path, monkeypatch):
