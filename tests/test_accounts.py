@@ -459,6 +459,8 @@ def test_cli_create_user_first_is_admin(tmp_path, monkeypatch, capsys):
 
 def test_cli_serve_refuses_single_user_on_a_public_host(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ODYSSEUS_AUTH", "none")
+    monkeypatch.setenv("HOST", "127.0.0.1")  # serve() writes HOST; monkeypatch restores it afterwards
+    monkeypatch.setenv("PORT", "5000")
     monkeypatch.setattr(os, "execv", lambda *a: pytest.fail("serve must not start gunicorn"))
     assert run_cli(monkeypatch, tmp_path, ["serve", "--host", "0.0.0.0"]) == 2
     assert "not a loopback address" in capsys.readouterr().err
