@@ -138,9 +138,9 @@ def forge_cookie(victim: User) -> str:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """A password-mode server with alice (admin) and bob, each with a run lasting ~20 s."""
+    """A password-mode server with alice (admin) and bob, each with a run lasting over a minute (stopped at teardown)."""
     server = LiveServer(str(tmp_path_factory.mktemp("accounts")), {
-        "ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.25", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        "ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "1.0", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
     }).start()
     try:
         setup = requests.post(server.url + "/api/auth/setup", json={"username": "alice", "password": PASSWORD},
