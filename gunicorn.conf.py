@@ -18,3 +18,14 @@ keepalive = 75
 accesslog = os.environ.get("ODYSSEUS_ACCESS_LOG") or None
 errorlog = "-"
 loglevel = os.environ.get("ODYSSEUS_LOG_LEVEL", "info")
+
+
+def on_starting(server):
+    """Refuse ODYSSEUS_AUTH=none on a public bind before any socket is opened (also catches -b)."""
+    from odysseus.bind import bind_host, single_user_refusal
+    from odysseus.config import load_config
+
+    refusal = single_user_refusal(load_config(), [bind_host(b) for b in server.cfg.bind])
+    if refusal:
+        server.log.error(refusal)
+        raise SystemExit(2)

@@ -1,8 +1,9 @@
-"""The ``odysseus`` command: ``serve`` (gunicorn + gevent) and ``init-db``."""
+"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``."""
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import os
 import sys
 
@@ -17,6 +18,13 @@ def serve(args: argparse.Namespace) -> int:
         os.environ["PORT"] = str(args.port)
     if args.host:
         os.environ["HOST"] = args.host
+    from .bind import single_user_refusal
+    from .config import load_config
+
+    refusal = single_user_refusal(load_config(), [os.environ.get("HOST", "127.0.0.1")])
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     root = _project_root()
     conf = os.path.join(root, "gunicorn.conf.py")
     os.chdir(root)
@@ -37,6 +45,55 @@ def init_db(args: argparse.Namespace) -> int:
     return 0
 
 
+def _accounts():
+    from .accounts import Accounts
+    from .config import load_config
+    from .engine import database_path
+    from .store import Store
+
+    config = load_config()
+    return Accounts(Store(database_path(config)), config)
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    """The password from stdin (``--password-stdin``) or typed twice at a prompt."""
+    if args.password_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    first = getpass.getpass("Password: ")
+    if first != getpass.getpass("Repeat password: "):
+        raise SystemExit("the passwords differ")
+    return first
+
+
+def create_user(args: argparse.Namespace) -> int:
+    """Create an account from the command line (the first one is always an admin)."""
+    from .errors import OdysseusError
+
+    accounts = _accounts()
+    first = accounts.setup_needed()
+    try:
+        user = accounts.create_user(args.username, _read_password(args), is_admin=args.admin)
+    except OdysseusError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    kind = "admin" if user["is_admin"] else "user"
+    print(f"created {kind} {user['username']}" + (" (the first account is always an admin)" if first else ""))
+    return 0
+
+
+def reset_password(args: argparse.Namespace) -> int:
+    """Set a user's password without the old one; signs that user out everywhere."""
+    from .errors import OdysseusError
+
+    try:
+        user = _accounts().reset_password(args.username, _read_password(args))
+    except OdysseusError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"password changed for {user['username']}")
+    return 0
+
+
 def main(argv=None) -> int:
     """Entry point of the console script."""
     parser = argparse.ArgumentParser(prog="odysseus", description="Self-hosted LLM chat")
@@ -47,6 +104,15 @@ def main(argv=None) -> int:
     p_serve.set_defaults(func=serve)
     p_init = sub.add_parser("init-db", help="create the database and apply migrations")
     p_init.set_defaults(func=init_db)
+    p_user = sub.add_parser("create-user", help="create an account (the first one becomes the admin)")
+    p_user.add_argument("username")
+    p_user.add_argument("--admin", action="store_true", help="make the account an admin")
+    p_user.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
+    p_user.set_defaults(func=create_user)
+    p_reset = sub.add_parser("reset-password", help="set a user's password (signs them out everywhere)")
+    p_reset.add_argument("username")
+    p_reset.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
+    p_reset.set_defaults(func=reset_password)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -67,9 +67,20 @@ DEFAULTS: Dict[str, Any] = {
     "IMAGES_API_KEY": "",
     "IMAGES_MODEL": "",
     "IMAGES_TIMEOUT": 120.0,
-    # Auth placeholder until accounts land: one local owner
-    "LOCAL_OWNER": "local",
-    "SECRET_KEY": "",
+    # Accounts (see README "Accounts and single-user mode")
+    "AUTH": "password",  # "password": sign-in required; "none": one implicit owner, loopback only
+    "AUTH_FORCE": False,  # allow AUTH=none on a non-loopback bind (explicit opt-out)
+    "LOCAL_OWNER": "local",  # the implicit owner in AUTH=none before any account exists
+    "SECRET_KEY": "",  # signs session cookies; generated once into DATA_DIR/secret_key when empty
+    "SESSION_DAYS": 30,  # how long a sign-in lasts
+    "TRUST_PROXY": False,  # honour X-Forwarded-For/-Proto/-Host from one reverse proxy (nginx)
+    "ALLOWED_ORIGINS": "",  # extra origins (comma-separated) allowed to send cookie-authenticated writes
+    "ALLOWED_HOSTS": "",  # extra Host names served in AUTH=none (besides loopback names)
+    "LOGIN_FREE_FAILURES": 5,  # failures per account before sign-in is slowed down
+    "LOGIN_FREE_FAILURES_ADDRESS": 20,  # failures per client address before it is slowed down
+    "LOGIN_BASE_DELAY": 1.0,  # first lock-out in seconds; doubles with every further failure
+    "LOGIN_MAX_DELAY": 900.0,  # longest lock-out in seconds
+    "LOGIN_FORGET_AFTER": 3600.0,  # seconds without failures after which a key's count is forgotten
 }
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 
 from flask import Flask
 
+from .accounts import Accounts, load_or_create_secret
 from .llm.llm_core import ModelRouter
 from .llm.registry import build_providers
 from .runs.agent_runs import RunManager
@@ -22,10 +22,11 @@ def database_path(config: dict) -> str:
 
 
 def init_app(app: Flask) -> None:
-    """Open the store, build providers and the run engine, recover interrupted runs."""
+    """Open the store, accounts, providers and the run engine; recover interrupted runs."""
     config = app.config
     if not config.get("SECRET_KEY"):
-        config["SECRET_KEY"] = secrets.token_hex(32)
+        # One secret per install, not per process: restarts and extra workers keep sign-ins valid.
+        config["SECRET_KEY"] = load_or_create_secret(config["DATA_DIR"])
     store = Store(database_path(config))
     router = ModelRouter(build_providers(config), config.get("ROUTES"), config.get("DEFAULT_MODEL", ""))
     manager = RunManager(store, config)
@@ -33,5 +34,8 @@ def init_app(app: Flask) -> None:
     if recovered:
         log.warning("marked %d interrupted run(s) from a previous process", len(recovered))
     app.extensions["odysseus.store"] = store
+    accounts = Accounts(store, config)
+    accounts.adopt_single_user_data()
+    app.extensions["odysseus.accounts"] = accounts
     app.extensions["odysseus.router"] = router
     app.extensions["odysseus.runs"] = manager

@@ -6,7 +6,9 @@
     ├── BadRequest (400)          malformed or invalid client input
     │   └── PayloadTooLarge (413)
     ├── NotFound (404)            missing, or owned by somebody else
-    ├── Unauthorized (401)
+    ├── Unauthorized (401)        no valid credentials
+    ├── Forbidden (403)           signed in, but not allowed (cross-site write, admin-only)
+    ├── RateLimited (429)         too many failed sign-ins; carries ``retry_after``
     ├── Conflict (409)
     ├── CapacityError (503)       run engine is full
     └── ProviderError             a model provider failed (status from the failure)
@@ -66,6 +68,22 @@ class Unauthorized(OdysseusError):
     """No valid credentials."""
 
     status = 401
+
+
+class Forbidden(OdysseusError):
+    """Signed in (or anonymous on a public route) but not allowed to do this."""
+
+    status = 403
+
+
+class RateLimited(OdysseusError):
+    """Too many recent failures; try again after ``retry_after`` seconds."""
+
+    status = 429
+
+    def __init__(self, message: str = "", *, retry_after: float = 1.0):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Conflict(OdysseusError):

@@ -1,4 +1,9 @@
-"""Shared fixtures: an in-process app, and real gunicorn+gevent servers on loopback ports."""
+"""Shared fixtures: an in-process app, and real gunicorn+gevent servers on loopback ports.
+
+Every fixture runs single-user mode (``AUTH=none``, one implicit owner, loopback only)
+unless a test asks for accounts: ``server_factory(env={"ODYSSEUS_AUTH": "password"})``
+or ``create_app({..., "AUTH": "password"})``.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ from odysseus import create_app  # noqa: E402
 @pytest.fixture
 def app(tmp_path):
     """An app on a fresh SQLite file with a fast demo model."""
-    application = create_app({"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.001, "PROVIDERS": []})
+    application = create_app({"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.001, "PROVIDERS": [],
+                              "AUTH": "none"})
     yield application
     application.extensions["odysseus.runs"].close()
 
@@ -35,7 +41,8 @@ def server_factory(tmp_path_factory):
 
     def start(env=None, data_dir=None):
         directory = data_dir or str(tmp_path_factory.mktemp("srv"))
-        server = LiveServer(directory, {k: str(v) for k, v in (env or {}).items()}).start()
+        settings = {"ODYSSEUS_AUTH": "none", **(env or {})}  # accounts only when a test asks for them
+        server = LiveServer(directory, {k: str(v) for k, v in settings.items()}).start()
         started.append(server)
         return server
 
@@ -48,7 +55,7 @@ def server_factory(tmp_path_factory):
 def live(tmp_path_factory):
     """One real server per test module: demo model at 20 ms/token, heartbeats every 0.5 s."""
     server = LiveServer(str(tmp_path_factory.mktemp("live")), {
-        "ODYSSEUS_DEMO_TOKEN_DELAY": "0.02", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.02", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
         "ODYSSEUS_EVICT_GRACE": "3"}).start()
     yield server
     server.stop()

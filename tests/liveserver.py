@@ -38,7 +38,8 @@ class LiveServer:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("ODYSSEUS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_"))}
         env.update({"PORT": str(self.port), "HOST": "127.0.0.1", "ODYSSEUS_DATA_DIR": self.data_dir,
-                    "ODYSSEUS_LOG_LEVEL": "warning"})
+                    "ODYSSEUS_LOG_LEVEL": "warning",
+                    "ODYSSEUS_AUTH": "none"})  # single-user on loopback unless the test asks for accounts
         env.update(self.env)
         os.makedirs(self.data_dir, exist_ok=True)
         self._log = open(self.log_path, "ab")

@@ -52,7 +52,7 @@ def test_check_accepts_a_valid_answer_with_or_without_the_echoed_call():
 # ---------------------------------------------------------------- over /api/chat_stream
 @pytest.fixture
 def agent_app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AGENT_TOOLS": "shell,update_plan",
+    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "AGENT_TOOLS": "shell,update_plan",
                               "TOOL_PROGRESS_INTERVAL": 0.2})
     yield application
     application.extensions["odysseus.runs"].close()
@@ -178,7 +178,7 @@ def test_approve_task_covers_later_calls_of_the_same_tool(agent_app):
 
 
 def test_continue_after_rounds_exhausted_over_http(tmp_path):
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AGENT_TOOLS": "update_plan",
+    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "AGENT_TOOLS": "update_plan",
                       "AGENT_MAX_ROUNDS": 1})
     try:
         client = app.test_client()

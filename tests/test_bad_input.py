@@ -37,7 +37,7 @@ def test_chat_stream_rejects(app, client, kwargs, status, fragment):
 
 def test_oversized_body_is_413_and_stores_nothing(tmp_path):
     from odysseus import create_app
-    app = create_app({"DATA_DIR": str(tmp_path), "MAX_BODY_BYTES": 1024, "PROVIDERS": []})
+    app = create_app({"DATA_DIR": str(tmp_path), "MAX_BODY_BYTES": 1024, "PROVIDERS": [], "AUTH": "none"})
     client = app.test_client()
     response = client.post("/api/chat_stream", json={"message": "x" * 5000})
     assert response.status_code == 413

@@ -93,7 +93,7 @@ def test_tool_is_offered_only_when_configured(endpoint, tmp_path):
     assert "generate_image" not in build_registry({"AGENT_TOOLS": "generate_image"}).names()
     assert "generate_image" in build_registry({"AGENT_TOOLS": "generate_image", "IMAGES_BASE_URL": endpoint}).names()
     Images.mode = "b64"
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "IMAGES_BASE_URL": endpoint})
+    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "IMAGES_BASE_URL": endpoint})
     try:
         service = app.extensions["odysseus.agent"]
         run_ctx = type("Ctx", (), {"owner": "local", "session_id": "s1", "cancel": CancelToken(), "run_id": "r"})()

@@ -1,4 +1,4 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs, approvals, images. No Flask here."""
+"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images. No Flask here."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from .jobs import JobRepo
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
+from .tokens import TokenRepo
+from .users import SettingsRepo, UserRepo
 
 
 class Store:
@@ -25,6 +27,9 @@ class Store:
         self.jobs = JobRepo(self.locked)
         self.profiles = ProfileRepo(self.locked)
         self.agents = AgentRepo(self.locked)
+        self.users = UserRepo(self.locked)
+        self.tokens = TokenRepo(self.locked)
+        self.settings = SettingsRepo(self.locked)
 
     @property
     def db(self):

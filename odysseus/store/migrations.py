@@ -45,6 +45,23 @@ def m001_initial(db: Database) -> None:
 
 
 @migration
+def m002_accounts(db: Database) -> None:
+    """Users, their API tokens (hashed) and instance settings such as open sign-up."""
+    db["users"].create({
+        "id": str, "username": str, "password_hash": str, "is_admin": int, "created_at": float,
+        "password_changed_at": float, "session_version": int,
+    }, pk="id", not_null={"username", "password_hash"})
+    db["users"].create_index(["username"], unique=True)
+    db["api_tokens"].create({
+        "id": str, "owner": str, "name": str, "token_hash": str, "prefix": str, "created_at": float,
+        "last_used_at": float, "revoked_at": float,
+    }, pk="id", not_null={"owner", "token_hash"})
+    db["api_tokens"].create_index(["token_hash"], unique=True)
+    db["api_tokens"].create_index(["owner", "created_at"])
+    db["settings"].create({"key": str, "value": str}, pk="key")
+
+
+@migration
 def m003_agent(db: Database) -> None:
     """Agent mode: tool approvals (single-use, bound to owner, session and call) and generated images."""
     db["approvals"].create({

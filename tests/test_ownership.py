@@ -1,0 +1,289 @@
+"""The ownership matrix over a real gunicorn server in password mode.
+
+Two users each have a session with a running run. Every route is called against the
+victim's ids by the other user (cookie and token), by an anonymous client, with the
+victim's own revoked token and with a forged cookie: each answers 401 or 404, shows
+none of the victim's text, and the victim's run keeps running with its data unchanged.
+
+Routes added later are covered by appending to ``ROUTES``; an entry whose ``rule`` is
+not registered on this branch is skipped until it is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+import pytest
+import requests
+from flask import Flask
+from liveserver import ROOT, LiveServer
+
+from odysseus import create_app
+
+PASSWORD = "correct horse battery"
+CSRF = "X-Odysseus-CSRF"
+
+
+@dataclass
+class Route:
+    """One route to attack; ``{session}``, ``{run}``, ``{message}``, ``{job}`` are the victim's ids."""
+
+    name: str
+    method: str
+    path: str
+    json: Optional[dict] = None
+    headers: Dict[str, str] = field(default_factory=dict)
+    rule: Optional[str] = None  # skip while this Flask rule is not registered
+    needs: tuple = ()  # victim ids this route needs beyond session/run/message (e.g. "job")
+
+
+ROUTES = [
+    Route("get session", "GET", "/api/sessions/{session}"),
+    Route("list messages", "GET", "/api/sessions/{session}/messages"),
+    Route("rename session", "PATCH", "/api/sessions/{session}", json={"title": "pwned"}),
+    Route("delete session", "DELETE", "/api/sessions/{session}"),
+    Route("edit message", "PATCH", "/api/messages/{message}", json={"content": "pwned"}),
+    Route("delete message", "DELETE", "/api/messages/{message}"),
+    Route("chat into session", "POST", "/api/chat_stream", json={"message": "pwned", "session_id": "{session}"}),
+    Route("chat into session (session)", "POST", "/api/chat_stream", json={"message": "pwned", "session": "{session}"}),
+    Route("stream_status", "GET", "/api/chat/stream_status/{session}"),
+    Route("resume", "GET", "/api/chat/resume/{session}"),
+    Route("resume after cursor", "GET", "/api/chat/resume/{session}?after=1"),
+    Route("stop (header run id)", "POST", "/api/chat/stop/{session}", headers={"X-Odysseus-Run-Id": "{run}"}),
+    Route("stop (body run id)", "POST", "/api/chat/stop/{session}", json={"run_id": "{run}"}),
+    # The agent API (spec: agent-stream-and-detached-runs.md), active once merged.
+    Route("agent attach", "GET", "/api/agent/chat/stream/attach?run_id={run}", rule="/api/agent/chat/stream/attach"),
+    Route("agent cancel", "POST", "/api/agent/chat/runs/{run}/cancel", rule="/api/agent/chat/runs/<run_id>/cancel"),
+    Route("agent chat into session", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "session_id": "{session}"}, rule="/api/agent/chat/stream"),
+    Route("background job", "GET", "/api/chat/background/{job}", rule="/api/chat/background/<job_id>",
+          needs=("job",)),
+]
+
+# attacker -> the status every route must answer
+ATTACKERS = {"other user (cookie)": 404, "other user (token)": 404, "anonymous": 401,
+             "victim's revoked token": 401, "forged cookie": 401}
+
+
+def registered_rules() -> set:
+    """The Flask rules this branch serves (decides which ROUTES entries run)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        app = create_app({"DATA_DIR": tmp, "PROVIDERS": [], "AUTH": "none"})
+        try:
+            return {rule.rule for rule in app.url_map.iter_rules()}
+        finally:
+            app.extensions["odysseus.runs"].close()
+
+
+RULES = registered_rules()
+
+
+class User:
+    """A signed-in browser (cookie + CSRF header) and a program (Bearer token) for one account."""
+
+    def __init__(self, base: str, name: str):
+        self.base, self.name = base, name
+        self.http = requests.Session()
+        response = self.http.post(base + "/api/auth/login", json={"username": name, "password": PASSWORD}, timeout=10)
+        assert response.status_code == 200, response.text
+        self.id = response.json()["user"]["id"]
+        self.http.headers[CSRF] = response.json()["csrf_token"]
+        self.token = self.new_token("matrix")
+        self.ids: Dict[str, str] = {}
+        self.secret = f"{name}-secret-{self.id[-6:]}"  # appears in the prompt, so in the reply too
+
+    def new_token(self, name: str) -> dict:
+        response = self.http.post(self.base + "/api/auth/tokens", json={"name": name}, timeout=10)
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def start_run(self) -> None:
+        """Start a slow demo turn, read its ids from the headers, and drop the connection (it keeps running)."""
+        response = self.http.post(self.base + "/api/chat_stream", json={"message": f"hello {self.secret}"},
+                                  stream=True, timeout=10)
+        assert response.status_code == 200
+        self.ids.update(session=response.headers["X-Odysseus-Session-Id"], run=response.headers["X-Odysseus-Run-Id"])
+        response.close()
+        messages = self.get(f"/api/sessions/{self.ids['session']}/messages").json()["messages"]
+        self.ids["message"] = str(messages[0]["id"])
+        # in its own session: a job sent into the running session would replace that run
+        background = self.http.post(self.base + "/api/chat/background", timeout=10,
+                                    json={"message": f"job {self.secret}"})
+        if background.ok and isinstance(background.json(), dict) and background.json().get("job_id"):
+            self.ids["job"] = background.json()["job_id"]
+            self.ids["job_session"] = background.json()["session_id"]
+
+    def get(self, path: str) -> requests.Response:
+        return self.http.get(self.base + path, timeout=10)
+
+    def snapshot(self) -> dict:
+        """What must not change: the session, its messages, and the run (still running, same id)."""
+        session = self.get(f"/api/sessions/{self.ids['session']}").json()
+        messages = self.get(f"/api/sessions/{self.ids['session']}/messages").json()["messages"]
+        status = self.get(f"/api/chat/stream_status/{self.ids['session']}").json()
+        return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
+                "run_id": status["run_id"], "status": status["status"]}
+
+
+def forge_cookie(victim: User) -> str:
+    """A session cookie naming the victim, signed with a key that is not the server's."""
+    forger = Flask("forger")
+    forger.config["SECRET_KEY"] = "guessed secret"
+    return forger.session_interface.get_signing_serializer(forger).dumps({"uid": victim.id, "sv": 1, "csrf": "x"})
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A password-mode server with alice (admin) and bob, each with a run lasting over a minute (stopped at teardown)."""
+    server = LiveServer(str(tmp_path_factory.mktemp("accounts")), {
+        "ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "1.0", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+    }).start()
+    try:
+        setup = requests.post(server.url + "/api/auth/setup", json={"username": "alice", "password": PASSWORD},
+                              timeout=10)
+        assert setup.status_code == 201, setup.text
+        admin = requests.Session()
+        admin.cookies.update(setup.cookies)
+        created = admin.post(server.url + "/api/auth/users", json={"username": "bob", "password": PASSWORD},
+                             headers={CSRF: setup.json()["csrf_token"]}, timeout=10)
+        assert created.status_code == 201, created.text
+        users = {name: User(server.url, name) for name in ("alice", "bob")}
+        for user in users.values():
+            revoked = user.new_token("revoked")
+            assert user.http.delete(f"{server.url}/api/auth/tokens/{revoked['id']}", timeout=10).ok
+            user.revoked = revoked["token"]
+            user.start_run()
+            user.before = user.snapshot()
+            assert user.before["status"] == "running"
+        yield server, users
+        for user in users.values():
+            user.http.post(f"{server.url}/api/chat/stop/{user.ids['session']}",
+                           headers={"X-Odysseus-Run-Id": user.ids["run"]}, timeout=10)
+    finally:
+        server.stop()
+
+
+def attacker_request(server, users, attacker: str, victim: User) -> requests.Session:
+    """A requests session acting as ``attacker`` against ``victim``."""
+    other = users["bob" if victim.name == "alice" else "alice"]
+    if attacker == "other user (cookie)":
+        return other.http
+    http = requests.Session()
+    if attacker == "other user (token)":
+        http.headers["Authorization"] = f"Bearer {other.token['token']}"
+    elif attacker == "victim's revoked token":
+        http.headers["Authorization"] = f"Bearer {victim.revoked}"
+    elif attacker == "forged cookie":
+        http.cookies.set("odysseus_session", forge_cookie(victim))
+        http.headers[CSRF] = "x"
+    return http
+
+
+def fill(value, ids: Dict[str, str]):
+    if isinstance(value, str):
+        return value.format(**ids)
+    if isinstance(value, dict):
+        return {k: fill(v, ids) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("attacker", list(ATTACKERS))
+@pytest.mark.parametrize("victim_name", ["alice", "bob"])
+@pytest.mark.parametrize("route", ROUTES, ids=[r.name for r in ROUTES])
+def test_foreign_callers_get_401_or_404_and_change_nothing(world, route, victim_name, attacker):
+    server, users = world
+    if route.rule and route.rule not in RULES:
+        pytest.skip(f"{route.rule} is not served on this branch yet")
+    victim = users[victim_name]
+    missing = [need for need in route.needs if need not in victim.ids]
+    if missing:
+        pytest.skip(f"could not create the victim's {', '.join(missing)}")
+    http = attacker_request(server, users, attacker, victim)
+    response = http.request(route.method, server.url + fill(route.path, victim.ids), json=fill(route.json, victim.ids),
+                            headers=fill(route.headers, victim.ids), stream=True, timeout=10)
+    try:
+        body = response.raw.read(4096, decode_content=True).decode("utf-8", "replace")
+    finally:
+        response.close()
+    assert response.status_code == ATTACKERS[attacker], body
+    assert victim.secret not in body and victim.ids["run"] not in body
+    assert json.loads(body).get("error")
+    assert victim.snapshot() == victim.before
+
+
+@pytest.mark.parametrize("victim_name", ["alice", "bob"])
+def test_owner_still_reaches_their_own_run(world, victim_name):
+    server, users = world
+    owner = users[victim_name]
+    assert owner.get(f"/api/chat/stream_status/{owner.ids['session']}").json()["status"] == "running"
+    stream = owner.http.get(f"{server.url}/api/chat/resume/{owner.ids['session']}", stream=True, timeout=10)
+    assert stream.status_code == 200 and stream.headers["X-Odysseus-Run-Id"] == owner.ids["run"]
+    stream.close()
+    with_token = requests.get(f"{server.url}/api/sessions/{owner.ids['session']}", timeout=10,
+                              headers={"Authorization": f"Bearer {owner.token['token']}"})
+    assert with_token.status_code == 200 and with_token.json()["owner"] == owner.id
+
+
+def test_session_list_shows_only_your_own(world):
+    server, users = world
+    for user in users.values():
+        listed = user.get("/api/sessions").json()["sessions"]
+        own = {user.ids["session"], user.ids.get("job_session", user.ids["session"])}
+        assert {s["id"] for s in listed} == own
+        assert all(s["owner"] == user.id for s in listed)
+    if "/api/agent/chat/runs" in RULES:
+        for user in users.values():
+            runs = user.get("/api/agent/chat/runs").json()
+            assert user.ids["run"] in json.dumps(runs)
+            other = users["bob" if user.name == "alice" else "alice"]
+            assert other.ids["run"] not in json.dumps(runs)
+
+
+def test_anonymous_callers_get_401_everywhere(world):
+    server, _ = world
+    for method, path in [("GET", "/api/sessions"), ("POST", "/api/sessions"), ("GET", "/api/models"),
+                         ("POST", "/api/chat_stream"), ("GET", "/api/auth/tokens"), ("GET", "/api/auth/users")]:
+        assert requests.request(method, server.url + path, json={}, timeout=10).status_code == 401, path
+
+
+def test_cross_site_cookie_post_is_refused(world):
+    server, users = world
+    alice = users["alice"]
+    count = len(alice.get("/api/sessions").json()["sessions"])
+    foreign = requests.post(server.url + "/api/sessions", json={"title": "csrf"}, cookies=alice.http.cookies,
+                            headers={"Origin": "http://evil.example"}, timeout=10)
+    assert foreign.status_code == 403
+    bare = requests.post(server.url + "/api/sessions", json={"title": "csrf"}, cookies=alice.http.cookies, timeout=10)
+    assert bare.status_code == 403
+    stop = requests.post(f"{server.url}/api/chat/stop/{alice.ids['session']}", cookies=alice.http.cookies,
+                         headers={"Origin": "http://evil.example", "X-Odysseus-Run-Id": alice.ids["run"]}, timeout=10)
+    assert stop.status_code == 403
+    assert len(alice.get("/api/sessions").json()["sessions"]) == count
+    assert alice.snapshot() == alice.before
+
+
+def test_run_ids_are_unguessable(world):
+    _, users = world
+    for user in users.values():
+        run_id = user.ids["run"]
+        assert run_id.startswith("run_") and len(run_id) - 4 >= 22  # 128 bits of base64url
+
+
+def test_single_user_mode_refuses_a_public_bind(server_factory):
+    # 192.0.2.1 (TEST-NET-1) is never a local address, so nothing could listen on it even if the check failed.
+    with pytest.raises(RuntimeError) as failed:
+        server_factory(env={"ODYSSEUS_AUTH": "none", "HOST": "192.0.2.1"})
+    assert "not a loopback address" in str(failed.value)
+
+
+def test_cli_serve_refuses_a_public_bind():
+    env = {"ODYSSEUS_AUTH": "none", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-m", "odysseus.cli", "serve", "--host", "192.0.2.1"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "not a loopback address" in done.stderr
