@@ -52,7 +52,8 @@ def test_check_accepts_a_valid_answer_with_or_without_the_echoed_call():
 # ---------------------------------------------------------------- over /api/chat_stream
 @pytest.fixture
 def agent_app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "AGENT_TOOLS": "shell,update_plan",
+    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none",
+                              "AGENT_TOOLS": "shell,update_plan",
                               "TOOL_PROGRESS_INTERVAL": 0.2})
     yield application
     application.extensions["odysseus.runs"].close()
