@@ -117,6 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")  # one request per connection: no stale keep-alive reuse
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
@@ -153,8 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", reply.content_type)
         if reply.chunked:
             self.send_header("Transfer-Encoding", "chunked")
-        else:
-            self.send_header("Connection", "close")
+        self.send_header("Connection", "close")
         for key, value in reply.headers.items():
             self.send_header(key, value)
         self.end_headers()

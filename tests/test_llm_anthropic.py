@@ -123,10 +123,11 @@ def test_refused_connection_is_503():
 
 @pytest.mark.parametrize("script", [
     Reply(chunks=anthropic_start() + anthropic_block(0, "text", ["tok "] * 50), delay=0.1),
-    Reply(end="silent")], ids=["streaming", "silent"])
+    Reply(chunks=anthropic_start() + anthropic_block(0, "text", ["a", "b"])[:3], end="stall"),
+    Reply(end="silent")], ids=["streaming", "silent-after-output", "silent"])
 def test_stop_closes_the_server_connection_promptly(fake, script):
     fake.script(script)
-    outcome = stop_while_streaming(make("anthropic", fake.url, {"FIRST_TOKEN_TIMEOUT": 30}), fake)
+    outcome = stop_while_streaming(make("anthropic", fake.url, {"FIRST_TOKEN_TIMEOUT": 30, "IDLE_TIMEOUT": 30}), fake)
     assert isinstance(outcome["ended"], Cancelled) and not outcome["thread_alive"]
     assert outcome["server_saw_close_after"] is not None and outcome["server_saw_close_after"] < 1.0
 

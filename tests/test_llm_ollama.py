@@ -110,11 +110,12 @@ def test_refused_connection_is_503():
     assert collect(make("ollama", refused_url()))[1].status == 503
 
 
-@pytest.mark.parametrize("script", [reply(ollama_text(*["tok "] * 50), delay=0.1), reply([], end="silent")],
-                         ids=["streaming", "silent"])
+@pytest.mark.parametrize("script", [reply(ollama_text(*["tok "] * 50), delay=0.1),
+                                    reply(ollama_text("a", "b")[:2], end="stall"), reply([], end="silent")],
+                         ids=["streaming", "silent-after-output", "silent"])
 def test_stop_closes_the_server_connection_promptly(fake, script):
     fake.script(script)
-    outcome = stop_while_streaming(make("ollama", fake.url, {"FIRST_TOKEN_TIMEOUT": 30}), fake)
+    outcome = stop_while_streaming(make("ollama", fake.url, {"FIRST_TOKEN_TIMEOUT": 30, "IDLE_TIMEOUT": 30}), fake)
     assert isinstance(outcome["ended"], Cancelled) and not outcome["thread_alive"]
     assert outcome["server_saw_close_after"] is not None and outcome["server_saw_close_after"] < 1.0
 

@@ -1,6 +1,7 @@
 """The OpenAI-compatible adapter against a local server speaking /v1/chat/completions SSE."""
 
 import json
+import time
 
 import pytest
 from fakeproviders import Reply, fake, openai_chunk, openai_text, refused_url  # noqa: F401 - fixture
@@ -154,9 +155,11 @@ def test_refused_connection_is_503():
 def test_idle_timeout_applies_after_first_output(fake):
     # first byte after 0.6 s is fine (first-token limit 2 s), a 0.6 s gap later is not (idle 0.3 s)
     fake.script(Reply(chunks=openai_text("a", "b", "c", done=False)[:3], first_delay=0.6, end="stall"))
-    provider = make("openai", fake.url + "/v1", {"FIRST_TOKEN_TIMEOUT": 2.0, "IDLE_TIMEOUT": 0.3})
+    provider = make("openai", fake.url + "/v1", {"FIRST_TOKEN_TIMEOUT": 5.0, "IDLE_TIMEOUT": 0.3})
+    started = time.monotonic()
     events, error = collect(provider)
     assert text(events) == "ab" and error.status == 504 and error.message == "Read timeout"
+    assert time.monotonic() - started < 3.0  # the idle limit ended it, not the first-token one
 
 
 def test_provider_option_overrides_timeouts(fake):
@@ -166,11 +169,13 @@ def test_provider_option_overrides_timeouts(fake):
     assert collect(provider)[1].status == 504
 
 
-@pytest.mark.parametrize("reply", [Reply(chunks=openai_text(*["tok "] * 50), delay=0.1), Reply(end="silent")],
-                         ids=["streaming", "silent"])
+@pytest.mark.parametrize("reply", [Reply(chunks=openai_text(*["tok "] * 50), delay=0.1),
+                                   Reply(chunks=openai_text("a", "b", done=False)[:3], end="stall"),
+                                   Reply(end="silent")], ids=["streaming", "silent-after-output", "silent"])
 def test_stop_closes_the_server_connection_promptly(fake, reply):
     fake.script(reply)
-    outcome = stop_while_streaming(make("openai", fake.url + "/v1", {"FIRST_TOKEN_TIMEOUT": 30}), fake, after=0.5)
+    outcome = stop_while_streaming(make("openai", fake.url + "/v1", {"FIRST_TOKEN_TIMEOUT": 30, "IDLE_TIMEOUT": 30}),
+                                   fake, after=0.5)
     assert not outcome["thread_alive"]
     assert isinstance(outcome["ended"], Cancelled)
     assert outcome["server_saw_close_after"] is not None and outcome["server_saw_close_after"] < 1.0

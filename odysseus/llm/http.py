@@ -195,6 +195,17 @@ def shutdown_socket(sock: Any) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
+def socket_of(response: requests.Response, conn: Any) -> Any:
+    """The socket a response reads from.
+
+    http.client drops ``conn.sock`` once the response says ``Connection: close``; the
+    response still reads through its own file object, so look there first.
+    """
+    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if sock is not None else getattr(conn, "sock", None)
+
+
 def new_session() -> requests.Session:
     """A requests session whose connections can be shut down by a CancelToken."""
     session = requests.Session()
@@ -208,10 +219,10 @@ def new_session() -> requests.Session:
 class StreamResponse:
     """An open streaming response: timed raw chunks, output marking, prompt close."""
 
-    def __init__(self, response: requests.Response, conn: Any, timeouts: Timeouts, sent_at: float,
+    def __init__(self, response: requests.Response, sock: Any, timeouts: Timeouts, sent_at: float,
                  unregister: Callable[[], None]):
         self.response = response
-        self.conn = conn
+        self.sock = sock
         self.timeouts = timeouts
         self.first_token_deadline = sent_at + timeouts.first_token
         self.output_started = False
@@ -222,7 +233,7 @@ class StreamResponse:
         self.output_started = True
 
     def _arm(self) -> None:
-        sock = getattr(self.conn, "sock", None)
+        sock = self.sock
         if sock is None:
             return
         if self.output_started:
@@ -270,7 +281,8 @@ class Transport:
 
         def sink(conn: Any) -> None:
             holder["conn"] = conn
-            unregister_box[0] = cancel.on_cancel(lambda: shutdown_socket(getattr(conn, "sock", None)))
+            unregister_box[0] = cancel.on_cancel(
+                lambda: shutdown_socket(holder.get("sock") or getattr(conn, "sock", None)))
 
         cancel.raise_if_cancelled()
         sent_at = time.monotonic()
@@ -287,7 +299,8 @@ class Transport:
             _local.sink = None
         if "conn" not in holder:  # a connection the pool did not report: register it now
             sink(getattr(response.raw, "connection", None))
-        stream = StreamResponse(response, holder["conn"], self.timeouts, sent_at, lambda: unregister_box[0]())
+        holder["sock"] = socket_of(response, holder["conn"])
+        stream = StreamResponse(response, holder["sock"], self.timeouts, sent_at, lambda: unregister_box[0]())
         if response.status_code >= 400:
             try:
                 with provider_errors(self.provider, cancel):
