@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional, Union
 
-import pytest
-
 Chunk = Union[str, bytes]
 HOLD_MAX = 30.0  # the longest a stalled/silent reply waits for the client to go away
 
@@ -329,10 +327,3 @@ def anthropic_text(*texts: str, input_tokens: int = 12, output_tokens: int = 5) 
     return anthropic_start(input_tokens) + anthropic_block(0, "text", list(texts)) + anthropic_end(
         output_tokens=output_tokens)
 
-
-@pytest.fixture
-def fake():
-    """A fresh FakeProvider per test (import this fixture into a test module)."""
-    server = FakeProvider()
-    yield server
-    server.close()

@@ -1,8 +1,8 @@
 """The Anthropic adapter against a local server speaking /v1/messages SSE."""
 
 import pytest
-from fakeproviders import (Reply, anthropic_block, anthropic_end, anthropic_start, anthropic_text, fake,  # noqa: F401
-                           refused_url, sse_event)
+from fakeproviders import (Reply, anthropic_block, anthropic_end, anthropic_start, anthropic_text, refused_url,
+                           sse_event)
 from provider_helpers import HELLO, collect, make, of_type, stop_while_streaming, text, tool_calls
 
 from odysseus.cancel import Cancelled

@@ -92,6 +92,16 @@ def test_all_candidates_failing_raises_the_last_error(pair):
                         routes={"r": ["a/x", "b/y"]})
     events, error = run(router.resolve("r"))
     assert events == [] and error.status == 404
+    assert error.message.startswith("All candidates failed: a/x: ") and "b/y: " in error.message
+
+
+def test_default_model_is_discovered_once(pair):
+    first, _ = pair
+    first.get_json["/v1/models"] = {"data": [{"id": "loaded-model"}]}
+    router = router_for(make("openai", first.url + "/v1", name="local"))
+    assert [c.route_id for c in router.resolve(None)] == ["local/loaded-model"]
+    assert [c.route_id for c in router.resolve("")] == ["local/loaded-model"]
+    assert len([r for r in first.records if r.method == "GET"]) == 1
 
 
 def test_stop_is_not_a_reason_to_fall_back(pair):

@@ -1,7 +1,7 @@
 """The Ollama adapter against a local server speaking /api/chat NDJSON."""
 
 import pytest
-from fakeproviders import Reply, fake, ndjson, ollama_text, refused_url  # noqa: F401 - fixture
+from fakeproviders import Reply, ndjson, ollama_text, refused_url
 from provider_helpers import HELLO, collect, make, of_type, stop_while_streaming, text, tool_calls
 
 from odysseus.cancel import Cancelled

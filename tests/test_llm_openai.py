@@ -4,7 +4,7 @@ import json
 import time
 
 import pytest
-from fakeproviders import Reply, fake, openai_chunk, openai_text, refused_url  # noqa: F401 - fixture
+from fakeproviders import Reply, openai_chunk, openai_text, refused_url
 from provider_helpers import HELLO, collect, make, of_type, stop_while_streaming, text, tool_calls
 
 from odysseus.cancel import Cancelled

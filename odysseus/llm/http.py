@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Optional
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..cancel import Cancelled, CancelToken
@@ -155,11 +156,32 @@ _local = threading.local()  # greenlet-local under gevent's monkey patch
 
 def _register_connection(conn: Any) -> None:
     sink = getattr(_local, "sink", None)
+    conn.odysseus_cancel = None  # a pooled connection must not keep an earlier request's token
     if sink is not None:
         sink(conn)
 
 
+class _CancelAfterConnect:
+    """A stop that came while connecting finds no socket to shut; connect() checks afterwards."""
+
+    def connect(self):
+        super().connect()
+        token = getattr(self, "odysseus_cancel", None)
+        if token is not None and token.cancelled:
+            shutdown_socket(self.sock)
+
+
+class _TrackedHTTPConnection(_CancelAfterConnect, HTTPConnection):
+    pass
+
+
+class _TrackedHTTPSConnection(_CancelAfterConnect, HTTPSConnection):
+    pass
+
+
 class _TrackedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _TrackedHTTPConnection
+
     def _get_conn(self, timeout=None):
         conn = super()._get_conn(timeout)
         _register_connection(conn)
@@ -167,6 +189,8 @@ class _TrackedHTTPPool(HTTPConnectionPool):
 
 
 class _TrackedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _TrackedHTTPSConnection
+
     def _get_conn(self, timeout=None):
         conn = super()._get_conn(timeout)
         _register_connection(conn)
@@ -281,6 +305,7 @@ class Transport:
 
         def sink(conn: Any) -> None:
             holder["conn"] = conn
+            conn.odysseus_cancel = cancel
             unregister_box[0] = cancel.on_cancel(
                 lambda: shutdown_socket(holder.get("sock") or getattr(conn, "sock", None)))
 
@@ -297,6 +322,11 @@ class Transport:
             raise
         finally:
             _local.sink = None
+        if cancel.cancelled:  # stopped while connecting, before the socket could be shut down
+            with contextlib.suppress(Exception):
+                response.close()
+            unregister_box[0]()
+            raise Cancelled(cancel.reason or "stopped")
         if "conn" not in holder:  # a connection the pool did not report: register it now
             sink(getattr(response.raw, "connection", None))
         holder["sock"] = socket_of(response, holder["conn"])

@@ -73,7 +73,11 @@ class ModelRouter:
                     return Candidate(provider, spec)
             raise NotFound(f"unknown model {spec!r}: name it as provider/model")
         if not model:
-            model = getattr(provider, "default_model", None) or (provider.list_models() or [""])[0]
+            model = getattr(provider, "default_model", None)
+            if not model:
+                model = (provider.list_models() or [""])[0]
+                if model:
+                    provider.default_model = model  # ask the server once, not on every request
             if not model:
                 raise NotFound(f"provider {name!r} has no default model; name one as {name}/MODEL")
         return Candidate(provider, model)
@@ -150,6 +154,10 @@ def stream_route(candidates: List[Candidate], request: ChatRequest, cancel: Canc
         yield metrics.event(candidate.route_id)
         return
     assert last_error is not None
+    if len(failures) > 1:  # say what every candidate did; keep the last one's status and retry hint
+        raise type(last_error)("All candidates failed: " + "; ".join(f"{f['route']}: {f['error']}" for f in failures),
+                               status=last_error.status, retry_after=last_error.retry_after,
+                               provider=last_error.provider)
     raise last_error
 
 
