@@ -48,7 +48,10 @@ def types(events):
     Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "5"}),
     Reply(status=500, body={"error": {"message": "boom"}}),
     Reply(chunks=["data: {broken\n\n"]),
-], ids=["refused", "no-first-byte", "429", "500", "malformed"])
+    Reply(status=401, body={"error": {"message": "bad key"}}),
+    Reply(status=404, body={"error": {"message": "unknown model"}}),
+    Reply(chunks=openai_text("x")[:1], end="reset"),  # only the role chunk: no output yet
+], ids=["refused", "no-first-byte", "429", "500", "malformed", "401", "404", "reset-before-output"])
 def test_fallback_when_the_first_fails_before_output(pair, first_reply):
     first, second = pair
     url = refused_url() if first_reply is None else first.url
@@ -63,8 +66,8 @@ def test_fallback_when_the_first_fails_before_output(pair, first_reply):
     assert events[0].data["route"] == "spare/small" and events[0].data["model"] == "small"
     fallback = events[1].data
     assert fallback["requested"] == "main/big" and fallback["answered"] == "spare/small"
-    assert fallback["reason"].startswith("main/big: ") and fallback["failures"][0]["status"] in (503, 504, 429, 500,
-                                                                                                502)
+    assert fallback["reason"].startswith("main/big: ")
+    assert fallback["failures"][0]["status"] in (401, 404, 429, 500, 502, 503, 504)
     assert "".join(e.data["delta"] for e in events if e.type == "delta") == "from backup"
     assert second.posts[0].body["model"] == "small"
     assert events[-1].type == "metrics" and events[-1].data["data"]["route"] == "spare/small"

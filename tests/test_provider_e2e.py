@@ -214,3 +214,12 @@ def test_stop_closes_the_provider_connection_within_a_second(routed, reply):
     assert terminal["status"] == "stopped"
     saved = messages_of(server.url, session_id)[-1]
     assert saved["metadata"]["stopped"] is True and saved["content"] == text_of(frames)
+
+
+def test_refused_provider_gives_503_error_event(routed):
+    server = routed[0]
+    stream = post_chat(server.url, "hi", model="claude/claude-x")
+    frames = stream.events()
+    assert error_frames(frames) == [{"error": "Connection refused by provider claude", "status": 503}]
+    saved = messages_of(server.url, stream.headers["X-Odysseus-Session-Id"])[-1]
+    assert saved["content"] == "" and saved["metadata"]["error"]["status"] == 503

@@ -25,7 +25,8 @@ from .http import StreamResponse, parse_json
 from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-KNOWN_CHUNK_KEYS = {"id", "object", "created", "model", "choices", "usage", "system_fingerprint"}
+KNOWN_CHUNK_KEYS = {"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
+                    "obfuscation", "service_tier"}  # the last two: per-chunk noise, not worth keeping
 KNOWN_DELTA_KEYS = {"role", "content", "reasoning_content", "reasoning", "tool_calls", "refusal", "function_call"}
 
 
