@@ -1,5 +1,7 @@
 """The Anthropic adapter against a local server speaking /v1/messages SSE."""
 
+import time
+
 import pytest
 from fakeproviders import (Reply, anthropic_block, anthropic_end, anthropic_start, anthropic_text, refused_url,
                            sse_event)
@@ -135,3 +137,11 @@ def test_stop_closes_the_server_connection_promptly(fake, script):
 def test_list_models(fake):
     fake.get_json["/v1/models"] = {"data": [{"id": "claude-a", "type": "model"}, {"id": "claude-b"}]}
     assert make("anthropic", fake.url).list_models() == ["claude-a", "claude-b"]
+
+
+def test_pings_do_not_stretch_the_first_token_timeout(fake):
+    fake.script(Reply(chunks=anthropic_start() + [sse_event("ping", {"type": "ping"})] * 40, delay=0.1))
+    started = time.monotonic()
+    events, error = collect(make("anthropic", fake.url, {"FIRST_TOKEN_TIMEOUT": 1.0, "IDLE_TIMEOUT": 10}))
+    assert error is not None and error.status == 504 and error.message == "Read timeout"
+    assert 0.9 < time.monotonic() - started < 3.0

@@ -1,5 +1,7 @@
 """llm_core over real adapters: fallback before output only, metrics, cost, estimation, routes, config."""
 
+import threading
+
 import pytest
 from fakeproviders import FakeProvider, Reply, openai_text, refused_url
 from provider_helpers import HELLO, make
@@ -113,7 +115,6 @@ def test_stop_is_not_a_reason_to_fall_back(pair):
     router = router_for(make("openai", first.url + "/v1", name="a", app_config={"FIRST_TOKEN_TIMEOUT": 30}),
                         make("openai", second.url + "/v1", name="b"), routes={"r": ["a/x", "b/y"]})
     cancel = CancelToken()
-    import threading
     threading.Timer(0.3, cancel.cancel).start()
     with pytest.raises(Cancelled):
         run(router.resolve("r"), cancel)
@@ -177,7 +178,7 @@ def test_router_resolution(pair):
     assert [c.route_id for c in single.resolve("meta-llama/llama-3")] == ["or/meta-llama/llama-3"]
 
 
-def test_config_loads_providers_from_env_and_toml(tmp_path):
+def test_config_loads_providers_from_env_and_toml(tmp_path, monkeypatch):
     toml = tmp_path / "odysseus.toml"
     toml.write_text('''
 idle_timeout = 7.5
@@ -206,12 +207,8 @@ output_per_mtok = 15.0
 ''')
     env = {"ODYSSEUS_CONFIG": str(toml), "LOCAL_KEY": "k1", "OLLAMA_HOST": "127.0.0.1:11434",
            "OLLAMA_MODEL": "llama3", "OPENAI_API_KEY": "sk-openai"}
-    import os
-    os.environ["LOCAL_KEY"] = "k1"  # api_key_env is read from the process environment
-    try:
-        config = load_config(env)
-    finally:
-        del os.environ["LOCAL_KEY"]
+    monkeypatch.setenv("LOCAL_KEY", "k1")  # api_key_env is read from the process environment
+    config = load_config(env)
     by_name = {p.name: p for p in config["PROVIDERS"]}
     assert list(by_name) == ["local", "claude", "ollama", "openai"]
     assert by_name["local"].base_url == "http://127.0.0.1:8080/v1" and by_name["local"].api_key == "k1"

@@ -265,7 +265,7 @@ class StreamResponse:
         else:
             timeout = self.first_token_deadline - time.monotonic()
             if timeout <= 0:
-                raise ProviderTimeout("Read timeout", reason="first_token")
+                raise ProviderTimeout("Read timeout")  # keep-alive bytes, but no output in time
         sock.settimeout(max(0.001, timeout))
 
     def chunks(self) -> Iterator[bytes]:
@@ -305,7 +305,8 @@ class Transport:
 
         def sink(conn: Any) -> None:
             holder["conn"] = conn
-            conn.odysseus_cancel = cancel
+            if conn is not None:
+                conn.odysseus_cancel = cancel
             unregister_box[0] = cancel.on_cancel(
                 lambda: shutdown_socket(holder.get("sock") or getattr(conn, "sock", None)))
 
