@@ -56,6 +56,13 @@ def test_think_tag_split_across_chunks(fake):
     assert text(events) == "Hi!"
 
 
+def test_reply_starting_inside_think_when_configured(fake):
+    fake.script(Reply(chunks=openai_text("Reasoning", " here</th", "ink>Answer")))
+    events, error = collect(make("openai", fake.url + "/v1", options={"think_starts_open": True}))
+    assert error is None
+    assert text(events, thinking=True) == "Reasoning here" and text(events) == "Answer"
+
+
 def test_sse_frames_split_across_writes(fake):
     whole = "".join(openai_text("one ", "two", usage=USAGE))
     fake.script(Reply(chunks=[whole[i:i + 7] for i in range(0, len(whole), 7)]))

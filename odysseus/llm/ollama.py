@@ -69,6 +69,8 @@ class OllamaProvider(HTTPProvider):
             cfg.base_url = DEFAULT_BASE_URL
         super().__init__(cfg, app_config)
         self.think_tags = bool(cfg.options.get("think_tags", True))
+        # templates that put <think> in the prompt: the reply starts inside the reasoning
+        self.think_starts_open = bool(cfg.options.get("think_starts_open", False))
         self.keep_alive = cfg.options.get("keep_alive")
 
     def body(self, request: ChatRequest) -> dict:
@@ -94,7 +96,7 @@ class OllamaProvider(HTTPProvider):
         return self.transport.open(self.base_url + "/api/chat", self.body(request), cancel)
 
     def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
-        splitter = ThinkSplitter() if self.think_tags else None
+        splitter = ThinkSplitter(self.think_starts_open) if self.think_tags else None
         calls = 0
         reason: Optional[str] = None
         usage_event: Optional[Event] = None

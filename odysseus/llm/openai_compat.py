@@ -91,6 +91,8 @@ class OpenAICompatProvider(HTTPProvider):
         super().__init__(cfg, app_config)
         self.root = api_root(cfg.base_url)
         self.think_tags = bool(cfg.options.get("think_tags", True))
+        # templates that put <think> in the prompt: the reply starts inside the reasoning
+        self.think_starts_open = bool(cfg.options.get("think_starts_open", False))
         self.ask_usage = bool(cfg.options.get("stream_usage", True))
 
     def _auth_headers(self) -> dict:
@@ -122,7 +124,7 @@ class OpenAICompatProvider(HTTPProvider):
             return self.transport.open(url, self.body(request), cancel)
 
     def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
-        splitter = ThinkSplitter() if self.think_tags else None
+        splitter = ThinkSplitter(self.think_starts_open) if self.think_tags else None
         tools = _ToolCallBuffer()
         reason: Optional[str] = None
         last_usage: Optional[dict] = None
