@@ -14,9 +14,9 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Register every blueprint and the error handlers."""
-    from . import chat_routes, history_routes, meta_routes
+    from . import chat_routes, history_routes, meta_routes, page_routes
 
-    for module in (chat_routes, history_routes, meta_routes):
+    for module in (chat_routes, history_routes, meta_routes, page_routes):
         app.register_blueprint(module.bp)
 
     @app.errorhandler(OdysseusError)
