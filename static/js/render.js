@@ -35,6 +35,14 @@ export function metricsText(metrics) {
   return parts.join(" · ");
 }
 
+const FAILED = new Set(["error", "failed", "interrupted", "timeout", "run_timeout"]);
+
+function errorText(error) {
+  if (!error) return "";
+  if (typeof error === "string") return error;
+  return error.message || error.error || JSON.stringify(error);
+}
+
 const GUARD_TEXT = {
   budget_exceeded: (e) => `The agent stopped because it reached its limit of ${e.limit ?? "?"} tool calls` +
     (e.used != null ? ` (it used ${e.used}).` : "."),
@@ -236,8 +244,8 @@ export class ReplyView {
   terminal(data) {
     if (data.message_id != null && this.id === null) this.setMessageId(data.message_id);
     if (data.status === "stopped") this.finish("stopped");
-    else if (data.status && data.status !== "done") this.finish("failed", data.error || data.stop_reason || data.status);
-    else this.finish("ok");
+    else if (FAILED.has(data.status)) this.finish("failed", errorText(data.error) || data.stop_reason || data.status);
+    else this.finish("ok"); // done, or a pause such as waiting for an approval
   }
 
   on_done() {
@@ -415,10 +423,8 @@ export class ReplyView {
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
     if (meta.stopped || meta.status === "stopped") view.finish("stopped");
-    else if (meta.status && meta.status !== "done") {
-      const error = meta.error && typeof meta.error === "object" ? meta.error.message || meta.error.error : meta.error;
-      view.finish("failed", error || meta.status);
-    } else view.finish("ok");
+    else if (FAILED.has(meta.status)) view.finish("failed", errorText(meta.error) || meta.status);
+    else view.finish("ok");
     return view;
   }
 }
