@@ -78,7 +78,10 @@ const ctx = {
   onContinue: () => send("Continue", { mode: "agent" }),
   onApproval: (data, decision) => {
     const words = { approve: "Approve", approve_task: "Approve for this task", deny: "Deny" };
-    send(words[decision] || decision, {
+    // The run that asked is waiting for this answer: if its stream is still open, drop only the
+    // connection (never Stop) and send the answer, which continues the task.
+    if (running()) detachTurn();
+    return send(words[decision] || decision, {
       mode: "agent", showUser: false,
       extra: { tool_approval_id: data.approval_id, tool_approval_decision: decision },
     });
@@ -345,7 +348,11 @@ async function assignIds(turn) {
 
 /** Send `text` as the next message (or an approval answer when showUser is false). */
 function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {}) {
-  if (!text.trim() || running()) return;
+  if (!text.trim()) return false;
+  if (running()) {
+    toast("Wait for the reply to finish, or press Stop, before sending.");
+    return false;
+  }
   const clientId = newClientId();
   let userView = null;
   if (showUser) {
@@ -365,6 +372,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   if (state.sessionId) body.session = state.sessionId;
   if (ui.model.value) body.model = ui.model.value;
   turn.send(body);
+  return true;
 }
 
 ui.composer.addEventListener("submit", (event) => {

@@ -76,10 +76,10 @@ function renderChoice(element, ctx) {
     const button = el("button", "choice-option", label);
     button.type = "button";
     button.addEventListener("click", () => {
+      if (ctx.onChoice(String(label)) === false) return; // not sent (a reply is still streaming)
       for (const other of row.querySelectorAll("button")) other.disabled = true;
       button.classList.add("chosen");
       button.setAttribute("aria-pressed", "true");
-      ctx.onChoice(String(label));
     });
     row.appendChild(button);
   }

@@ -325,9 +325,9 @@ export class ReplyView {
       if (data.reason || data.message) card.appendChild(el("p", null, data.reason || data.message));
       const row = el("div", "approval-actions");
       const decide = (decision) => {
+        if (this.ctx.onApproval(data, decision) === false) return;
         for (const b of row.querySelectorAll("button")) b.disabled = true;
         card.classList.add("answered");
-        this.ctx.onApproval(data, decision);
       };
       row.append(button("Approve", "approve", () => decide("approve")),
                  button("Approve for this task", "approve-task", () => decide("approve_task")),
@@ -388,7 +388,7 @@ export class ReplyView {
   on_rounds_exhausted(event) {
     const box = el("div", "guard rounds-exhausted");
     box.appendChild(el("p", null, `The agent used all ${event.rounds ?? "its"} rounds for this turn without finishing.`));
-    const go = button("Continue", "continue", () => { go.disabled = true; this.ctx.onContinue(); });
+    const go = button("Continue", "continue", () => { if (this.ctx.onContinue() !== false) go.disabled = true; });
     box.appendChild(go);
     this.addBlock(box);
   }
