@@ -3,6 +3,7 @@
 
 import { api, request } from "./api.js";
 import { ReplyView, UserView } from "./render.js";
+import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
@@ -13,7 +14,7 @@ const ui = {
   send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
 };
 
-const state = { sessionId: null, sessions: [], turn: null, loadToken: 0 };
+const state = { sessionId: null, turn: null, loadToken: 0 };
 
 // ---- small helpers -------------------------------------------------------------------------
 
@@ -168,80 +169,17 @@ async function deleteMessage(view) {
   }
 }
 
-// ---- sessions --------------------------------------------------------------------------------
+// ---- sessions (sidebar.js) ------------------------------------------------------------------
 
-async function refreshSessions() {
-  try {
-    const data = await api("GET", "/api/sessions");
-    state.sessions = data.sessions;
-  } catch (err) {
-    toast(`Could not load sessions: ${err.message}`);
-    return;
-  }
-  renderSessions();
-}
-
-function renderSessions() {
-  ui.sessionList.textContent = "";
-  for (const session of state.sessions) {
-    const li = document.createElement("li");
-    li.className = "session";
-    li.dataset.sessionId = session.id;
-    const open = Object.assign(document.createElement("button"), { type: "button", className: "open", textContent: session.title });
-    open.title = session.title;
-    if (session.id === state.sessionId) open.setAttribute("aria-current", "page");
-    open.addEventListener("click", () => openSession(session.id));
-    const rename = Object.assign(document.createElement("button"), { type: "button", className: "rename icon", textContent: "✎" });
-    rename.setAttribute("aria-label", `Rename ${session.title}`);
-    rename.addEventListener("click", () => renameSession(li, session));
-    const remove = Object.assign(document.createElement("button"), { type: "button", className: "delete icon", textContent: "✕" });
-    remove.setAttribute("aria-label", `Delete ${session.title}`);
-    remove.addEventListener("click", () => deleteSession(session));
-    li.append(open, rename, remove);
-    ui.sessionList.appendChild(li);
-  }
-  const current = state.sessions.find((s) => s.id === state.sessionId);
-  ui.title.textContent = current ? current.title : "New chat";
-}
-
-function renameSession(li, session) {
-  const input = Object.assign(document.createElement("input"), { value: session.title, className: "rename-input" });
-  input.setAttribute("aria-label", "New session title");
-  li.replaceChildren(input);
-  input.focus();
-  input.select();
-  let done = false;
-  const finish = async (save) => {
-    if (done) return;
-    done = true;
-    const title = input.value.trim();
-    if (save && title && title !== session.title) {
-      try {
-        await api("PATCH", `/api/sessions/${encodeURIComponent(session.id)}`, { title });
-      } catch (err) {
-        toast(`Could not rename: ${err.message}`);
-      }
-    }
-    refreshSessions();
-  };
-  input.addEventListener("keydown", (e) => {
-    if (e.key === "Enter") finish(true);
-    if (e.key === "Escape") finish(false);
-  });
-  input.addEventListener("blur", () => finish(true));
-}
-
-async function deleteSession(session) {
-  if (!confirm(`Delete "${session.title}"? This cannot be undone.`)) return;
-  try {
-    await api("DELETE", `/api/sessions/${encodeURIComponent(session.id)}`);
-  } catch (err) {
-    toast(`Could not delete: ${err.message}`);
-    return;
-  }
-  if (session.id === state.sessionId) newChat();
-  refreshSessions();
-}
+const sidebar = new Sidebar(ui.sessionList, {
+  current: () => state.sessionId,
+  onOpen: (id) => openSession(id),
+  onDeleted: (id) => { if (id === state.sessionId) newChat(); },
+  onTitle: (title) => { ui.title.textContent = title || "New chat"; },
+  toast,
+});
+const refreshSessions = () => sidebar.refresh();
+const renderSessions = () => sidebar.render();
 
 function detachTurn() {
   if (state.turn && !state.turn.finished) state.turn.detach();

@@ -2,17 +2,11 @@
 // element registry. Unknown element types fall back to their JSON source, so a newer server can
 // add types without breaking this page. Everything is built with textContent or sanitised HTML.
 
+import { el } from "./dom.js";
 import { safeUrl } from "./markdown.js";
 
 let mermaidLoading = null;
 let diagramCount = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 /** Load static/vendor/mermaid.min.js once, on first use (it is large). */
 export function loadMermaid() {

@@ -146,6 +146,12 @@ export class Turn {
       }
       if (response.status === 404) return this.fromHistory();
       if (!response.ok) continue;
+      const served = response.headers.get("X-Odysseus-Run-Id");
+      if (served && served !== this.runId) {
+        // A newer run took the session between the two requests: our cursor means nothing there.
+        this.connection.abort();
+        return this.fromHistory();
+      }
       if (this.reply.statusLine.dataset.kind === "reconnecting") this.reply.setStatus(null, null);
       return this.consume(response);
     }
