@@ -67,9 +67,16 @@ export class Turn {
     const controller = new AbortController();
     this.connection = controller;
     this.connections += 1;
-    const response = await request(method, url, { json, headers, signal: controller.signal });
-    this.learnHeaders(response);
-    return response;
+    // Headers that do not come within the stall time mean a dead connection (a pooled socket
+    // behind a vanished NAT entry, a hung proxy): abort, so the next try opens a fresh one.
+    const timer = setTimeout(() => controller.abort(new DOMException("no response", "AbortError")), this.stallMs);
+    try {
+      const response = await request(method, url, { json, headers, signal: controller.signal });
+      this.learnHeaders(response);
+      return response;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   learnHeaders(response) {
@@ -128,7 +135,8 @@ export class Turn {
       if (this.detached) return;
       let status;
       try {
-        const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(this.sessionId)}`);
+        const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(this.sessionId)}`,
+                                       { signal: AbortSignal.timeout(this.stallMs) });
         if (response.status === 404) return this.fromHistory();
         if (!response.ok) continue;
         status = await response.json();

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from typing import List, Tuple
+import time
+from typing import Dict, List, Tuple
 
 
 class TcpProxy:
@@ -22,6 +23,8 @@ class TcpProxy:
         self.lock = threading.Lock()
         self.closed = False
         self.drops = 0
+        self.frozen: set = set()  # sockets whose data is swallowed: a connection gone silent
+        self.last_data: Dict[socket.socket, float] = {}
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -41,14 +44,15 @@ class TcpProxy:
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
 
-    @staticmethod
-    def _pump(src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
-                dst.sendall(data)
+                self.last_data[src] = time.monotonic()
+                if src not in self.frozen and dst not in self.frozen:
+                    dst.sendall(data)
         except OSError:
             pass
         finally:
@@ -71,6 +75,16 @@ class TcpProxy:
                 sock.close()
         self.drops += 1
         return len(pairs)
+
+    def freeze_streaming(self, within: float = 0.3) -> int:
+        """Make the connections that carried data in the last ``within`` seconds go silent
+        without closing them (a dead NAT entry, a hung proxy); idle pooled ones stay usable."""
+        now = time.monotonic()
+        with self.lock:
+            busy = [pair for pair in self.pairs if now - self.last_data.get(pair[1], 0) < within]
+            for client, upstream in busy:
+                self.frozen.update((client, upstream))
+            return len(busy)
 
     def close(self) -> None:
         """Stop accepting and cut everything."""

@@ -131,6 +131,24 @@ def test_cut_connection_reconnects_from_cursor(server, page):
         proxy.close()
 
 
+def test_silent_connection_is_detected_and_resumed(server, page):
+    proxy = TcpProxy(server.port)
+    try:
+        seen = record_requests(page)
+        open_app(page, proxy.url)
+        # Heartbeats come every second; a connection silent for 1.5 s is treated as dropped.
+        page.evaluate("document.body.dataset.stallMs = '1500'")
+        send(page, "go quiet")
+        wait_reply_chars(page, 40)
+        assert proxy.freeze_streaming() == 1
+        wait_outcome(page, "ok")
+        assert reply_text(page) == demo_reply("go quiet")
+        assert page.locator(".msg.assistant").count() == 1
+        assert [u for _, u, _ in seen if "/api/chat/resume/" in u]
+    finally:
+        proxy.close()
+
+
 def _stop_requests(seen):
     return [h for m, u, h in seen if m == "POST" and "/api/chat/stop/" in u]
 
