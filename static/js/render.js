@@ -29,7 +29,6 @@ function errorText(error) {
   return error.message || error.error || JSON.stringify(error);
 }
 
-
 /** A user's message bubble. */
 export class UserView {
   constructor(text, ctx, { id = null, clientId = null } = {}) {
@@ -120,13 +119,19 @@ export class ReplyView {
                         button("Delete", "delete", () => this.ctx.onDelete(this)));
   }
 
-  /** Replace the shown text (after an edit, or from history). */
+  /** Replace the shown text (after an edit, or from history); tool rows and cards stay. */
   setText(text) {
     this.text = text;
-    this.body.textContent = "";
+    const old = [...this.body.querySelectorAll(":scope > .segment")];
+    const segment = { el: el("div", "segment markdown"), text };
+    if (old.length) old[0].before(segment.el);
+    else this.body.prepend(segment.el);
+    for (const node of old) {
+      node.remove();
+    }
     this.segment = null;
-    if (text) this.appendText(text);
-    this.flush();
+    this.renderPending.add(segment);
+    this.renderSegment(segment);
   }
 
   appendText(text) {
