@@ -7,7 +7,11 @@ PORT ?= 5000
 HOST ?= 127.0.0.1
 export PORT HOST
 
-.PHONY: run test bench lint install clean
+VENDOR := static/vendor
+VENDOR_STAMP := $(VENDOR)/.installed
+NPM ?= npm
+
+.PHONY: run test bench lint install vendor clean
 
 $(STAMP): setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +21,23 @@ $(STAMP): setup.cfg setup.py
 
 install: $(STAMP)
 
-run: $(STAMP)
+# Third-party browser libraries: pinned in package.json/package-lock.json, installed from the
+# npm registry and copied into the git-ignored static/vendor/ (no third-party code is committed).
+$(VENDOR_STAMP): package.json package-lock.json
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	mkdir -p $(VENDOR)
+	cp node_modules/marked/lib/marked.umd.js $(VENDOR)/marked.umd.js
+	cp node_modules/dompurify/dist/purify.min.js $(VENDOR)/purify.min.js
+	cp node_modules/@highlightjs/cdn-assets/highlight.min.js $(VENDOR)/highlight.min.js
+	cp node_modules/mermaid/dist/mermaid.min.js $(VENDOR)/mermaid.min.js
+	touch $@
+
+vendor: $(VENDOR_STAMP)
+
+run: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/odysseus serve
 
-test: $(STAMP)
+test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
@@ -30,4 +47,4 @@ lint: $(STAMP)
 	$(BIN)/python -m pyflakes odysseus tests bench wsgi.py gunicorn.conf.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info node_modules $(VENDOR)

@@ -5,7 +5,8 @@ prefixed with ``ODYSSEUS_`` (``ODYSSEUS_HEARTBEAT_INTERVAL=5``) and are parsed a
 the type of the default. The TOML file uses the same keys in lower case at top
 level, plus ``[[providers]]`` tables and a ``[routes]`` table. Providers also come
 from the conventional variables ``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
-``OLLAMA_HOST`` and ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``.
+``OLLAMA_HOST`` and ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``, each with an optional
+``OPENAI_MODEL`` / ``OLLAMA_MODEL`` / ``ANTHROPIC_MODEL`` default model.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ DEFAULTS: Dict[str, Any] = {
     "FIRST_TOKEN_TIMEOUT": 120.0,
     "IDLE_TIMEOUT": 60.0,
     "MODELS_CACHE_SECONDS": 30.0,
+    "DEFAULT_MAX_TOKENS": 4096,  # for APIs that require max_tokens (Anthropic)
     # Agent mode (odysseus.agent): guards, approvals and tools
     "AGENT_MAX_ROUNDS": 10,  # model rounds per request before rounds_exhausted
     "AGENT_MAX_TOOL_CALLS": 30,  # tool calls per request before budget_exceeded
@@ -105,15 +107,18 @@ def providers_from_env(env: Mapping[str, str]) -> List[ProviderConfig]:
         host = env["OLLAMA_HOST"]
         if "://" not in host:
             host = "http://" + host
-        found.append(ProviderConfig(name="ollama", kind="ollama", base_url=host.rstrip("/")))
+        found.append(ProviderConfig(name="ollama", kind="ollama", base_url=host.rstrip("/"),
+                                    default_model=env.get("OLLAMA_MODEL") or None))
     if env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"):
         found.append(ProviderConfig(name="openai", kind="openai",
                                     base_url=(env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/"),
-                                    api_key=env.get("OPENAI_API_KEY") or None))
+                                    api_key=env.get("OPENAI_API_KEY") or None,
+                                    default_model=env.get("OPENAI_MODEL") or None))
     if env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_BASE_URL"):
         found.append(ProviderConfig(name="anthropic", kind="anthropic",
                                     base_url=(env.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/"),
-                                    api_key=env.get("ANTHROPIC_API_KEY") or None))
+                                    api_key=env.get("ANTHROPIC_API_KEY") or None,
+                                    default_model=env.get("ANTHROPIC_MODEL") or None))
     return found
 
 

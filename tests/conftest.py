@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from fakeproviders import FakeProvider  # noqa: E402
 from liveserver import LiveServer  # noqa: E402
 
 from odysseus import create_app  # noqa: E402
@@ -59,3 +60,11 @@ def live(tmp_path_factory):
         "ODYSSEUS_EVICT_GRACE": "3"}).start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def fake():
+    """A local server speaking a model provider's wire protocol, scripted per request."""
+    server = FakeProvider()
+    yield server
+    server.close()

@@ -186,3 +186,24 @@ def test_background_queued_job_survives_restart(server_factory, tmp_path):
     done = wait_for(lambda: (lambda j: j if j["status"] == "done" else None)(
         requests.get(f"{again.url}/api/chat/background/{second['job_id']}").json()), 30, what="queued job done")
     assert done["result"]["content"] == demo_reply("queued second job")
+
+
+def test_cancel_while_the_provider_is_silent(server_factory):
+    from fakeproviders import FakeProvider, Reply
+
+    with FakeProvider(Reply(end="silent")) as fake:
+        server = server_factory({"OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-test",
+                                 "OPENAI_MODEL": "m", "ODYSSEUS_FIRST_TOKEN_TIMEOUT": "60"})
+        stream = _agent_stream(server, "say nothing")
+        run_id = stream.headers["X-Odysseus-Run-Id"]
+        record = fake.wait_for_posts(1)[-1]
+        time.sleep(0.3)
+        started = time.monotonic()
+        answer = requests.post(f"{server.url}/api/agent/chat/runs/{run_id}/cancel", timeout=10).json()
+        assert time.monotonic() - started < 2.0
+        assert answer["cancel_requested"] is True and answer["status"] == "stopped"
+        assert record.finished.wait(5)
+        assert record.disconnected_at - started < 1.0
+        names = _names(stream.events())
+        assert names[:2] == ["run_started", "start"] and names[-1] == "close"
+        assert "error" not in names and "done" not in names

@@ -15,9 +15,6 @@ from scripted_model import ScriptedModel, reply, tool
 from sseclient import open_stream, post_chat, text_of
 from waiting import wait_for
 
-# Until the OpenAI-compatible adapter is merged from main this module cannot run.
-pytest.importorskip("odysseus.llm.openai_compat")
-
 
 @pytest.fixture(scope="module")
 def model():

@@ -242,3 +242,17 @@ def test_restart_recovers_an_interrupted_run(server_factory, tmp_path):
     assert assistant[0]["metadata"]["interrupted"] is True
     assert assistant[0]["content"] and demo_reply("crash during this reply").startswith(assistant[0]["content"])
     assert requests.get(f"{again.url}/api/chat/resume/{session_id}", timeout=5).status_code == 404
+
+
+def test_idempotent_retry_after_eviction_replays_the_saved_reply(server_factory):
+    server = server_factory({"ODYSSEUS_DEMO_TOKEN_DELAY": "0.001", "ODYSSEUS_EVICT_GRACE": "0.3"})
+    first = post_chat(server.url, "remember me", client_message_id="cm-evicted")
+    session_id, run_id = first.headers["X-Odysseus-Session-Id"], first.headers["X-Odysseus-Run-Id"]
+    first.events()
+    wait_for(lambda: _status(server, session_id).json()["resumable"] is False, 10, what="eviction")
+    retry = post_chat(server.url, "remember me", client_message_id="cm-evicted", session=session_id)
+    assert retry.headers["X-Odysseus-Run-Id"] == run_id
+    frames = retry.events()
+    assert text_of(frames) == demo_reply("remember me")
+    assert types_of(frames)[-1] == "[DONE]"
+    assert [m["role"] for m in _messages(server, session_id)] == ["user", "assistant"]

@@ -7,20 +7,21 @@ started the error is raised, never retried elsewhere, so text is never duplicate
 
 Events yielded, in order: ``model_info`` (the candidate actually used), possibly
 ``fallback`` (right after it, when a backup answered), the provider's deltas and
-tool calls, ``usage``, then ``metrics``.
+tool calls, ``usage``, then ``metrics``. When the answering candidate fails after its
+output started, a ``metrics`` event marked ``partial`` is yielded before the error is raised.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..cancel import CancelToken
 from ..errors import NotFound, ProviderError
-from ..events import (DELTA, FINISH, TOOL_CALL, USAGE, Event, FALLBACK, METRICS, MODEL_INFO)
+from ..events import DELTA, FALLBACK, FINISH, MODEL_INFO, TOOL_CALL, Event
 from .base import ChatRequest, Provider
 from .demo import DEMO_LABEL, DEMO_MODEL
+from .metrics import CompletionMetrics, message_chars
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,11 @@ class Candidate:
     def route_id(self) -> str:
         """``provider/model``: how routes are named in events and config."""
         return f"{self.provider.name}/{self.model}"
+
+    @property
+    def price(self) -> Optional[dict]:
+        """The ``[prices]`` entry for this model, when configured."""
+        return (getattr(self.provider, "prices", None) or {}).get(self.model)
 
 
 class ModelRouter:
@@ -62,9 +68,16 @@ class ModelRouter:
             if len(self.providers) == 1:
                 provider = next(iter(self.providers.values()))
                 return self._checked(Candidate(provider, spec))
+            for provider in self.providers.values():  # only configured lists: no network here
+                if spec in (getattr(provider, "configured_models", None) or []):
+                    return Candidate(provider, spec)
             raise NotFound(f"unknown model {spec!r}: name it as provider/model")
         if not model:
-            model = getattr(provider, "default_model", None) or (provider.list_models() or [""])[0]
+            model = getattr(provider, "default_model", None)
+            if not model:
+                model = (provider.list_models() or [""])[0]
+                if model:
+                    provider.default_model = model  # ask the server once, not on every request
             if not model:
                 raise NotFound(f"provider {name!r} has no default model; name one as {name}/MODEL")
         return self._checked(Candidate(provider, model))
@@ -98,90 +111,60 @@ def _is_output(event: Event) -> bool:
     return event.type in (DELTA, TOOL_CALL)
 
 
-class _Metrics:
-    """Timing and token counters of one completion."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.first_token_at: Optional[float] = None
-        self.output_chars = 0
-        self.input_tokens: Optional[int] = None
-        self.output_tokens: Optional[int] = None
-
-    def observe(self, event: Event) -> None:
-        if event.type == DELTA:
-            if self.first_token_at is None:
-                self.first_token_at = time.monotonic()
-            self.output_chars += len(event.data.get("delta", ""))
-        elif event.type == USAGE:
-            data = event.data.get("data", {})
-            self.input_tokens = data.get("input_tokens", self.input_tokens)
-            self.output_tokens = data.get("output_tokens", self.output_tokens)
-
-    def event(self, candidate: Candidate) -> Event:
-        total = time.monotonic() - self.started
-        output = self.output_tokens
-        estimated = output is None
-        if estimated:
-            output = max(1, round(self.output_chars / 4)) if self.output_chars else 0
-        ttft = None if self.first_token_at is None else self.first_token_at - self.started
-        gen_time = total - (ttft or 0)
-        data = {
-            "total_time": round(total, 4),
-            "time_to_first_token": None if ttft is None else round(ttft, 4),
-            "input_tokens": self.input_tokens,
-            "output_tokens": output,
-            "tokens_estimated": estimated,
-            "tokens_per_second": round(output / gen_time, 2) if output and gen_time > 0 else None,
-            "route": candidate.route_id,
-        }
-        return Event(METRICS, {"data": data})
+def _fallback(candidates: List[Candidate], answering: Candidate, failures: List[dict]) -> Event:
+    return Event(FALLBACK, {"requested": candidates[0].route_id, "answered": answering.route_id,
+                            "reason": "; ".join(f"{f['route']}: {f['error']}" for f in failures),
+                            "failures": failures})
 
 
 def stream_route(candidates: List[Candidate], request: ChatRequest, cancel: CancelToken) -> Iterator[Event]:
     """Stream one completion over ``candidates`` with fallback before output; see module doc."""
     if not candidates:
         raise NotFound("no model candidates configured")
-    failures: List[str] = []
+    failures: List[dict] = []
     last_error: Optional[ProviderError] = None
+    input_chars = message_chars(request.messages, request.tools)
     for index, candidate in enumerate(candidates):
         cancel.raise_if_cancelled()
-        metrics = _Metrics()
+        metrics = CompletionMetrics(input_chars, candidate.price)
         started_output = False
-        req = ChatRequest(model=candidate.model, messages=request.messages, temperature=request.temperature,
-                          max_tokens=request.max_tokens, tools=request.tools, extra=request.extra)
         pending: List[Event] = []
         try:
-            for event in candidate.provider.stream(req, cancel):
+            for event in candidate.provider.stream(replace(request, model=candidate.model), cancel):
                 metrics.observe(event)
                 if not started_output:
                     if not _is_output(event):
-                        pending.append(event)
+                        pending.append(event)  # held back: a failure before output discards it
                         continue
                     started_output = True
                     yield model_info(candidate)
                     if index > 0:
-                        yield Event(FALLBACK, {"requested": candidates[0].route_id, "answered": candidate.route_id,
-                                               "reason": "; ".join(failures)})
+                        yield _fallback(candidates, candidate, failures)
                     yield from pending
                     pending = []
                 yield event
         except ProviderError as exc:
-            if started_output or cancel.cancelled:
+            if cancel.cancelled:
                 raise
-            failures.append(f"{candidate.route_id}: {exc.message}")
+            if started_output:
+                yield metrics.event(candidate.route_id, partial=True)  # what the partial cost
+                raise
+            failures.append({"route": candidate.route_id, "error": exc.message, "status": exc.status})
             last_error = exc
             continue
         cancel.raise_if_cancelled()
         if not started_output:
             yield model_info(candidate)
             if index > 0:
-                yield Event(FALLBACK, {"requested": candidates[0].route_id, "answered": candidate.route_id,
-                                       "reason": "; ".join(failures)})
+                yield _fallback(candidates, candidate, failures)
             yield from pending
-        yield metrics.event(candidate)
+        yield metrics.event(candidate.route_id)
         return
     assert last_error is not None
+    if len(failures) > 1:  # say what every candidate did; keep the last one's status and retry hint
+        raise type(last_error)("All candidates failed: " + "; ".join(f"{f['route']}: {f['error']}" for f in failures),
+                               status=last_error.status, retry_after=last_error.retry_after,
+                               provider=last_error.provider)
     raise last_error
 
 

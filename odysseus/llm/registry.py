@@ -5,15 +5,24 @@ from __future__ import annotations
 from typing import Callable, Dict, List
 
 from ..errors import OdysseusError
+from .anthropic import AnthropicProvider
 from .base import Provider, ProviderConfig
 from .demo import DemoProvider
+from .ollama import OllamaProvider
+from .openai_compat import OpenAICompatProvider
 
 #: kind -> factory(ProviderConfig, app_config) -> Provider. Adapters register here.
 ADAPTERS: Dict[str, Callable[[ProviderConfig, dict], Provider]] = {
     "demo": lambda cfg, app_config: DemoProvider(
         name=cfg.name, token_delay=float(cfg.options.get("token_delay", app_config.get("DEMO_TOKEN_DELAY", 0.03))),
         reply_words=int(cfg.options.get("reply_words", 0))),
+    "openai": OpenAICompatProvider,
+    "ollama": OllamaProvider,
+    "anthropic": AnthropicProvider,
 }
+#: Other names people use for an OpenAI-compatible server.
+for _alias in ("openai_compat", "llamacpp", "llama.cpp", "vllm", "lmstudio", "openrouter", "groq"):
+    ADAPTERS[_alias] = OpenAICompatProvider
 
 
 def register_adapter(kind: str, factory: Callable[[ProviderConfig, dict], Provider]) -> None:
@@ -34,5 +43,22 @@ def build_providers(app_config: dict) -> List[Provider]:
         provider = factory(cfg, app_config)
         if cfg.default_model and not getattr(provider, "default_model", None):
             provider.default_model = cfg.default_model
+        provider.prices = prices_for(cfg.name, app_config)
         providers.append(provider)
     return providers
+
+
+def prices_for(provider_name: str, app_config: dict) -> Dict[str, dict]:
+    """model -> price entry from ``[prices."provider/model"]`` tables (a bare ``[prices."model"]`` fits any provider)."""
+    table = (app_config.get("TABLES") or {}).get("prices") or {}
+    exact: Dict[str, dict] = {}
+    bare: Dict[str, dict] = {}
+    for key, entry in table.items():
+        if not isinstance(entry, dict):
+            continue
+        name, sep, model = key.partition("/")
+        if not sep:
+            bare[key] = entry
+        elif name == provider_name:
+            exact[model] = entry
+    return {**bare, **exact}

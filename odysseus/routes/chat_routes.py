@@ -39,13 +39,16 @@ def chat_stream():
     row = started.replay_row
     if row:
         headers["X-Odysseus-Run-Id"] = row["run_id"]
-    return sse_response(_replay_final(owner, row), headers)
-
-
-def _replay_final(owner: str, row: Optional[dict]) -> Iterator[str]:
-    """The final state of an evicted turn, rebuilt from history (no generation)."""
-    yield comment("connected")
     message = ext("store").messages.get(owner, row["message_id"]) if row and row.get("message_id") else None
+    return sse_response(_replay_final(row, message), headers)
+
+
+def _replay_final(row: Optional[dict], message: Optional[dict]) -> Iterator[str]:
+    """The final state of an evicted turn, rebuilt from history (no generation).
+
+    Runs after the view returned (no app context): everything it needs is passed in.
+    """
+    yield comment("connected")
     for event in final_state_events(row, message, CHAT_TERMINAL):
         frame = chat_frame(event)
         if frame:

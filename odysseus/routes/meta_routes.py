@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify
+from flask import Blueprint, current_app, jsonify, request
+
+from ..llm.catalog import ModelCatalog
 
 bp = Blueprint("meta", __name__)
 
@@ -17,19 +19,11 @@ def health():
 
 @bp.get("/api/models")
 def models():
-    """The configured providers' models (the demo model when none is configured)."""
+    """The configured providers' models, cached MODELS_CACHE_SECONDS; unreachable providers under ``errors``."""
     router = current_app.extensions["odysseus.router"]
-    result = []
-    for provider in router.providers.values():
-        try:
-            names = provider.list_models()
-            error = None
-        except Exception as exc:  # one unreachable provider must not fail the list
-            names, error = [], getattr(exc, "message", str(exc))
-        for name in names:
-            result.append({"id": f"{provider.name}/{name}", "provider": provider.name, "model": name,
-                           "kind": provider.kind})
-        if error:
-            result.append({"provider": provider.name, "kind": provider.kind, "error": error})
-    return jsonify({"models": [m for m in result if "id" in m],
-                    "errors": [m for m in result if "error" in m]})
+    catalog = current_app.extensions.get("odysseus.models")
+    if catalog is None:
+        catalog = current_app.extensions.setdefault("odysseus.models", ModelCatalog(
+            router.providers.values(), ttl=float(current_app.config["MODELS_CACHE_SECONDS"])))
+    listing = catalog.list(refresh=request.args.get("refresh") in ("1", "true"))
+    return jsonify({**listing, "routes": {name: list(items) for name, items in router.routes.items()}})

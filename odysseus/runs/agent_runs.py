@@ -197,10 +197,14 @@ class RunManager:
             "run_id": run.run_id, "status": outcome.status, "stop_reason": outcome.stop_reason,
             "stopped": outcome.status == "stopped", "partial": outcome.status != "done",
             "model_info": run.model_info, "usage": run.usage, "metrics": run.metrics,
-            "finish_reason": run.finish_reason, "total_time_ms": elapsed_ms,
+            "finish_reason": run.finish_reason, "total_time_ms": elapsed_ms, "fallback": run.fallback,
         }
+        error = None
         if outcome.error:
-            metadata["error"] = {"message": outcome.error, "status": outcome.http_status}
+            error = {"message": outcome.error, "status": outcome.http_status}
+            if outcome.retry_after is not None:
+                error["retry_after"] = outcome.retry_after
+            metadata["error"] = error
         metadata.update(run.context.metadata)
         # counts after message_saved + terminal + (done|error) + close
         final_count = len(run.log) + (4 if outcome.status != "stopped" else 3)
@@ -216,11 +220,10 @@ class RunManager:
             "message_id": run.message_id, "stop_reason": outcome.stop_reason, "partial": outcome.status != "done",
             "content_length": len(run.content), "route": (run.model_info or {}).get("route"),
             "finish_reason": run.finish_reason, "usage": run.usage, "timing": {"total_time_ms": elapsed_ms},
+            "fallback": run.fallback,
         }
-        if outcome.error:
-            terminal["error"] = {"message": outcome.error, "status": outcome.http_status}
-            if outcome.retry_after is not None:
-                terminal["error"]["retry_after"] = outcome.retry_after
+        if error:
+            terminal["error"] = error
         terminal.update(run.context.terminal)
         run.log.append(Event(run.terminal_type, {"data": terminal}))
         if outcome.status == "done":

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..cancel import CancelToken
-from ..events import DELTA, FINISH, METRICS, MODEL_INFO, USAGE, Event
+from ..events import DELTA, FALLBACK, FINISH, METRICS, MODEL_INFO, USAGE, Event
 from .run_log import RunLog
 
 
@@ -69,6 +69,7 @@ class Run:
         self.usage: Optional[dict] = None
         self.metrics: Optional[dict] = None
         self.finish_reason: Optional[str] = None
+        self.fallback: Optional[dict] = None
         self.subscribers = 0
         self.evict_at: Optional[float] = None
         self.settled = threading.Event()
@@ -100,6 +101,8 @@ class Run:
             self.metrics = dict(event.data.get("data") or {})
         elif kind == FINISH:
             self.finish_reason = event.data.get("reason")
+        elif kind == FALLBACK:
+            self.fallback = dict(event.data)
 
     def summary(self) -> dict:
         """The live state for stream_status and run listings (no message text)."""

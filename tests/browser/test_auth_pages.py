@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
+from browser_helpers import open_app
 
-import pytest
-
-sync_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+from odysseus.llm.demo import demo_reply
 
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-def page():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
 
 
 def status(page) -> dict:
@@ -67,3 +53,25 @@ def test_setup_then_sign_out_and_in_again(server_factory, page):
         page.click("#auth-submit")
     assert page.url == server.url + "/api/sessions"
     assert "from the browser" in page.content()
+
+
+def test_signed_in_chat_page_streams_with_the_csrf_token(server_factory, page):
+    """In password mode the page sends X-Odysseus-CSRF from its meta tag and streams a reply."""
+    server = server_factory(env={"ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.005"})
+    page.goto(server.url + "/")
+    assert page.url.startswith(server.url + "/setup")
+    page.fill("#username", "alice")
+    page.fill("#password", PASSWORD)
+    page.fill("#password2", PASSWORD)
+    with page.expect_navigation():
+        page.click("#auth-submit")
+    open_app(page, server.url)
+    token = page.get_attribute('meta[name="csrf-token"]', "content")
+    assert token and token == status(page)["csrf_token"]
+    sent = []
+    page.on("request", lambda r: sent.append(r.headers) if r.url.endswith("/api/chat_stream") else None)
+    page.fill("#input", "signed in hello")
+    page.press("#input", "Enter")
+    page.wait_for_selector(".msg.assistant[data-outcome=ok]", timeout=20000)
+    assert sent and sent[0].get("x-odysseus-csrf") == token
+    assert demo_reply("signed in hello")[:40] in page.inner_text(".msg.assistant")

@@ -1,0 +1,388 @@
+"""The HTTP layer every adapter shares: error mapping, timed streaming reads, cancel.
+
+Invariants:
+
+- Lower-level failures (``requests``, ``urllib3``, ``socket``, bad JSON) become our
+  ``ProviderError`` subclasses in ONE place, ``provider_errors``; when the run was
+  cancelled they become ``Cancelled`` instead, so a stop is never reported as a failure.
+- Reads are timed per read: until the adapter reports its first output the socket
+  timeout is what is left of the first-token deadline (counted from sending the
+  request); afterwards it is the idle timeout between chunks.
+- The connection a request uses is registered with the run's ``CancelToken`` as soon
+  as the pool hands it out, so a stop shuts the socket down even while we are still
+  waiting for response headers. ``shutdown`` (not ``close``) wakes a blocked reader
+  under gevent and with plain threads alike, and the server sees the disconnect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import http.client
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from ..cancel import Cancelled, CancelToken
+from ..errors import (ProviderError, ProviderHTTPError, ProviderNetworkError, ProviderProtocolError,
+                      ProviderTimeout, ProviderUnavailable)
+from .base import ProviderConfig
+
+READ_SIZE = 65536
+ERROR_BODY_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds: to connect, from request to first output, and between chunks after that."""
+
+    connect: float = 10.0
+    first_token: float = 120.0
+    idle: float = 60.0
+
+    @classmethod
+    def of(cls, cfg: ProviderConfig, app_config: dict) -> "Timeouts":
+        """App-wide CONNECT/FIRST_TOKEN/IDLE_TIMEOUT, overridden by the provider's options."""
+        def pick(option: str, key: str, default: float) -> float:
+            return float(cfg.options.get(option, app_config.get(key, default)))
+        return cls(pick("connect_timeout", "CONNECT_TIMEOUT", 10.0),
+                   pick("first_token_timeout", "FIRST_TOKEN_TIMEOUT", 120.0),
+                   pick("idle_timeout", "IDLE_TIMEOUT", 60.0))
+
+
+# ---------------------------------------------------------------- error mapping
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and everything it wraps (cause, context, urllib3 ``reason``, args)."""
+    seen, todo = set(), [exc]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        yield item
+        for nxt in (item.__cause__, item.__context__, getattr(item, "reason", None),
+                    *[a for a in getattr(item, "args", ()) if isinstance(a, BaseException)]):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+
+
+def map_error(exc: BaseException, provider: str) -> ProviderError:
+    """Translate a low-level exception into the ProviderError the client should see."""
+    chain = list(_chain(exc))
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in str(exc):
+        return ProviderUnavailable(f"Connection refused by provider {provider}", provider=provider)
+    # urllib3's NewConnectionError subclasses ConnectTimeoutError; it is not a timeout.
+    if any(isinstance(e, requests.ConnectTimeout) or (isinstance(e, urllib3.exceptions.ConnectTimeoutError)
+                                                      and not isinstance(e, urllib3.exceptions.NewConnectionError))
+           for e in chain):
+        return ProviderTimeout("Connect timeout", provider=provider)
+    if any(isinstance(e, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationParseError)) for e in chain):
+        return ProviderNetworkError(f"Invalid URL for provider {provider}: {exc}", provider=provider)
+    if any(isinstance(e, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, socket.timeout))
+           for e in chain):
+        return ProviderTimeout("Read timeout", provider=provider)
+    if any(isinstance(e, ConnectionResetError) for e in chain):
+        return ProviderNetworkError(f"Connection reset by provider {provider}", provider=provider)
+    if any(isinstance(e, http.client.IncompleteRead) for e in chain):
+        return ProviderNetworkError(f"Connection closed by provider {provider} before the response was complete",
+                                    provider=provider)
+    if isinstance(exc, (ValueError, UnicodeDecodeError)) and not isinstance(exc, requests.RequestException):
+        return ProviderProtocolError(f"Malformed chunk from provider {provider}: {exc}", provider=provider)
+    return ProviderNetworkError(f"Network error talking to provider {provider}: {exc.__class__.__name__}",
+                                provider=provider)
+
+
+@contextlib.contextmanager
+def provider_errors(provider: str, cancel: Optional[CancelToken] = None) -> Iterator[None]:
+    """THE adapter boundary: every failure inside leaves as a ProviderError (or Cancelled)."""
+    try:
+        yield
+    except Cancelled:
+        raise
+    except ProviderError:
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled(cancel.reason or "stopped") from None
+        raise
+    except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError,
+            ValueError, EOFError) as exc:
+        if cancel is not None and cancel.cancelled:
+            raise Cancelled(cancel.reason or "stopped") from None
+        raise map_error(exc, provider) from exc
+
+
+def retry_after(headers: Any) -> Optional[float]:
+    """Seconds from ``Retry-After`` (seconds or HTTP date) or ``retry-after-ms``; None when absent."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(raw_ms) / 1000)
+    raw = headers.get("Retry-After")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw) if raw else None
+        return None if parsed is None else max(0.0, round(parsed.timestamp() - time.time(), 3))
+
+
+def error_message(body: bytes) -> str:
+    """The human part of a provider's error body (OpenAI, Ollama and Anthropic shapes)."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text[:500]
+    err = doc.get("error", doc) if isinstance(doc, dict) else doc
+    if isinstance(err, dict):
+        return str(err.get("message") or err.get("type") or err)[:500]
+    return str(err)[:500]
+
+
+# ---------------------------------------------------------------- connections and cancel
+
+_local = threading.local()  # greenlet-local under gevent's monkey patch
+
+
+def _register_connection(conn: Any) -> None:
+    sink = getattr(_local, "sink", None)
+    conn.odysseus_cancel = None  # a pooled connection must not keep an earlier request's token
+    if sink is not None:
+        sink(conn)
+
+
+class _CancelAfterConnect:
+    """A stop that came while connecting finds no socket to shut; connect() checks afterwards."""
+
+    def connect(self):
+        super().connect()
+        token = getattr(self, "odysseus_cancel", None)
+        if token is not None and token.cancelled:
+            shutdown_socket(self.sock)
+
+
+class _TrackedHTTPConnection(_CancelAfterConnect, HTTPConnection):
+    pass
+
+
+class _TrackedHTTPSConnection(_CancelAfterConnect, HTTPSConnection):
+    pass
+
+
+class _TrackedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _TrackedHTTPConnection
+
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)
+        _register_connection(conn)
+        return conn
+
+
+class _TrackedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _TrackedHTTPSConnection
+
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)
+        _register_connection(conn)
+        return conn
+
+
+class _TrackedAdapter(HTTPAdapter):
+    """An adapter whose pools report each connection they hand out to the current request."""
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _TrackedHTTPPool, "https": _TrackedHTTPSPool}
+
+    def proxy_manager_for(self, *args, **kwargs):
+        manager = super().proxy_manager_for(*args, **kwargs)
+        manager.pool_classes_by_scheme = {"http": _TrackedHTTPPool, "https": _TrackedHTTPSPool}
+        return manager
+
+
+def shutdown_socket(sock: Any) -> None:
+    """Shut a socket down both ways (wakes a blocked reader; the peer sees EOF)."""
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, AttributeError, ValueError):
+        # Bypass SSLSocket.shutdown, which drops its SSL object under a concurrent reader.
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def socket_of(response: requests.Response, conn: Any) -> Any:
+    """The socket a response reads from.
+
+    http.client drops ``conn.sock`` once the response says ``Connection: close``; the
+    response still reads through its own file object, so look there first.
+    """
+    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if sock is not None else getattr(conn, "sock", None)
+
+
+def new_session() -> requests.Session:
+    """A requests session whose connections can be shut down by a CancelToken."""
+    session = requests.Session()
+    session.trust_env = True
+    adapter = _TrackedAdapter(max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+class StreamResponse:
+    """An open streaming response: timed raw chunks, output marking, prompt close."""
+
+    def __init__(self, response: requests.Response, sock: Any, timeouts: Timeouts, sent_at: float,
+                 unregister: Callable[[], None]):
+        self.response = response
+        self.sock = sock
+        self.timeouts = timeouts
+        self.first_token_deadline = sent_at + timeouts.first_token
+        self.output_started = False
+        self._unregister = unregister
+
+    def mark_output(self) -> None:
+        """The model produced output: from now on reads use the idle timeout."""
+        self.output_started = True
+
+    def _arm(self) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        if self.output_started:
+            timeout = self.timeouts.idle
+        else:
+            timeout = self.first_token_deadline - time.monotonic()
+            if timeout <= 0:
+                raise ProviderTimeout("Read timeout")  # keep-alive bytes, but no output in time
+        sock.settimeout(max(0.001, timeout))
+
+    def chunks(self) -> Iterator[bytes]:
+        """Raw body bytes as they arrive (chunked or close-delimited alike)."""
+        raw = self.response.raw
+        if not hasattr(raw, "read1"):  # urllib3 < 2
+            self._arm()
+            yield from self.response.iter_content(chunk_size=None)
+            return
+        while True:
+            self._arm()
+            data = raw.read1(READ_SIZE)
+            if not data:
+                return
+            yield data
+
+    def close(self) -> None:
+        """Release the connection and forget the cancel callback."""
+        self._unregister()
+        with contextlib.suppress(Exception):
+            self.response.close()
+
+
+class Transport:
+    """A provider's HTTP client: one session, timeouts, and the streaming request."""
+
+    def __init__(self, provider: str, timeouts: Timeouts, headers: Optional[dict] = None):
+        self.provider = provider
+        self.timeouts = timeouts
+        self.headers = dict(headers or {})
+        self.session = new_session()
+
+    def open(self, url: str, body: dict, cancel: CancelToken, headers: Optional[dict] = None) -> StreamResponse:
+        """POST ``body`` as JSON and return the open stream; raise ProviderHTTPError on an error status."""
+        holder: dict = {}
+        unregister_box = [lambda: None]
+
+        def sink(conn: Any) -> None:
+            holder["conn"] = conn
+            if conn is not None:
+                conn.odysseus_cancel = cancel
+            unregister_box[0] = cancel.on_cancel(
+                lambda: shutdown_socket(holder.get("sock") or getattr(conn, "sock", None)))
+
+        cancel.raise_if_cancelled()
+        sent_at = time.monotonic()
+        _local.sink = sink
+        try:
+            with provider_errors(self.provider, cancel):
+                response = self.session.post(url, json=body, headers={**self.headers, **(headers or {})},
+                                             stream=True,
+                                             timeout=(self.timeouts.connect, self.timeouts.first_token))
+        except BaseException:
+            unregister_box[0]()
+            raise
+        finally:
+            _local.sink = None
+        if cancel.cancelled:  # stopped while connecting, before the socket could be shut down
+            with contextlib.suppress(Exception):
+                response.close()
+            unregister_box[0]()
+            raise Cancelled(cancel.reason or "stopped")
+        if "conn" not in holder:  # a connection the pool did not report: register it now
+            sink(getattr(response.raw, "connection", None))
+        holder["sock"] = socket_of(response, holder["conn"])
+        stream = StreamResponse(response, holder["sock"], self.timeouts, sent_at, lambda: unregister_box[0]())
+        if response.status_code >= 400:
+            try:
+                with provider_errors(self.provider, cancel):
+                    raise self.http_error(response, stream)
+            finally:
+                stream.close()
+        return stream
+
+    def http_error(self, response: requests.Response, stream: StreamResponse) -> ProviderHTTPError:
+        """The provider's error status, message and Retry-After as a ProviderHTTPError."""
+        body = b""
+        with contextlib.suppress(Exception):
+            for chunk in stream.chunks():
+                body += chunk
+                if len(body) > ERROR_BODY_LIMIT:
+                    break
+        detail = error_message(body) if body else (response.reason or "")
+        return ProviderHTTPError(f"Provider {self.provider} returned HTTP {response.status_code}: {detail}",
+                                 status=response.status_code, retry_after=retry_after(response.headers),
+                                 provider=self.provider)
+
+    def get_json(self, url: str, timeout: Optional[float] = None) -> Any:
+        """GET a small JSON document (model listings), errors mapped."""
+        with provider_errors(self.provider):
+            response = self.session.get(url, headers=self.headers,
+                                        timeout=(self.timeouts.connect, timeout or self.timeouts.idle))
+            if response.status_code >= 400:
+                raise ProviderHTTPError(
+                    f"Provider {self.provider} returned HTTP {response.status_code}: {error_message(response.content)}",
+                    status=response.status_code, retry_after=retry_after(response.headers), provider=self.provider)
+            return response.json()
+
+
+def ndjson_lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """Complete lines of an NDJSON body, however the bytes were split."""
+    buffer = b""
+    for chunk in chunks:
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield line.decode("utf-8")
+    if buffer.strip():
+        yield buffer.decode("utf-8")
+
+
+def parse_json(text: str, provider: str) -> Any:
+    """One JSON chunk; a malformed one is a ProviderProtocolError naming the provider."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        shown = text if len(text) <= 200 else text[:197] + "..."
+        raise ProviderProtocolError(f"Malformed chunk from provider {provider}: {shown!r}",
+                                    provider=provider) from None

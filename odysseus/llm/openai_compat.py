@@ -1,0 +1,201 @@
+"""OpenAI-compatible ``/v1/chat/completions`` streaming (OpenAI, llama.cpp, vLLM, LM Studio, OpenRouter, Groq).
+
+``base_url`` is the API root including its version (``http://localhost:8080/v1``,
+``https://openrouter.ai/api/v1``); a bare host (``http://localhost:8080``) gets ``/v1``.
+Reasoning arrives as ``reasoning_content`` (llama.cpp, vLLM, DeepSeek), ``reasoning``
+(OpenRouter, Groq, Ollama's compat API) or inline ``<think>`` tags in the content.
+Tool calls arrive as deltas keyed by ``index`` and are emitted whole, in index order,
+when the choice finishes. ``stream_options.include_usage`` is asked for; a server that
+rejects it is asked again without it, and remembered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Iterator, List, Optional
+from urllib.parse import urlsplit
+
+from ..cancel import CancelToken
+from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
+from ..events import Event, delta, finish, tool_call, usage
+from ..sse import parse_sse
+from .adapter import HTTPProvider, arguments_json, new_call_id, normalise_finish, parse_arguments
+from .base import ChatRequest, ProviderConfig
+from .http import StreamResponse, parse_json
+from .think_splitter import ThinkSplitter
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KNOWN_CHUNK_KEYS = {"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
+                    "obfuscation", "service_tier"}  # the last two: per-chunk noise, not worth keeping
+KNOWN_DELTA_KEYS = {"role", "content", "reasoning_content", "reasoning", "tool_calls", "refusal", "function_call"}
+
+
+def api_root(base_url: Optional[str]) -> str:
+    """The versioned API root: ``base_url`` as given, or with ``/v1`` when it is a bare host."""
+    url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+    return url + "/v1" if urlsplit(url).path in ("", "/") else url
+
+
+def wire_messages(messages: List[dict]) -> List[dict]:
+    """OpenAI-shaped messages as the wire wants them (tool-call arguments as JSON strings)."""
+    out = []
+    for message in messages:
+        message = dict(message)
+        if message.get("tool_calls"):
+            calls = []
+            for call in message["tool_calls"]:
+                fn = dict(call.get("function") or {})
+                fn["arguments"] = arguments_json(fn.get("arguments", {}))
+                calls.append({"id": call.get("id"), "type": call.get("type", "function"), "function": fn})
+            message["tool_calls"] = calls
+        out.append(message)
+    return out
+
+
+class _ToolCallBuffer:
+    """Tool-call deltas accumulated by index."""
+
+    def __init__(self) -> None:
+        self.calls: Dict[int, dict] = {}
+        self.emitted = False
+
+    def add(self, part: dict, fallback_index: int) -> None:
+        index = part.get("index", fallback_index)
+        call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+        if part.get("id") and not call["id"]:
+            call["id"] = part["id"]
+        fn = part.get("function") or {}
+        name = fn.get("name")
+        if name and name != call["name"]:  # some servers repeat the whole name in every delta
+            call["name"] += name
+        args = fn.get("arguments")
+        if isinstance(args, (dict, list)):
+            call["arguments"] = json.dumps(args)
+        elif args:
+            call["arguments"] += args
+
+    def drain(self) -> List[Event]:
+        events = [tool_call(call["id"] or new_call_id(), call["name"], parse_arguments(call["arguments"]), index)
+                  for index, call in sorted(self.calls.items())]
+        self.emitted = self.emitted or bool(events)
+        self.calls = {}
+        return events
+
+
+class OpenAICompatProvider(HTTPProvider):
+    """An OpenAI-compatible chat-completions server."""
+
+    kind = "openai"
+
+    def __init__(self, cfg: ProviderConfig, app_config: dict):
+        super().__init__(cfg, app_config)
+        self.root = api_root(cfg.base_url)
+        self.think_tags = bool(cfg.options.get("think_tags", True))
+        # templates that put <think> in the prompt: the reply starts inside the reasoning
+        self.think_starts_open = bool(cfg.options.get("think_starts_open", False))
+        self.ask_usage = bool(cfg.options.get("stream_usage", True))
+
+    def _auth_headers(self) -> dict:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def body(self, request: ChatRequest) -> dict:
+        """The chat-completions request body."""
+        body: dict = {"model": request.model, "messages": wire_messages(request.messages), "stream": True}
+        if self.ask_usage:
+            body["stream_options"] = {"include_usage": True}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.tools:
+            body["tools"] = request.tools
+        body.update(request.extra.get("openai", {}))
+        return body
+
+    def _open(self, request: ChatRequest, cancel: CancelToken) -> StreamResponse:
+        url = self.root + "/chat/completions"
+        try:
+            return self.transport.open(url, self.body(request), cancel)
+        except ProviderHTTPError as exc:
+            rejected = "stream_options" in exc.message or "include_usage" in exc.message
+            if not (self.ask_usage and exc.status in (400, 422) and rejected):
+                raise
+            self.ask_usage = False  # this server rejects stream_options: never ask again
+            return self.transport.open(url, self.body(request), cancel)
+
+    def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
+        splitter = ThinkSplitter(self.think_starts_open) if self.think_tags else None
+        tools = _ToolCallBuffer()
+        reason: Optional[str] = None
+        last_usage: Optional[dict] = None
+        first = True
+        for frame in parse_sse(response.chunks()):
+            data = frame.get("data")
+            if data is None:
+                continue
+            if data.strip() == "[DONE]":
+                reason = reason or "stop"
+                break
+            chunk = parse_json(data, self.name)
+            if not isinstance(chunk, dict):
+                raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
+            if chunk.get("error"):
+                raise _in_stream_error(self.name, chunk["error"])
+            extra = {k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
+            if first:
+                first = False
+                extra.update({k: chunk[k] for k in ("id", "model", "system_fingerprint") if chunk.get(k)})
+            if chunk.get("usage"):
+                last_usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                piece = choice.get("delta") or choice.get("message") or {}
+                extra.update({k: v for k, v in piece.items() if k not in KNOWN_DELTA_KEYS and v is not None})
+                thinking = piece.get("reasoning_content") or piece.get("reasoning")
+                if isinstance(thinking, str) and thinking:
+                    yield delta(thinking, thinking=True)
+                content = piece.get("content")
+                if isinstance(content, str) and content:
+                    for text, is_thinking in (splitter.feed(content) if splitter else [(content, False)]):
+                        yield delta(text, thinking=is_thinking)
+                for index, part in enumerate(piece.get("tool_calls") or []):
+                    response.mark_output()  # arguments streaming in count as output
+                    tools.add(part, index)
+                if choice.get("finish_reason"):
+                    reason = choice["finish_reason"]
+                    yield from tools.drain()
+            if extra:
+                yield self.meta(fields=extra)
+        if reason is None:  # neither [DONE] nor a finish_reason: the stream was cut
+            raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done",
+                                       provider=self.name)
+        for text, is_thinking in (splitter.flush() if splitter else []):
+            yield delta(text, thinking=is_thinking)
+        yield from tools.drain()
+        if last_usage:
+            yield _usage_event(last_usage)
+        yield finish(normalise_finish(reason, tools.emitted))
+
+    def _list_remote(self) -> List[str]:
+        doc = self.transport.get_json(self.root + "/models", self.list_timeout)
+        items = doc.get("data", []) if isinstance(doc, dict) else doc
+        return [item["id"] for item in items if isinstance(item, dict) and item.get("id")]
+
+
+def _usage_event(raw: dict) -> Event:
+    extra = {}
+    details = raw.get("completion_tokens_details") or {}
+    if details.get("reasoning_tokens") is not None:
+        extra["reasoning_tokens"] = details["reasoning_tokens"]
+    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
+    if cached is not None:
+        extra["cached_input_tokens"] = cached
+    return usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), **extra)
+
+
+def _in_stream_error(provider: str, err) -> ProviderHTTPError:
+    """An ``{"error": ...}`` chunk (OpenRouter, vLLM) mid-stream."""
+    message = err.get("message") if isinstance(err, dict) else str(err)
+    code = err.get("code") if isinstance(err, dict) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 502
+    return ProviderHTTPError(f"Provider {provider} reported an error mid-stream: {message}", status=status,
+                             provider=provider)

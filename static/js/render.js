@@ -1,0 +1,259 @@
+// One view per message. A ReplyView renders an assistant reply from chat-stream events (live or
+// replayed) or from a saved history row; it never talks to the network itself: user actions go
+// out through the `ctx` callbacks the page passes in.
+
+import { agentHandlers } from "./agent_render.js";
+import { button, el } from "./dom.js";
+import { setMarkdown } from "./markdown.js";
+
+/** "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map. */
+export function metricsText(metrics) {
+  if (!metrics) return "";
+  const parts = [];
+  const seconds = metrics.total_time ?? (metrics.total_time_ms != null ? metrics.total_time_ms / 1000 : null);
+  if (typeof seconds === "number") parts.push(`${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`);
+  const out = metrics.output_tokens;
+  if (typeof out === "number") parts.push(`${out}${metrics.tokens_estimated ? "≈" : ""} tokens`);
+  if (typeof metrics.input_tokens === "number") parts.push(`${metrics.input_tokens} in`);
+  if (typeof metrics.tokens_per_second === "number") parts.push(`${Math.round(metrics.tokens_per_second)} tok/s`);
+  const cost = metrics.cost ?? metrics.cost_usd;
+  if (typeof cost === "number") parts.push(`$${cost < 0.01 ? cost.toFixed(4) : cost.toFixed(2)}`);
+  return parts.join(" · ");
+}
+
+const FAILED = new Set(["error", "failed", "interrupted", "timeout", "run_timeout"]);
+
+function errorText(error) {
+  if (!error) return "";
+  if (typeof error === "string") return error;
+  return error.message || error.error || JSON.stringify(error);
+}
+
+/** A user's message bubble. */
+export class UserView {
+  constructor(text, ctx, { id = null, clientId = null } = {}) {
+    this.ctx = ctx;
+    this.text = text;
+    this.id = id;
+    this.clientId = clientId;
+    this.el = el("article", "msg user");
+    this.el.setAttribute("aria-label", "Your message");
+    this.body = el("div", "msg-body", text);
+    this.actions = el("div", "msg-actions");
+    this.el.append(this.body, this.actions);
+    if (id !== null) this.setMessageId(id);
+  }
+
+  /** Enable edit and delete once the message has a database id. */
+  setMessageId(id) {
+    this.id = id;
+    this.el.dataset.messageId = String(id);
+    this.actions.textContent = "";
+    this.actions.append(button("Edit", "edit", () => this.ctx.onEdit(this)),
+                        button("Delete", "delete", () => this.ctx.onDelete(this)));
+  }
+
+  /** Show new text after an edit. */
+  setText(text) {
+    this.text = text;
+    this.body.textContent = text;
+  }
+}
+
+/** An assistant reply, built from stream events or a saved message. */
+export class ReplyView {
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.id = null;
+    this.text = "";
+    this.thinking = "";
+    this.usage = {};
+    this.segment = null;
+    this.tools = [];
+    this.exhibits = new Map();
+    this.renderPending = new Set();
+    this.el = el("article", "msg assistant streaming");
+    this.el.setAttribute("aria-label", "Reply");
+    this.header = el("header", "msg-head");
+    this.label = el("span", "model-label", "Assistant");
+    this.header.appendChild(this.label);
+    this.reasoning = el("details", "reasoning");
+    this.reasoning.hidden = true;
+    this.reasoning.appendChild(el("summary", null, "Reasoning"));
+    this.reasoningText = el("div", "reasoning-text");
+    this.reasoning.appendChild(this.reasoningText);
+    this.body = el("div", "msg-body");
+    this.statusLine = el("div", "status-line");
+    this.statusLine.setAttribute("role", "status");
+    this.footer = el("footer", "metrics");
+    this.actions = el("div", "msg-actions");
+    this.el.append(this.header, this.reasoning, this.body, this.statusLine, this.footer, this.actions);
+    this.setStatus("waiting", "Waiting for the model…");
+  }
+
+  /** Show a transient state line (waiting, reconnecting, stopping) or clear it with null. */
+  setStatus(kind, text) {
+    this.statusLine.dataset.kind = kind || "";
+    this.statusLine.textContent = text || "";
+    this.el.dataset.status = kind || "";
+  }
+
+  /** Mark the reply final: ok, stopped or failed (partial text stays visible). */
+  finish(outcome, detail) {
+    this.flush();
+    this.el.classList.remove("streaming");
+    this.el.classList.toggle("stopped", outcome === "stopped");
+    this.el.classList.toggle("failed", outcome === "failed");
+    this.el.dataset.outcome = outcome;
+    if (outcome === "stopped") this.setStatus("stopped", "Stopped" + (this.text ? " — partial reply shown." : " before any text arrived."));
+    else if (outcome === "failed") this.setStatus("failed", "Failed: " + (detail || "the reply could not be completed") + (this.text ? " (partial reply shown)" : ""));
+    else this.setStatus(null, null);
+  }
+
+  /** Enable edit and delete: the reply is saved under `id`. */
+  setMessageId(id) {
+    this.id = id;
+    this.el.dataset.messageId = String(id);
+    this.actions.textContent = "";
+    this.actions.append(button("Edit", "edit", () => this.ctx.onEdit(this)),
+                        button("Delete", "delete", () => this.ctx.onDelete(this)));
+  }
+
+  /** Replace the shown text (after an edit, or from history); tool rows and cards stay. */
+  setText(text) {
+    this.text = text;
+    const old = [...this.body.querySelectorAll(":scope > .segment")];
+    const segment = { el: el("div", "segment markdown"), text };
+    if (old.length) old[0].before(segment.el);
+    else this.body.prepend(segment.el);
+    for (const node of old) {
+      node.remove();
+    }
+    this.segment = null;
+    this.renderPending.add(segment);
+    this.renderSegment(segment);
+  }
+
+  appendText(text) {
+    if (!this.segment) {
+      this.segment = { el: el("div", "segment markdown"), text: "" };
+      this.body.appendChild(this.segment.el);
+    }
+    this.segment.text += text;
+    this.scheduleRender(this.segment);
+  }
+
+  scheduleRender(segment) {
+    if (this.renderPending.has(segment)) return;
+    this.renderPending.add(segment);
+    requestAnimationFrame(() => this.renderSegment(segment));
+  }
+
+  renderSegment(segment) {
+    if (!this.renderPending.delete(segment)) return;
+    setMarkdown(segment.el, segment.text);
+    this.ctx.onGrow?.();
+  }
+
+  /** Render every pending text segment now. */
+  flush() {
+    for (const segment of [...this.renderPending]) this.renderSegment(segment);
+  }
+
+  /** Append a non-text block; the next text starts a new segment below it. */
+  addBlock(node) {
+    this.segment = null;
+    this.body.appendChild(node);
+    this.ctx.onGrow?.();
+    return node;
+  }
+
+  setLabel(info) {
+    const label = info.label || [info.provider, info.model].filter(Boolean).join(" / ") || info.route || "Assistant";
+    this.label.textContent = label;
+    this.label.title = info.route || "";
+  }
+
+  /** Apply one chat-stream event. */
+  handle(event) {
+    const handler = this[`on_${event.type}`];
+    if (typeof handler === "function") handler.call(this, event);
+    if (this.statusLine.dataset.kind === "waiting" && event.type !== "done") this.setStatus(null, null);
+  }
+
+  on_delta(event) {
+    if (event.thinking) {
+      this.thinking += event.delta;
+      this.reasoning.hidden = false;
+      this.reasoningText.textContent = this.thinking;
+      return;
+    }
+    this.text += event.delta;
+    this.appendText(event.delta);
+  }
+
+  on_model_info(event) {
+    this.setLabel(event);
+  }
+
+  on_fallback(event) {
+    const note = el("span", "fallback-note",
+      `Answered by ${event.answered || "another route"}` + (event.requested ? ` instead of ${event.requested}` : "") +
+      (event.reason ? ` — ${event.reason}` : ""));
+    this.header.appendChild(note);
+  }
+
+  on_usage(event) {
+    Object.assign(this.usage, event.data || {});
+    this.footer.textContent = metricsText(this.usage);
+  }
+
+  on_metrics(event) {
+    this.footer.textContent = metricsText({ ...this.usage, ...(event.data || {}) });
+  }
+
+  on_message_saved(event) {
+    if (event.role === undefined || event.role === "assistant") this.setMessageId(event.message_id);
+  }
+
+  on_chat_terminal(event) {
+    this.terminal(event.data || {});
+  }
+
+  on_agent_terminal(event) {
+    this.terminal(event.data || {});
+  }
+
+  terminal(data) {
+    if (data.message_id != null && this.id === null) this.setMessageId(data.message_id);
+    if (data.status === "stopped") this.finish("stopped");
+    else if (FAILED.has(data.status)) this.finish("failed", errorText(data.error) || data.stop_reason || data.status);
+    else this.finish("ok"); // done, or a pause such as waiting for an approval
+  }
+
+  on_done() {
+    if (!this.el.dataset.outcome) this.finish("ok");
+  }
+
+  on_error(event) {
+    this.finish("failed", event.error || "stream error");
+  }
+
+  /** Show a saved history row. */
+  static fromMessage(message, ctx) {
+    const view = new ReplyView(ctx);
+    const meta = message.metadata || {};
+    if (meta.model_info) view.setLabel(meta.model_info);
+    if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
+    view.setText(message.content || "");
+    view.footer.textContent = metricsText(meta.metrics || meta.usage);
+    view.setMessageId(message.id);
+    if (meta.stopped || meta.status === "stopped") view.finish("stopped");
+    else if (FAILED.has(meta.status)) view.finish("failed", errorText(meta.error) || meta.status);
+    else view.finish("ok");
+    return view;
+  }
+}
+
+// Agent, tool, approval, guard and exhibit events: agent_render.js.
+Object.assign(ReplyView.prototype, agentHandlers);

@@ -1,0 +1,223 @@
+// A Turn is one reply being streamed into one ReplyView: started by a send (POST /api/chat_stream)
+// or attached to a run already going (GET /api/chat/resume). It owns the transport rules:
+//
+// - every frame's `id` advances the cursor; a dropped transport (no terminal event) shows
+//   "reconnecting", asks stream_status and resumes after the cursor, so no text is lost or repeated;
+// - `event: error` is terminal and stops parsing; comments only reset the "still alive" timer;
+// - Stop uses the run id from this turn's own response header; a Stop pressed before the header
+//   arrived is queued and sent with that id, so a stale Stop can never stop a newer run;
+// - detach() (switching session, leaving) only drops the connection: the run goes on server-side.
+
+import { errorOf, request } from "./api.js";
+import { readSSE, toEvent } from "./sse_reader.js";
+
+const TERMINAL = new Set(["chat_terminal", "agent_terminal", "done", "error"]);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Options: {sessionId, reply, onSession(id), onRunId(id), onFinish(turn), stallMs}. */
+export class Turn {
+  constructor(options) {
+    this.sessionId = options.sessionId || null;
+    this.reply = options.reply;
+    this.options = options;
+    this.runId = options.runId || null;
+    this.lastId = 0;
+    this.terminal = false;
+    this.finished = false;
+    this.detached = false;
+    this.stopQueued = false;
+    this.stopSent = false;
+    this.connection = null;
+    this.stallMs = options.stallMs || 45000;
+    this.connections = 0;
+  }
+
+  /** Start a new reply: POST /api/chat_stream with `body`. */
+  async send(body) {
+    let response;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        response = await this.open("POST", "/api/chat_stream", body, {});
+        break;
+      } catch (err) {
+        if (this.detached) return;
+        // The request may or may not have reached the server. Repeating it with the same
+        // client_message_id is safe (the server attaches to the turn it already started);
+        // anything else could answer twice, so it is reported instead.
+        if (!body.client_message_id || !body.session || attempt >= 2) {
+          return this.fail(`could not reach the server (${err.message || err})`);
+        }
+        this.reply.setStatus("reconnecting", "Reconnecting…");
+        await sleep(500 * (attempt + 1));
+      }
+    }
+    if (!response.ok) {
+      const error = await errorOf(response);
+      return this.fail(error.message);
+    }
+    return this.consume(response);
+  }
+
+  /** Attach to the session's running run from the start of its log (after a reload or a switch). */
+  async attach() {
+    return this.reconnect({ quiet: true });
+  }
+
+  async open(method, url, json, headers) {
+    const controller = new AbortController();
+    this.connection = controller;
+    this.connections += 1;
+    // Headers that do not come within the stall time mean a dead connection (a pooled socket
+    // behind a vanished NAT entry, a hung proxy): abort, so the next try opens a fresh one.
+    const timer = setTimeout(() => controller.abort(new DOMException("no response", "AbortError")), this.stallMs);
+    try {
+      const response = await request(method, url, { json, headers, signal: controller.signal });
+      this.learnHeaders(response);
+      return response;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  learnHeaders(response) {
+    const session = response.headers.get("X-Odysseus-Session-Id");
+    if (session && !this.sessionId) {
+      this.sessionId = session;
+      this.options.onSession?.(session, this);
+    }
+    const runId = response.headers.get("X-Odysseus-Run-Id");
+    if (runId && !this.runId) {
+      this.runId = runId;
+      this.options.onRunId?.(runId, this);
+    }
+    if (this.stopQueued && this.runId) {
+      this.stopQueued = false;
+      this.sendStop();
+    }
+  }
+
+  /** Read one response; on a drop without a terminal event, reconnect from the cursor. */
+  async consume(response) {
+    const controller = this.connection;
+    let timer = null;
+    const alive = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => controller.abort(new DOMException("stalled", "AbortError")), this.stallMs);
+    };
+    alive();
+    try {
+      await readSSE(response, (frame) => this.onFrame(frame), alive);
+    } catch (err) {
+      /* a network drop, a stall abort or a detach: decided below */
+    } finally {
+      clearTimeout(timer);
+    }
+    if (this.detached) return;
+    if (this.terminal) return this.complete();
+    return this.reconnect();
+  }
+
+  onFrame(frame) {
+    if (frame.comment !== undefined) return false;
+    if (frame.id !== null && frame.id !== undefined && /^\d+$/.test(frame.id)) this.lastId = Number(frame.id);
+    const event = toEvent(frame);
+    if (!event) return false;
+    this.reply.handle(event);
+    if (TERMINAL.has(event.type)) this.terminal = true;
+    return event.type === "error"; // an error frame ends parsing of normal output
+  }
+
+  /** stream_status, then resume after the cursor; fall back to the saved history. */
+  async reconnect({ quiet = false } = {}) {
+    if (!quiet) this.reply.setStatus("reconnecting", "Reconnecting…");
+    for (let attempt = 0; attempt < 12 && !this.detached; attempt++) {
+      if (attempt > 0 || !quiet) await sleep(Math.min(250 * 2 ** attempt, 4000));
+      if (this.detached) return;
+      let status;
+      try {
+        const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(this.sessionId)}`,
+                                       { signal: AbortSignal.timeout(this.stallMs) });
+        if (response.status === 404) return this.fromHistory();
+        if (!response.ok) continue;
+        status = await response.json();
+      } catch (err) {
+        continue;
+      }
+      if ((this.runId && status.run_id !== this.runId) || !status.resumable) return this.fromHistory();
+      if (!this.runId) this.runId = status.run_id;
+      let response;
+      try {
+        response = await this.open("GET", `/api/chat/resume/${encodeURIComponent(this.sessionId)}?after=${this.lastId}`,
+                                    undefined, { Accept: "text/event-stream", "Last-Event-ID": String(this.lastId) });
+      } catch (err) {
+        continue;
+      }
+      if (response.status === 404) return this.fromHistory();
+      if (!response.ok) continue;
+      const served = response.headers.get("X-Odysseus-Run-Id");
+      if (served && served !== this.runId) {
+        // A newer run took the session between the two requests: our cursor means nothing there.
+        this.connection.abort();
+        return this.fromHistory();
+      }
+      if (this.reply.statusLine.dataset.kind === "reconnecting") this.reply.setStatus(null, null);
+      return this.consume(response);
+    }
+    if (!this.detached) this.fail("the connection was lost; reload the page to see the saved reply");
+  }
+
+  /** The run's log is gone: show the saved reply of this run instead, if there is one. */
+  async fromHistory() {
+    try {
+      const response = await request("GET", `/api/sessions/${encodeURIComponent(this.sessionId)}/messages`);
+      const data = response.ok ? await response.json() : { messages: [] };
+      const saved = data.messages.find((m) => m.role === "assistant" && this.runId && m.run_id === this.runId);
+      if (saved) {
+        this.options.onReplaced?.(saved, this);
+        return this.complete();
+      }
+    } catch (err) {
+      /* fall through */
+    }
+    return this.fail("the reply was interrupted and was not saved");
+  }
+
+  fail(message) {
+    this.reply.finish("failed", message);
+    return this.complete();
+  }
+
+  complete() {
+    if (this.finished) return;
+    this.finished = true;
+    this.reply.flush();
+    this.options.onFinish?.(this);
+  }
+
+  /** Stop this turn's run (queued until its run id is known). */
+  stop() {
+    if (this.finished || this.stopSent) return;
+    this.reply.setStatus("stopping", "Stopping…");
+    if (!this.runId || !this.sessionId) {
+      this.stopQueued = true;
+      return;
+    }
+    this.sendStop();
+  }
+
+  async sendStop() {
+    this.stopSent = true;
+    try {
+      await request("POST", `/api/chat/stop/${encodeURIComponent(this.sessionId)}`,
+                    { headers: { "X-Odysseus-Run-Id": this.runId } });
+    } catch (err) {
+      /* the stream's own terminal event tells the outcome */
+    }
+  }
+
+  /** Drop the connection without stopping the run (it keeps going server-side). */
+  detach() {
+    this.detached = true;
+    this.connection?.abort();
+  }
+}
