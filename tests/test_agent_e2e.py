@@ -36,9 +36,13 @@ def server(model, tmp_path_factory):
 
 
 def frames_of(stream):
-    """Every data frame as a dict with ``type`` (delta frames get type delta)."""
+    """Every data frame as a dict with ``type`` (delta frames get type delta); closes the stream."""
     out = []
-    for frame in stream.events():
+    try:
+        events = stream.events()
+    finally:
+        stream.close()  # an open keep-alive connection would hold the server's graceful shutdown
+    for frame in events:
         data = frame["data"]
         if data == "[DONE]":
             out.append({"type": "[DONE]", "id": frame["id"]})
@@ -55,6 +59,12 @@ def of(frames, kind):
 
 def agent(server, **body):
     return post_chat(server.url, body.pop("message", ""), mode="agent", **body)
+
+
+def session_of(stream) -> str:
+    """Read the whole turn (so it has ended) and return its session id."""
+    frames_of(stream)
+    return stream.headers["X-Odysseus-Session-Id"]
 
 
 def fresh(model, *replies):
@@ -123,7 +133,7 @@ def test_approval_round_trip_and_refusals_over_http(server, model):
 def test_disconnect_during_a_tool_run_completes_once_and_resume_shows_the_rows(server, model):
     command = "echo ran >> count.txt; for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.3; done"
     fresh(model, reply("", [tool("call_slow", "shell", command=command)]), reply("Finished the slow job."))
-    session_id = agent(server, message="slow job").headers["X-Odysseus-Session-Id"]
+    session_id = session_of(agent(server, message="slow job"))
     card = wait_for(lambda: requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()
                     ["messages"][-1]["metadata"].get("agent", {}).get("awaiting_approval"), what="approval card")
     stream = agent(server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve")
@@ -171,7 +181,7 @@ def _alive(pid: int) -> bool:
 
 def test_stop_during_a_tool_run_kills_the_process_and_saves_the_partial(server, model):
     fresh(model, reply("Starting the long job.", [tool("call_long", "shell", command="echo pid $$; exec sleep 30")]))
-    session_id = agent(server, message="long job").headers["X-Odysseus-Session-Id"]
+    session_id = session_of(agent(server, message="long job"))
     card = wait_for(lambda: requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()
                     ["messages"][-1]["metadata"].get("agent", {}).get("awaiting_approval"), what="approval card")
     stream = agent(server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve")
