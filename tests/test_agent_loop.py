@@ -198,13 +198,15 @@ def test_intent_nudge_recovers_when_the_model_calls_the_tool():
 def test_plan_and_ui_control_tools_emit_their_events():
     h = Harness([calls(("p", "update_plan", {"steps": [{"step": "look", "status": "completed"},
                                                        {"step": "answer", "status": "in_progress"}]}),
-                       ("u", "ui_control", {"action": "open_panel", "panel": "plan"}),
-                       ("v", "ui_control", {"action": "format_disk"})), say("ok")], tools=ui_tools())
+                       ("u", "ui_control", {"action": "set_theme", "theme": "dark"}),
+                       ("v", "ui_control", {"action": "format_disk"}),
+                       ("w", "ui_control", {"action": "set_mode", "mode": "root"})), say("ok")], tools=ui_tools())
     events, ctx, _ = h.run()
     assert of(events, "plan_update")[0].data["data"]["steps"][1] == {"step": "answer", "status": "in_progress"}
-    assert of(events, "ui_control")[0].data["data"] == {"action": "open_panel", "panel": "plan"}
+    assert of(events, "ui_control")[0].data["data"] == {"action": "set_theme", "theme": "dark"}
     assert len(of(events, "ui_control")) == 1
     assert "unknown action" in of(events, "tool_output")[2].data["output"]
+    assert "mode must be one of chat, agent" in of(events, "tool_output")[3].data["output"]
     assert ctx.metadata["agent"]["plan"]["steps"][0]["step"] == "look"
 
 

@@ -7,23 +7,23 @@ client do anything it does not already recognise.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from ..events import Event
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
 PLAN_STATUSES = ("pending", "in_progress", "completed")
 
-#: action -> the argument names it takes. The browser applies exactly these.
-UI_ACTIONS: Dict[str, List[str]] = {
-    "open_panel": ["panel"],  # panel: "plan", "sources", "settings", "files"
-    "close_panel": ["panel"],
-    "scroll_to_bottom": [],
-    "focus_input": [],
-    "set_input": ["text"],  # prefill the message box (never sends)
-    "show_notice": ["text"],  # a transient notice
+#: action -> {argument: allowed values, or None for any non-empty text}. The bundled page
+#: (static/js/chat.js ``uiControl``) applies exactly these and ignores anything else.
+UI_ACTIONS: Dict[str, Dict[str, Optional[tuple]]] = {
+    "set_theme": {"theme": ("light", "dark", "auto")},
+    "set_mode": {"mode": ("chat", "agent")},
+    "select_model": {"model": None},  # an id from /api/models
+    "notify": {"message": None},  # a short toast
+    "prefill": {"text": None},  # put into the composer, never sent
+    "open_session": {"session_id": None},
 }
-PANELS = ("plan", "sources", "settings", "files")
 
 
 def update_plan(args: dict, ctx: ToolContext) -> ToolResult:
@@ -53,12 +53,12 @@ def ui_control(args: dict, ctx: ToolContext) -> ToolResult:
     if action not in UI_ACTIONS:
         raise ToolError(f"unknown action {action!r}; recognised: {', '.join(UI_ACTIONS)}")
     data: dict = {"action": action}
-    for name in UI_ACTIONS[action]:
+    for name, allowed in UI_ACTIONS[action].items():
         value = args.get(name)
         if not isinstance(value, str) or not value.strip():
             raise ToolError(f"{action} needs a non-empty '{name}'")
-        if name == "panel" and value not in PANELS:
-            raise ToolError(f"panel must be one of {', '.join(PANELS)}")
+        if allowed is not None and value not in allowed:
+            raise ToolError(f"{name} must be one of {', '.join(allowed)}")
         data[name] = value[:2000]
     return ToolResult(f"UI action {action} sent.", events=[Event("ui_control", {"data": data})])
 
@@ -77,7 +77,10 @@ def ui_tools() -> List[Tool]:
              + ", ".join(UI_ACTIONS) + ".",
              {"type": "object", "properties": {
                  "action": {"type": "string", "enum": list(UI_ACTIONS)},
-                 "panel": {"type": "string", "enum": list(PANELS)}, "text": {"type": "string"}},
+                 "theme": {"type": "string", "enum": ["light", "dark", "auto"]},
+                 "mode": {"type": "string", "enum": ["chat", "agent"]},
+                 "model": {"type": "string"}, "message": {"type": "string"}, "text": {"type": "string"},
+                 "session_id": {"type": "string"}},
               "required": ["action"]},
              ui_control, describe=lambda a: f"ui_control {a.get('action')}"),
     ]

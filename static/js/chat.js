@@ -76,7 +76,7 @@ function showEmpty() {
 const ctx = {
   onGrow: grow,
   onChoice: (text) => send(text),
-  onContinue: () => send("Continue", { mode: "agent" }),
+  onContinue: () => send("Continue", { mode: "agent", extra: { continue: true } }),
   onApproval: (data, decision) => {
     const words = { approve: "Approve", approve_task: "Approve for this task", deny: "Deny" };
     // The run that asked is waiting for this answer: if its stream is still open, drop only the

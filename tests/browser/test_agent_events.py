@@ -126,7 +126,7 @@ def test_agent_events_approve_deny_and_continue(server, page):
 
     page.click(".rounds-exhausted .continue")
     page.wait_for_selector("text=Continuing where I left off.")
-    assert bodies[-1]["message"] == "Continue" and bodies[-1]["mode"] == "agent"
+    assert bodies[-1]["message"] == "Continue" and bodies[-1]["mode"] == "agent" and bodies[-1]["continue"] is True
 
 
 def test_error_event_is_terminal_and_keeps_partial_text(server, page):
