@@ -19,7 +19,8 @@ CALL = {"id": "c1", "name": "shell", "arguments": {"command": "touch made.txt"}}
 
 def row(**over):
     base = {"id": "apr_x", "owner": "me", "session_id": "s1", "call": CALL, "call_hash": call_hash(CALL),
-            "expires_at": time.time() + 60, "used_at": None}
+            # built at collection time, so far enough ahead for a long test run
+            "expires_at": time.time() + 86400, "used_at": None}
     base.update(over)
     return base
 

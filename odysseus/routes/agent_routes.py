@@ -18,7 +18,6 @@ from .auth import current_owner
 from .history_replay import final_state_events
 from .params import body, cursor, page_args
 from .streaming import run_stream, sse_response
-from .turn_registry import BUILDERS
 from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("agent_api", __name__)
@@ -27,7 +26,7 @@ bp = Blueprint("agent_api", __name__)
 def _agent_request(owner: str) -> dict:
     """Validate an agent-API body and resolve which agent answers it."""
     data = body()
-    req = parse_turn_request(dict(data, mode="agent" if "agent" in BUILDERS else "chat"))
+    req = parse_turn_request(dict(data, mode="agent"))
     apply_agent_routing(ext("store"), owner, req)
     return req
 
