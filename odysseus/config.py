@@ -50,7 +50,8 @@ DEFAULTS: Dict[str, Any] = {
     "AGENT_MAX_NUDGES": 2,  # intent nudges per request before intent_nudge_exhausted
     "AGENT_APPROVAL_TTL": 600.0,  # seconds an approval request stays valid
     "AGENT_APPROVAL_TOOLS": "run_python,shell",  # tools that need the user's approval
-    "AGENT_TOOLS": "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control",
+    "AGENT_TOOLS": "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control,present_exhibit",
+    "CITATIONS_AUTO_CAPTURE_WEB_SEARCH": True,  # passive citation exhibit after web_search (TOML [citations])
     "AGENT_SYSTEM_PROMPT": "",  # replaces the built-in agent system prompt when set
     "TOOL_TIMEOUT": 60.0,  # seconds any tool may run
     "TOOL_PROGRESS_INTERVAL": 1.0,  # seconds between tool_progress events of a running tool
@@ -162,6 +163,10 @@ def load_config(env: Optional[Mapping[str, str]] = None, overrides: Optional[Map
         for key, value in doc.items():
             if isinstance(value, dict):
                 extra[key] = value  # nested tables (prices, citations, ...) kept as is
+                for sub, sub_value in value.items():  # [citations] flag = x -> CITATIONS_FLAG
+                    flat = f"{key}_{sub}".upper()
+                    if flat in DEFAULTS and not isinstance(sub_value, dict):
+                        config[flat] = sub_value
             else:
                 config[key.upper()] = value
     for name, raw in env.items():

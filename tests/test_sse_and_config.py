@@ -57,3 +57,12 @@ def test_config_layers(tmp_path):
 def test_config_rejects_bad_env_values():
     with pytest.raises(OdysseusError):
         load_config({"ODYSSEUS_HEARTBEAT_INTERVAL": "soon"})
+
+
+def test_toml_tables_set_flat_keys(tmp_path):
+    toml = tmp_path / "odysseus.toml"
+    toml.write_text('[citations]\nauto_capture_web_search = false\n[prices."a/b"]\ninput_per_mtok = 1.0\n')
+    config = load_config({"ODYSSEUS_CONFIG": str(toml)})
+    assert config["CITATIONS_AUTO_CAPTURE_WEB_SEARCH"] is False
+    assert config["TABLES"]["prices"] == {"a/b": {"input_per_mtok": 1.0}}
+    assert load_config({})["CITATIONS_AUTO_CAPTURE_WEB_SEARCH"] is True

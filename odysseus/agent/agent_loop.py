@@ -30,10 +30,14 @@ from ..events import DELTA, FINISH, MODEL_INFO, TOOL_CALL, USAGE, Event, delta
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
+from ..tools.exhibits import citation_exhibit
 from ..tools.registry import ToolContext, ToolRegistry, ToolResult, short_command
 from .approvals import DECISIONS, KIND, call_hash, public_call
 from .guards import LAST_ROUND, NUDGE, AgentSettings, LoopBreaker, announces_action, call_signature, sanitize
 from .tool_runner import run_tool
+
+#: tools whose results are captured as a passive citation exhibit
+CITATION_TOOLS = ("web_search", "web_research")
 
 
 @dataclass
@@ -43,6 +47,8 @@ class AgentHooks:
     #: (ctx, call, state) -> {"approval_id": ..., "expires_at": ...}; persists the approval
     request_approval: Callable[[RunContext, dict, dict], dict]
     tool_context: Callable[[RunContext], ToolContext]
+    #: (ctx, exhibit) -> None; amends an exhibit with the same id saved in earlier replies
+    amend_exhibit: Callable[[RunContext, dict], None] = lambda ctx, exhibit: None
 
 
 @dataclass
@@ -279,8 +285,10 @@ class AgentLoop:
         round_no = self.state["round"]
         full = tool.full_command(call["arguments"]) if tool else f"{call['name']}(...)"
         command = short_command(full)
-        yield Event("tool_start", {"tool": call["name"], "command": command, "full_command": full,
-                                   "round": round_no, "call_id": call["id"], "arguments": call["arguments"]})
+        internal = tool is not None and tool.internal  # e.g. present_exhibit: its events only, no tool row
+        if not internal:
+            yield Event("tool_start", {"tool": call["name"], "command": command, "full_command": full,
+                                       "round": round_no, "call_id": call["id"], "arguments": call["arguments"]})
         started = time.monotonic()
         if tool is None:
             result = ToolResult(f"Error: there is no tool named {call['name']!r}. Available: "
@@ -300,12 +308,17 @@ class AgentLoop:
         self.used += 1
         self.term["tool_calls"] = self.used
         for event in result.events:
+            if event.type == "exhibit":
+                self._record_exhibit(event.data)
             yield event
         display = _cap(result.output, self.settings.display_cap)
-        yield Event("tool_output", {"tool": call["name"], "command": command, "output": display,
-                                    "exit_code": result.exit_code, "round": round_no, "call_id": call["id"]})
         self.messages.append({"role": "tool", "tool_call_id": call["id"],
                               "content": _cap(result.output, self.settings.output_cap)})
+        if internal:
+            return
+        yield Event("tool_output", {"tool": call["name"], "command": command, "output": display,
+                                    "exit_code": result.exit_code, "round": round_no, "call_id": call["id"]})
+        yield from self._capture_citations(call, result)
         row = {"call_id": call["id"], "tool": call["name"], "command": command, "full_command": full,
                "output": display, "exit_code": result.exit_code, "round": round_no}
         for key in ("plan", "url"):
@@ -314,6 +327,27 @@ class AgentLoop:
         self.meta["tools"].append(row)
         if "plan" in result.meta:
             self.meta["plan"] = result.meta["plan"]
+
+    def _record_exhibit(self, exhibit: dict) -> None:
+        """Keep the newest version of each exhibit id in the saved reply; amend older replies too."""
+        saved = self.ctx.metadata.setdefault("exhibits", [])
+        for index, old in enumerate(saved):
+            if old.get("id") == exhibit.get("id"):
+                saved[index] = exhibit
+                break
+        else:
+            saved.append(exhibit)
+        self.hooks.amend_exhibit(self.ctx, exhibit)
+
+    def _capture_citations(self, call: dict, result: ToolResult) -> Iterator[Event]:
+        """After a web search's result: a passive citation exhibit of its sources (config flag)."""
+        if not self.settings.auto_capture_citations or call["name"] not in CITATION_TOOLS or result.exit_code:
+            return
+        rows = next((e.data.get("data") for e in result.events if e.type == "web_sources"), None) or []
+        exhibit = citation_exhibit(call["id"], rows)
+        if exhibit is not None:
+            self._record_exhibit(exhibit)
+            yield Event("exhibit", exhibit)
 
     # ------------------------------------------------------------------ approvals
     def _ask(self, call: dict) -> Iterator[Event]:

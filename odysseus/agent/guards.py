@@ -46,6 +46,7 @@ class AgentSettings:
     display_cap: int = 4_000  # characters of output in tool_output and saved metadata
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     approval_tools: FrozenSet[str] = field(default_factory=frozenset)
+    auto_capture_citations: bool = True
 
     @classmethod
     def from_config(cls, config: dict) -> "AgentSettings":
@@ -59,7 +60,8 @@ class AgentSettings:
                    progress_interval=float(config.get("TOOL_PROGRESS_INTERVAL", 1.0)),
                    output_cap=int(config.get("TOOL_OUTPUT_CAP", 20_000)),
                    system_prompt=config.get("AGENT_SYSTEM_PROMPT") or DEFAULT_SYSTEM_PROMPT,
-                   approval_tools=_names(config.get("AGENT_APPROVAL_TOOLS")))
+                   approval_tools=_names(config.get("AGENT_APPROVAL_TOOLS")),
+                   auto_capture_citations=bool(config.get("CITATIONS_AUTO_CAPTURE_WEB_SEARCH", True)))
 
 
 def call_signature(name: str, arguments) -> str:

@@ -50,7 +50,12 @@ class AgentService:
         self.settings = AgentSettings.from_config(app.config)
         self.registry = build_registry(app.config)
         self.data_dir = app.config["DATA_DIR"]
-        self.hooks = AgentHooks(request_approval=self.request_approval, tool_context=self.tool_context)
+        self.hooks = AgentHooks(request_approval=self.request_approval, tool_context=self.tool_context,
+                                amend_exhibit=self.amend_exhibit)
+
+    def amend_exhibit(self, ctx: RunContext, exhibit: dict) -> None:
+        """Replace an exhibit with the same id in the session's earlier saved replies."""
+        self.store.messages.amend_exhibit(ctx.owner, ctx.session_id, exhibit)
 
     def request_approval(self, ctx: RunContext, call: dict, state: dict) -> dict:
         """Persist an approval request with the continuation state."""

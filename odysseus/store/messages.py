@@ -82,6 +82,24 @@ class MessageRepo:
             db["messages"].update(message_id, {"content": content, "metadata": json.dumps(meta)})
         return self.get(owner, message_id)
 
+    def amend_exhibit(self, owner: str, session_id: str, exhibit: dict) -> int:
+        """Replace the exhibit with ``exhibit["id"]`` in every saved reply of the session; return how many."""
+        needle = json.dumps(exhibit["id"])
+        changed = 0
+        with self._l.tx() as db:
+            rows = db.execute("select id, metadata from messages where session_id = ? and owner = ?"
+                              " and role = 'assistant' and instr(metadata, ?) > 0",
+                              [session_id, owner, needle]).fetchall()
+            for message_id, raw in rows:
+                meta = json.loads(raw or "{}")
+                exhibits = meta.get("exhibits") or []
+                if not any(e.get("id") == exhibit["id"] for e in exhibits):
+                    continue
+                meta["exhibits"] = [exhibit if e.get("id") == exhibit["id"] else e for e in exhibits]
+                db.execute("update messages set metadata = ? where id = ?", [json.dumps(meta), message_id])
+                changed += 1
+        return changed
+
     def delete(self, owner: str, message_id: int) -> None:
         """Delete the owner's message."""
         self.get(owner, message_id)

@@ -76,6 +76,8 @@ class Tool:
     timeout: Optional[float] = None  # None: the TOOL_TIMEOUT default
     #: the full command shown in tool_start (the code, the query, the URL)
     describe: Optional[Callable[[dict], str]] = None
+    #: internal tools show only the events they produce (an exhibit), never a tool row
+    internal: bool = False
 
     def spec(self) -> dict:
         """The OpenAI function-tool shape the provider layer translates."""
