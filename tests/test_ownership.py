@@ -62,6 +62,19 @@ ROUTES = [
           json={"message": "pwned", "session_id": "{session}"}, rule="/api/agent/chat/stream"),
     Route("background job", "GET", "/api/chat/background/{job}", rule="/api/chat/background/<job_id>",
           needs=("job",)),
+    Route("background job cancel", "POST", "/api/chat/background/{job}/cancel", needs=("job",)),
+    Route("get profile", "GET", "/api/agent/profiles/{profile}", needs=("profile",)),
+    Route("edit profile", "PATCH", "/api/agent/profiles/{profile}", json={"name": "pwned"}, needs=("profile",)),
+    Route("delete profile", "DELETE", "/api/agent/profiles/{profile}", needs=("profile",)),
+    Route("get agent", "GET", "/api/agents/{agent}", needs=("agent",)),
+    Route("edit agent", "PATCH", "/api/agents/{agent}", json={"name": "pwned"}, needs=("agent",)),
+    Route("delete agent", "DELETE", "/api/agents/{agent}", needs=("agent",)),
+    Route("agent turn as victim's agent", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "target_agent_id": "{agent}"}, needs=("agent",)),
+    Route("agent turn with victim's profile", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
+    Route("background job into session", "POST", "/api/chat/background",
+          json={"message": "pwned", "session_id": "{session}"}),
 ]
 
 # attacker -> the status every route must answer
@@ -118,6 +131,15 @@ class User:
         if background.ok and isinstance(background.json(), dict) and background.json().get("job_id"):
             self.ids["job"] = background.json()["job_id"]
             self.ids["job_session"] = background.json()["session_id"]
+        profile = self.http.post(self.base + "/api/agent/profiles", timeout=10,
+                                 json={"name": f"{self.name} profile", "system_prompt": self.secret})
+        if profile.status_code == 201:
+            self.ids["profile"] = profile.json()["id"]
+        # explicit per-user ids: generated names could collide between the two users by chance
+        agent = self.http.post(self.base + "/api/agents", timeout=10,
+                               json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"})
+        if agent.status_code == 201:
+            self.ids["agent"] = agent.json()["agent_id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -127,8 +149,10 @@ class User:
         session = self.get(f"/api/sessions/{self.ids['session']}").json()
         messages = self.get(f"/api/sessions/{self.ids['session']}/messages").json()["messages"]
         status = self.get(f"/api/chat/stream_status/{self.ids['session']}").json()
+        profile = self.get(f"/api/agent/profiles/{self.ids['profile']}").json() if "profile" in self.ids else None
+        agent = self.get(f"/api/agents/{self.ids['agent']}").json() if "agent" in self.ids else None
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"]}
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
 
 
 def forge_cookie(victim: User) -> str:
