@@ -62,6 +62,9 @@ def init_app(app: Flask) -> None:
         raise OdysseusError(refusal)
     config.update(SESSION_COOKIE_NAME="odysseus_session", SESSION_COOKIE_HTTPONLY=True,
                   SESSION_COOKIE_SAMESITE="Lax",
+                  # Re-sending an unchanged cookie on every response lets a request that was in flight
+                  # during sign-out set the old cookie again; send it only when the session changes.
+                  SESSION_REFRESH_EACH_REQUEST=False,
                   PERMANENT_SESSION_LIFETIME=timedelta(days=float(config["SESSION_DAYS"])))
     app.session_interface = OdysseusSessionInterface()
     if config.get("TRUST_PROXY"):
