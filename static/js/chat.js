@@ -43,9 +43,17 @@ function mode() {
 }
 
 function setMode(value) {
-  const radio = document.querySelector(`input[name="mode"][value="${CSS.escape(value)}"]`);
-  if (radio) radio.checked = true;
+  const radio = document.querySelector(`input[name="mode"][value="${CSS.escape(String(value))}"]`);
+  if (radio) {
+    radio.checked = true;
+    localStorage.setItem("odysseus-mode", radio.value);
+  }
 }
+// The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
+for (const radio of document.querySelectorAll('input[name="mode"]')) {
+  radio.addEventListener("change", () => { if (radio.checked) localStorage.setItem("odysseus-mode", radio.value); });
+}
+if (localStorage.getItem("odysseus-mode")) setMode(localStorage.getItem("odysseus-mode"));
 
 function newClientId() {
   return (crypto.randomUUID && crypto.randomUUID()) || `c${Date.now()}${Math.random().toString(16).slice(2)}`;

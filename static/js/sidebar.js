@@ -31,7 +31,7 @@ export class Sidebar {
     this.render();
     // A run started elsewhere (another tab, a background job) ends on its own: look again later.
     clearTimeout(this.poll);
-    if (this.running.size) this.poll = setTimeout(() => this.refresh(), 5000);
+    if (this.running.size) this.poll = setTimeout(() => this.refresh(), 3000);
   }
 
   /** This tab stopped following a session's run (switched away): the server's list decides now. */
