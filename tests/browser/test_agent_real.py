@@ -224,6 +224,7 @@ def test_exhibits_live_history_and_phone(agent_server, model, page, page_factory
     assert citation.locator(".source.active blockquote").inner_text() == "No language left behind."
     assert citation.locator(".more-sources summary").inner_text() == "2 more sources"
     assert citation.locator(".sources.passive li").count() == 2
+    card.evaluate("c => c.scrollIntoView({block: 'start'})")
     shot(page, "14-agent-exhibits")
     reload_and_compare(page)
     page.wait_for_selector("[data-exhibit-id=exh_all] .mermaid-canvas[data-rendered=true] svg", timeout=20000)
