@@ -188,6 +188,30 @@ def test_approve_deny_and_a_pending_card_after_reload(agent_server, model, page)
     reload_and_compare(page)
 
 
+def test_stopped_and_failed_agent_replies_look_the_same_after_reload(agent_server, model, page):
+    script(model,
+           reply("Starting the long job.", [tool("call_long", "shell", command="echo started; sleep 20")]),
+           reply("Let me think.", [tool("call_pl", "update_plan", steps=[{"step": "think", "status": "pending"}])]),
+           reply(status=500, error_body='{"error": {"message": "model exploded"}}'))
+    open_app(page, agent_server.url)
+    agent_mode(page)
+    send(page, "run the long job")
+    page.wait_for_selector(".approval-card:not(.expired) .approve").click()
+    page.wait_for_selector(".tool-row.running[data-call-id=call_long]")
+    page.click("#send")  # Stop, while the tool runs
+    page.wait_for_selector(".msg.assistant[data-outcome=stopped]", timeout=20000)
+    row = page.locator(".tool-row[data-call-id=call_long]")
+    assert "cancelled" in row.get_attribute("class") and row.locator(".tool-status").inner_text() == "cancelled"
+    send(page, "try again differently")
+    page.wait_for_selector(".msg.assistant[data-outcome=failed]", timeout=20000)
+    failed = page.locator(".msg.assistant").last
+    assert "Failed:" in failed.locator(".status-line").inner_text()
+    assert failed.locator(".tool-row[data-call-id=call_pl].ok").count() == 1
+    assert failed.locator(".msg-body").inner_text().strip() == "Let me think."
+    snapshot = reload_and_compare(page)
+    assert [m["outcome"] for m in snapshot if m["role"] == "assistant"] == ["ok", "stopped", "failed"]
+
+
 def first_column(page, column=1):
     return page.locator(".table-scroll tbody tr").evaluate_all(f"rows => rows.map(r => r.cells[{column}].textContent)")
 
@@ -269,7 +293,7 @@ def test_exhibits_live_history_and_phone(agent_server, model, page, page_factory
 
 def test_continue_after_rounds_exhausted_and_running_marks(model, server_factory, page):
     server = server_factory(_env(model, ODYSSEUS_AGENT_TOOLS="shell,present_exhibit,update_plan",
-                                 ODYSSEUS_AGENT_MAX_ROUNDS="1"))
+                                 ODYSSEUS_AGENT_MAX_ROUNDS="1", ODYSSEUS_AGENT_APPROVAL_TTL="1.5"))
     script(model,
            reply("Step one.", [tool("call_p1", "update_plan", steps=[{"step": "one", "status": "completed"},
                                                                       {"step": "two", "status": "pending"}])]),
@@ -309,3 +333,15 @@ def test_continue_after_rounds_exhausted_and_running_marks(model, server_factory
         stream.events()
         stream.close()
     page.wait_for_selector(f".session[data-session-id='{other}']:not(.running)", timeout=15000)
+
+    # An approval left unanswered past its expiry comes back from history without buttons.
+    script(model, reply("", [tool("call_late", "shell", command="echo too-late")]))
+    page.click("#new-chat")
+    send(page, "ask and wait")
+    page.wait_for_selector(".approval-card:not(.expired) .approve")
+    page.wait_for_timeout(1600)
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    card = page.locator(".approval-card.expired")
+    assert card.count() == 1 and card.locator("button").count() == 0
+    assert "expired" in card.inner_text()
