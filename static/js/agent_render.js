@@ -1,6 +1,8 @@
-// ReplyView handlers for the agent's events: agent steps, tool rows, approval cards, images,
-// ui_control, plans, guard explanations and exhibits. Mixed into ReplyView by render.js, so
-// `this` is the reply; user actions go out through `this.ctx`.
+// ReplyView handlers for the agent's events: tool rows, approval cards, images, ui_control, plans,
+// guard explanations and exhibits, plus restoreAgent(), which builds the same blocks from a saved
+// reply's metadata. Live and history share one builder per block, so a reply looks the same after
+// a reload. Mixed into ReplyView by render.js, so `this` is the reply; user actions go out
+// through `this.ctx`.
 
 import { button, el } from "./dom.js";
 import { renderExhibit } from "./exhibits.js";
@@ -8,169 +10,277 @@ import { safeUrl } from "./markdown.js";
 
 const GUARD_TEXT = {
   budget_exceeded: (e) => `The agent stopped because it reached its limit of ${e.limit ?? "?"} tool calls` +
-    (e.used != null ? ` (it used ${e.used}).` : "."),
-  loop_breaker_triggered: (e) => `The agent was stopped because it kept repeating the same action` +
-    (e.tool ? ` (${e.tool}${e.count ? `, ${e.count} times` : ""})` : "") + " without making progress.",
+    (e.used != null ? ` (it had used ${e.used}).` : "."),
+  loop_breaker_triggered: (e) => "The agent was stopped because it kept repeating the same action" +
+    (e.tool ? ` (${e.tool}${e.repeats ? `, ${e.repeats} times` : ""})` : "") + " without making progress.",
   intent_nudge_exhausted: () => "The agent kept saying it would do something but never actually did it, even after " +
     "being reminded, so this turn was ended.",
+  rounds_exhausted: (e) => `The agent used all ${e.rounds ?? "its"} rounds for this turn without finishing.`,
 };
+const GUARD_CLASS = { budget_exceeded: "budget-exceeded", loop_breaker_triggered: "loop-breaker",
+                      intent_nudge_exhausted: "intent-nudge", rounds_exhausted: "rounds-exhausted" };
+const DECISION_WORDS = { approve: "Approved", approve_task: "Approved for this task", deny: "Denied" };
 
-/** Methods `on_<event type>` added to ReplyView.prototype. */
+/** The text an approval card shows for a call: its command or code, else its arguments as JSON. */
+function callDetail(args) {
+  if (!args || typeof args !== "object") return args ? String(args) : "";
+  for (const key of ["command", "code", "url", "query"]) {
+    if (typeof args[key] === "string") return args[key];
+  }
+  return Object.keys(args).length ? JSON.stringify(args, null, 2) : "";
+}
+
+function imageFigure(url) {
+  const safe = safeUrl(url, { allowDataImage: true });
+  if (!safe) return null;
+  const figure = el("figure", "generated-image");
+  const img = el("img");
+  img.src = safe;
+  img.alt = "Generated image";
+  img.loading = "lazy";
+  figure.appendChild(img);
+  return figure;
+}
+
+/** Methods `on_<event type>` (and their history counterparts) added to ReplyView.prototype. */
 export const agentHandlers = {
-  on_agent_prep(event) {
-    const timings = event.data && typeof event.data === "object" ? Object.entries(event.data) : [];
-    const node = el("div", "agent-prep", "Preparing the agent…");
-    if (timings.length) node.title = timings.map(([k, v]) => `${k}: ${v}`).join(", ");
-    this.addBlock(node);
+  // agent_prep / agent_step are progress, not content: they only change the status line.
+  on_agent_prep() {
+    this.setStatus("working", "Preparing the agent…");
   },
 
   on_agent_step(event) {
-    this.addBlock(el("div", "agent-step", `Round ${event.round ?? ""}`.trim()));
+    this.setStatus("working", `Round ${event.round ?? ""}: waiting for the model…`);
   },
 
-  on_tool_start(event) {
+  /** A tool row (running until toolDone); the same for tool_start and a saved tool row. */
+  toolRow(info) {
     const row = el("details", "tool-row running");
+    if (info.call_id) row.dataset.callId = String(info.call_id);
+    if (info.round != null) row.dataset.round = String(info.round);
     const summary = el("summary");
-    summary.append(el("span", "tool-name", event.tool || "tool"), el("code", "tool-command", event.command || ""),
-                   el("span", "tool-status", "running…"));
+    const status = el("span", "tool-status", "running…");
+    summary.append(el("span", "tool-name", info.tool || "tool"), el("code", "tool-command", info.command || ""), status);
     row.appendChild(summary);
-    if (event.full_command && event.full_command !== event.command) row.appendChild(el("pre", "tool-full", event.full_command));
+    if (info.full_command && info.full_command !== info.command) row.appendChild(el("pre", "tool-full", info.full_command));
     const output = el("pre", "tool-output");
     output.hidden = true;
     row.appendChild(output);
-    this.tools.push({ tool: event.tool, row, output, status: summary.lastChild, open: true });
+    const entry = { tool: info.tool, callId: info.call_id || null, row, output, status, open: true };
+    this.tools.push(entry);
     this.addBlock(row);
+    return entry;
   },
 
-  findTool(name) {
+  /** Mark a tool row finished with its exit code and output. */
+  toolDone(entry, result) {
+    entry.open = false;
+    const code = result.exit_code;
+    const failed = code !== undefined && code !== null && code !== 0;
+    entry.row.classList.remove("running");
+    entry.row.classList.add(failed ? "failed" : "ok");
+    entry.status.textContent = failed ? `exit ${code}` : "done";
+    const output = typeof result.output === "string" ? result.output : JSON.stringify(result.output, null, 2);
+    entry.output.textContent = output || "(no output)";
+    entry.output.hidden = false;
+  },
+
+  /** Rows still running when the reply ended (stopped or failed) were cut off. */
+  closeTools() {
+    for (const entry of this.tools) {
+      if (!entry.open) continue;
+      entry.open = false;
+      entry.row.classList.remove("running");
+      entry.row.classList.add("cancelled");
+      entry.status.textContent = "cancelled";
+    }
+  },
+
+  findTool(name, callId) {
     for (let i = this.tools.length - 1; i >= 0; i--) {
       const entry = this.tools[i];
-      if (entry.open && (!name || entry.tool === name)) return entry;
+      if (!entry.open) continue;
+      if (callId && entry.callId) {
+        if (entry.callId === callId) return entry;
+      } else if (!name || entry.tool === name) {
+        return entry;
+      }
     }
     return null;
   },
 
+  on_tool_start(event) {
+    this.toolRow(event);
+  },
+
   on_tool_progress(event) {
-    const entry = this.findTool(event.tool);
+    const entry = this.findTool(event.tool, event.call_id);
     if (!entry) return;
     const elapsed = typeof event.elapsed === "number" ? ` (${event.elapsed.toFixed(0)} s)` : "";
     entry.status.textContent = `${event.message || "working"}${elapsed}`;
   },
 
   on_tool_output(event) {
-    let entry = this.findTool(event.tool);
-    if (!entry) {
-      this.on_tool_start({ tool: event.tool, command: event.command });
-      entry = this.findTool(event.tool);
+    const entry = this.findTool(event.tool, event.call_id) || this.toolRow(event);
+    this.toolDone(entry, event);
+  },
+
+  /** The approval card for an ask_user event or a saved awaiting_approval. */
+  approvalCard(data) {
+    const card = el("section", "approval-card");
+    card.dataset.approvalId = String(data.approval_id || "");
+    const call = data.call || {};
+    const tool = call.tool || call.name || data.tool || "a tool";
+    card.appendChild(el("h4", null, `Allow ${tool}?`));
+    const detail = callDetail(call.arguments);
+    if (detail) card.appendChild(el("pre", "approval-detail", detail));
+    if (typeof data.expires_at === "number" && data.expires_at * 1000 <= Date.now()) {
+      card.classList.add("expired");
+      card.appendChild(el("p", "muted", "This request expired; ask the agent again."));
+      return this.addBlock(card, this.notices);
     }
-    entry.open = false;
-    const failed = event.exit_code !== undefined && event.exit_code !== null && event.exit_code !== 0;
-    entry.row.classList.remove("running");
-    entry.row.classList.add(failed ? "failed" : "ok");
-    entry.status.textContent = failed ? `exit ${event.exit_code}` : "done";
-    const output = typeof event.output === "string" ? event.output : JSON.stringify(event.output, null, 2);
-    entry.output.textContent = output || "(no output)";
-    entry.output.hidden = false;
+    const row = el("div", "approval-actions");
+    const decide = (decision) => {
+      if (this.ctx.onApproval(data, decision) === false) return;
+      for (const b of row.querySelectorAll("button")) b.disabled = true;
+      card.classList.add("answered");
+    };
+    row.append(button("Approve", "approve", () => decide("approve")),
+               button("Approve for this task", "approve-task", () => decide("approve_task")),
+               button("Deny", "deny", () => decide("deny")));
+    card.appendChild(row);
+    return this.addBlock(card, this.notices);
   },
 
   on_ask_user(event) {
     const data = event.data || {};
-    const card = el("section", "approval-card");
-    card.dataset.approvalId = String(data.approval_id || "");
     if (data.kind === "tool_approval") {
-      const call = data.call || data.tool_call || {};
-      const tool = data.tool || call.tool || call.name || "a tool";
-      card.appendChild(el("h4", null, `Allow ${tool}?`));
-      const detail = data.command || call.command || call.arguments || data.arguments;
-      if (detail) card.appendChild(el("pre", "approval-detail", typeof detail === "string" ? detail : JSON.stringify(detail, null, 2)));
-      if (data.reason || data.message) card.appendChild(el("p", null, data.reason || data.message));
-      const row = el("div", "approval-actions");
-      const decide = (decision) => {
-        if (this.ctx.onApproval(data, decision) === false) return;
-        for (const b of row.querySelectorAll("button")) b.disabled = true;
-        card.classList.add("answered");
-      };
-      row.append(button("Approve", "approve", () => decide("approve")),
-                 button("Approve for this task", "approve-task", () => decide("approve_task")),
-                 button("Deny", "deny", () => decide("deny")));
-      card.appendChild(row);
-    } else {
-      card.appendChild(el("h4", null, "The agent asks"));
-      card.appendChild(el("p", null, data.question || data.message || JSON.stringify(data)));
+      this.approvalCard(data);
+      return;
     }
-    this.addBlock(card);
+    const card = el("section", "approval-card");
+    card.appendChild(el("h4", null, "The agent asks"));
+    card.appendChild(el("p", null, data.question || data.message || JSON.stringify(data)));
+    this.addBlock(card, this.notices);
+  },
+
+  approvalResult(decision) {
+    this.addBlock(el("div", `approval-result ${decision || ""}`, DECISION_WORDS[decision] || `Decision: ${decision}`));
   },
 
   on_tool_approval_resolved(event) {
     const id = event.approval_id || (event.data && event.data.approval_id);
-    const cards = [...document.querySelectorAll(".approval-card")];
-    const card = (id && cards.find((c) => c.dataset.approvalId === String(id))) || cards.find((c) => c.classList.contains("answered")) || cards[cards.length - 1];
+    const page = this.el.closest("#messages") || document;
+    const cards = [...page.querySelectorAll(".approval-card")];
+    const card = (id && cards.find((c) => c.dataset.approvalId === String(id))) || cards.find((c) => c.classList.contains("answered"));
     if (card) card.remove();
-    const words = { approve: "Approved", approve_task: "Approved for this task", deny: "Denied" };
-    this.addBlock(el("div", `approval-result ${event.decision || ""}`, words[event.decision] || `Decision: ${event.decision}`));
+    this.approvalResult(event.decision);
   },
 
   on_generated_image(event) {
-    const url = safeUrl(event.url, { allowDataImage: true });
-    if (!url) return;
-    const figure = el("figure", "generated-image");
-    const img = el("img");
-    img.src = url;
-    img.alt = event.alt || event.prompt || "Generated image";
-    img.loading = "lazy";
-    figure.appendChild(img);
-    if (event.prompt) figure.appendChild(el("figcaption", null, event.prompt));
-    this.addBlock(figure);
+    const figure = imageFigure(event.url);
+    if (!figure) return;
+    const entry = this.findTool("generate_image");
+    if (entry) entry.row.appendChild(figure);
+    else this.addBlock(figure);
   },
 
   on_ui_control(event) {
     this.ctx.uiControl?.(event.data || {});
   },
 
+  /** Show the plan ({steps: [{step, status}], explanation?}, or a list) in its fixed place. */
   on_plan_update(event) {
     const data = event.data;
     const steps = Array.isArray(data) ? data : (data && (data.steps || data.items || data.plan)) || [];
-    if (!this.plan) {
-      this.plan = el("section", "plan");
-      this.plan.appendChild(el("h4", null, "Plan"));
-      this.planList = el("ol");
-      this.plan.appendChild(this.planList);
-      this.addBlock(this.plan);
-    }
-    this.planList.textContent = "";
+    this.planBox.textContent = "";
+    const plan = el("section", "plan");
+    plan.appendChild(el("h4", null, "Plan"));
+    if (data && typeof data.explanation === "string" && data.explanation) plan.appendChild(el("p", "plan-why", data.explanation));
+    const list = el("ol");
     for (const step of Array.isArray(steps) ? steps : []) {
       const text = typeof step === "string" ? step : step.title || step.text || step.step || step.content || JSON.stringify(step);
       const li = el("li", `plan-step ${step.status || "pending"}`, text);
       if (step.status) li.dataset.status = step.status;
-      this.planList.appendChild(li);
+      list.appendChild(li);
     }
+    plan.appendChild(list);
+    this.planBox.appendChild(plan);
+  },
+
+  /** A guard's explanation (Continue for rounds_exhausted); event fields or saved metadata.agent.guard. */
+  guardBox(type, data) {
+    const box = el("div", `guard ${GUARD_CLASS[type] || type}`);
+    box.appendChild(el("p", null, (GUARD_TEXT[type] || (() => `The turn ended: ${type}.`))(data)));
+    if (type === "rounds_exhausted") {
+      const go = button("Continue", "continue", () => { if (this.ctx.onContinue() !== false) go.disabled = true; });
+      box.appendChild(go);
+    }
+    this.addBlock(box, this.notices);
   },
 
   on_rounds_exhausted(event) {
-    const box = el("div", "guard rounds-exhausted");
-    box.appendChild(el("p", null, `The agent used all ${event.rounds ?? "its"} rounds for this turn without finishing.`));
-    const go = button("Continue", "continue", () => { if (this.ctx.onContinue() !== false) go.disabled = true; });
-    box.appendChild(go);
-    this.addBlock(box);
+    this.guardBox("rounds_exhausted", event);
   },
 
   on_budget_exceeded(event) {
-    this.addBlock(el("div", "guard budget-exceeded", GUARD_TEXT.budget_exceeded(event)));
+    this.guardBox("budget_exceeded", event);
   },
 
   on_loop_breaker_triggered(event) {
-    this.addBlock(el("div", "guard loop-breaker", GUARD_TEXT.loop_breaker_triggered({ ...(event.data || {}), ...event })));
+    this.guardBox("loop_breaker_triggered", { ...(event.data || {}), ...event });
   },
 
   on_intent_nudge_exhausted(event) {
-    this.addBlock(el("div", "guard intent-nudge", GUARD_TEXT.intent_nudge_exhausted(event)));
+    this.guardBox("intent_nudge_exhausted", event);
   },
 
-  on_exhibit(event) {
+  /** Show an exhibit; a repeated id replaces it in place, here and in earlier replies (as the server does). */
+  on_exhibit(event, { live = true } = {}) {
     const card = renderExhibit(event, this.ctx);
     const previous = event.id && this.exhibits.get(event.id);
     if (previous && previous.isConnected) previous.replaceWith(card);
-    else this.addBlock(card);
-    if (event.id) this.exhibits.set(event.id, card);
+    else this.addBlock(card, this.exhibitsBox);
+    if (!event.id) return;
+    this.exhibits.set(event.id, card);
+    const page = live && this.el.closest("#messages");
+    if (!page) return;
+    for (const old of page.querySelectorAll(".exhibit[data-exhibit-id]")) {
+      if (old.dataset.exhibitId === String(event.id) && !this.el.contains(old)) old.replaceWith(renderExhibit(event, this.ctx));
+    }
+  },
+
+  /** Disable the reply's choices and Continue once a later message was sent; mark the chosen option. */
+  settle(nextText) {
+    if (this.settled) return; // the first message after the reply is the one that answered it
+    this.settled = true;
+    for (const option of this.el.querySelectorAll(".choice-option, .guard .continue")) {
+      option.disabled = true;
+      if (option.classList.contains("choice-option") && nextText !== undefined && option.textContent === nextText) {
+        option.classList.add("chosen");
+        option.setAttribute("aria-pressed", "true");
+      }
+    }
+  },
+
+  /** Rebuild the agent blocks of a saved reply from metadata.agent and metadata.exhibits. */
+  restoreAgent(meta, { answered = new Set() } = {}) {
+    const agent = meta.agent || {};
+    if (agent.approval) this.approvalResult(agent.approval.decision);
+    if (agent.plan) this.on_plan_update({ data: agent.plan });
+    for (const row of Array.isArray(agent.tools) ? agent.tools : []) {
+      if (row.denied) continue; // shown by the approval result above
+      const entry = this.toolRow(row);
+      if (row.url && row.tool === "generate_image") {
+        const figure = imageFigure(row.url);
+        if (figure) entry.row.appendChild(figure);
+      }
+      if (row.cancelled) continue; // closeTools() marks it when the reply is finished as stopped
+      this.toolDone(entry, row);
+    }
+    for (const exhibit of Array.isArray(meta.exhibits) ? meta.exhibits : []) this.on_exhibit(exhibit, { live: false });
+    if (agent.guard && agent.guard.type) this.guardBox(agent.guard.type, agent.guard);
+    const waiting = agent.awaiting_approval;
+    if (waiting && !answered.has(waiting.approval_id)) this.approvalCard({ kind: "tool_approval", ...waiting });
   },
 };

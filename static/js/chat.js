@@ -12,6 +12,7 @@ const ui = {
   openSidebar: $("open-sidebar"), closeSidebar: $("close-sidebar"), title: $("session-title"),
   model: $("model-picker"), messages: $("messages"), composer: $("composer"), input: $("input"),
   send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
+  account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
 };
 
 const state = { sessionId: null, turn: null, loadToken: 0 };
@@ -42,9 +43,17 @@ function mode() {
 }
 
 function setMode(value) {
-  const radio = document.querySelector(`input[name="mode"][value="${CSS.escape(value)}"]`);
-  if (radio) radio.checked = true;
+  const radio = document.querySelector(`input[name="mode"][value="${CSS.escape(String(value))}"]`);
+  if (radio) {
+    radio.checked = true;
+    localStorage.setItem("odysseus-mode", radio.value);
+  }
 }
+// The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
+for (const radio of document.querySelectorAll('input[name="mode"]')) {
+  radio.addEventListener("change", () => { if (radio.checked) localStorage.setItem("odysseus-mode", radio.value); });
+}
+if (localStorage.getItem("odysseus-mode")) setMode(localStorage.getItem("odysseus-mode"));
 
 function newClientId() {
   return (crypto.randomUUID && crypto.randomUUID()) || `c${Date.now()}${Math.random().toString(16).slice(2)}`;
@@ -182,7 +191,10 @@ const refreshSessions = () => sidebar.refresh();
 const renderSessions = () => sidebar.render();
 
 function detachTurn() {
-  if (state.turn && !state.turn.finished) state.turn.detach();
+  if (state.turn && !state.turn.finished) {
+    state.turn.detach();
+    sidebar.forget(state.turn.sessionId);
+  }
   state.turn = null;
   updateComposer();
 }
@@ -227,11 +239,7 @@ async function openSession(sessionId) {
   if (token !== state.loadToken) return;
   ui.messages.removeAttribute("aria-busy");
   const live = status && status.status === "running" && status.resumable ? status : null;
-  for (const message of data.messages) {
-    if (live && message.role === "assistant" && message.run_id === live.run_id) continue;
-    if (message.role === "user") ui.messages.appendChild(new UserView(message.content, ctx, { id: message.id }).el);
-    else if (message.role === "assistant") ui.messages.appendChild(ReplyView.fromMessage(message, ctx).el);
-  }
+  renderHistory(data.messages.filter((m) => !(live && m.role === "assistant" && m.run_id === live.run_id)));
   showEmpty();
   stick = true;
   grow();
@@ -240,8 +248,40 @@ async function openSession(sessionId) {
     ui.messages.appendChild(reply.el);
     state.turn = makeTurn({ sessionId, runId: live.run_id, reply });
     updateComposer();
+    sidebar.setRunning(sessionId, true);
     state.turn.attach();
   }
+}
+
+/**
+ * Saved messages, shown as a live turn showed them: an approval answer is a continuation (no
+ * user bubble), answered approval cards are gone, and choices and Continue are settled once a
+ * later message exists.
+ */
+function renderHistory(messages) {
+  const answered = new Set();
+  for (const message of messages) {
+    const action = (message.metadata || {}).agent_action || {};
+    if (action.tool_approval && action.tool_approval.approval_id) answered.add(action.tool_approval.approval_id);
+  }
+  let replies = [];
+  for (const message of messages) {
+    if (message.role === "user") {
+      for (const reply of replies) reply.settle(message.content);
+      replies = [];
+      if (((message.metadata || {}).agent_action || {}).tool_approval) continue;
+      ui.messages.appendChild(new UserView(message.content, ctx, { id: message.id }).el);
+    } else if (message.role === "assistant") {
+      const reply = ReplyView.fromMessage(message, ctx, { answered });
+      replies.push(reply);
+      ui.messages.appendChild(reply.el);
+    }
+  }
+}
+
+/** A new message settles the choices and Continue buttons of the replies above it. */
+function settleReplies(text) {
+  for (const node of ui.messages.querySelectorAll(".msg.assistant")) node.replyView?.settle(text);
 }
 
 // ---- sending ---------------------------------------------------------------------------------
@@ -254,8 +294,9 @@ function makeTurn(options) {
       if (state.turn === turn && !state.sessionId) {
         state.sessionId = sessionId;
         setUrl(sessionId);
-        refreshSessions();
       }
+      sidebar.setRunning(sessionId, true);
+      refreshSessions();
     },
     onReplaced: (saved, turn) => {
       const view = ReplyView.fromMessage(saved, ctx);
@@ -264,10 +305,8 @@ function makeTurn(options) {
     },
     onFinish: (turn) => {
       if (state.turn === turn) updateComposer();
-      if (turn.sessionId === state.sessionId) {
-        refreshSessions();
-        assignIds(turn);
-      }
+      sidebar.setRunning(turn.sessionId, false); // also reloads the list (titles, order, runs)
+      if (turn.sessionId === state.sessionId) assignIds(turn);
     },
   });
 }
@@ -291,6 +330,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
     toast("Wait for the reply to finish, or press Stop, before sending.");
     return false;
   }
+  settleReplies(text);
   const clientId = newClientId();
   let userView = null;
   if (showUser) {
@@ -307,7 +347,10 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   state.turn = turn;
   updateComposer();
   const body = { message: text, mode: sendMode, client_message_id: clientId, ...extra };
-  if (state.sessionId) body.session = state.sessionId;
+  if (state.sessionId) {
+    body.session = state.sessionId;
+    sidebar.setRunning(state.sessionId, true);
+  }
   if (ui.model.value) body.model = ui.model.value;
   turn.send(body);
   return true;
@@ -384,13 +427,40 @@ function themeLabel() {
 ui.theme.addEventListener("click", () => window.odysseusTheme.toggle());
 document.addEventListener("odysseus:theme", themeLabel);
 
+// ---- account (password mode) -----------------------------------------------------------------
+
+/** Show who is signed in and a Sign out button; single-user mode (AUTH=none) shows neither. */
+async function loadAccount() {
+  try {
+    const status = await api("GET", "/api/auth/status");
+    const user = status.mode === "password" && status.signed_in ? status.user : null;
+    ui.account.hidden = !user;
+    ui.accountName.textContent = user ? user.username : "";
+  } catch (err) {
+    ui.account.hidden = true;
+  }
+}
+
+ui.signOut.addEventListener("click", async () => {
+  ui.signOut.disabled = true;
+  try {
+    await api("POST", "/api/auth/logout", {});
+  } catch (err) {
+    ui.signOut.disabled = false;
+    toast(`Could not sign out: ${err.message}`);
+    return;
+  }
+  detachTurn();
+  location.assign("/login");
+});
+
 // ---- start -------------------------------------------------------------------------------------
 
 async function start() {
   themeLabel();
   updateComposer();
   showEmpty();
-  await Promise.all([loadModels(), refreshSessions()]);
+  await Promise.all([loadModels(), refreshSessions(), loadAccount()]);
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";

@@ -20,8 +20,10 @@ export function loadMermaid() {
       document.head.appendChild(script);
     }).then((mermaid) => {
       const dark = document.documentElement.dataset.effectiveTheme === "dark";
+      // Labels as SVG <text>, not HTML in <foreignObject> (which the SVG sanitiser removes): the
+      // top-level htmlLabels is the switch that mermaid 11+ reads, flowchart.htmlLabels the older one.
       mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default",
-                           flowchart: { htmlLabels: false } });
+                           htmlLabels: false, flowchart: { htmlLabels: false } });
       return mermaid;
     });
     mermaidLoading.catch(() => { mermaidLoading = null; });

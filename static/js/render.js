@@ -60,7 +60,12 @@ export class UserView {
   }
 }
 
-/** An assistant reply, built from stream events or a saved message. */
+/**
+ * An assistant reply, built from stream events (live or replayed) or from a saved message.
+ * Its parts sit in fixed regions, so a reply looks the same whichever way it was built:
+ * header, reasoning, plan, activity (approval result, tool rows), exhibits, the text (one markdown
+ * segment), notices (guard boxes, an approval card), status line, metrics, actions.
+ */
 export class ReplyView {
   constructor(ctx) {
     this.ctx = ctx;
@@ -68,12 +73,12 @@ export class ReplyView {
     this.text = "";
     this.thinking = "";
     this.usage = {};
-    this.segment = null;
     this.tools = [];
     this.exhibits = new Map();
-    this.renderPending = new Set();
+    this.renderPending = false;
     this.el = el("article", "msg assistant streaming");
     this.el.setAttribute("aria-label", "Reply");
+    this.el.replyView = this; // the page settles earlier replies' choices when a message is sent
     this.header = el("header", "msg-head");
     this.label = el("span", "model-label", "Assistant");
     this.header.appendChild(this.label);
@@ -82,16 +87,23 @@ export class ReplyView {
     this.reasoning.appendChild(el("summary", null, "Reasoning"));
     this.reasoningText = el("div", "reasoning-text");
     this.reasoning.appendChild(this.reasoningText);
+    this.planBox = el("div", "plan-box region");
+    this.activity = el("div", "agent-activity region");
+    this.exhibitsBox = el("div", "exhibits region");
     this.body = el("div", "msg-body");
+    this.segment = el("div", "segment markdown");
+    this.body.appendChild(this.segment);
+    this.notices = el("div", "agent-notices region");
     this.statusLine = el("div", "status-line");
     this.statusLine.setAttribute("role", "status");
     this.footer = el("footer", "metrics");
     this.actions = el("div", "msg-actions");
-    this.el.append(this.header, this.reasoning, this.body, this.statusLine, this.footer, this.actions);
+    this.el.append(this.header, this.reasoning, this.planBox, this.activity, this.exhibitsBox, this.body,
+                   this.notices, this.statusLine, this.footer, this.actions);
     this.setStatus("waiting", "Waiting for the model…");
   }
 
-  /** Show a transient state line (waiting, reconnecting, stopping) or clear it with null. */
+  /** Show a transient state line (waiting, working, reconnecting, stopping) or clear it with null. */
   setStatus(kind, text) {
     this.statusLine.dataset.kind = kind || "";
     this.statusLine.textContent = text || "";
@@ -105,6 +117,7 @@ export class ReplyView {
     this.el.classList.toggle("stopped", outcome === "stopped");
     this.el.classList.toggle("failed", outcome === "failed");
     this.el.dataset.outcome = outcome;
+    if (outcome !== "ok") this.closeTools();
     if (outcome === "stopped") this.setStatus("stopped", "Stopped" + (this.text ? " — partial reply shown." : " before any text arrived."));
     else if (outcome === "failed") this.setStatus("failed", "Failed: " + (detail || "the reply could not be completed") + (this.text ? " (partial reply shown)" : ""));
     else this.setStatus(null, null);
@@ -122,48 +135,32 @@ export class ReplyView {
   /** Replace the shown text (after an edit, or from history); tool rows and cards stay. */
   setText(text) {
     this.text = text;
-    const old = [...this.body.querySelectorAll(":scope > .segment")];
-    const segment = { el: el("div", "segment markdown"), text };
-    if (old.length) old[0].before(segment.el);
-    else this.body.prepend(segment.el);
-    for (const node of old) {
-      node.remove();
-    }
-    this.segment = null;
-    this.renderPending.add(segment);
-    this.renderSegment(segment);
+    this.renderPending = true;
+    this.renderSegment();
   }
 
   appendText(text) {
-    if (!this.segment) {
-      this.segment = { el: el("div", "segment markdown"), text: "" };
-      this.body.appendChild(this.segment.el);
-    }
-    this.segment.text += text;
-    this.scheduleRender(this.segment);
+    this.text += text;
+    if (this.renderPending) return;
+    this.renderPending = true;
+    requestAnimationFrame(() => this.renderSegment());
   }
 
-  scheduleRender(segment) {
-    if (this.renderPending.has(segment)) return;
-    this.renderPending.add(segment);
-    requestAnimationFrame(() => this.renderSegment(segment));
-  }
-
-  renderSegment(segment) {
-    if (!this.renderPending.delete(segment)) return;
-    setMarkdown(segment.el, segment.text);
+  renderSegment() {
+    if (!this.renderPending) return;
+    this.renderPending = false;
+    setMarkdown(this.segment, this.text);
     this.ctx.onGrow?.();
   }
 
-  /** Render every pending text segment now. */
+  /** Render pending text now. */
   flush() {
-    for (const segment of [...this.renderPending]) this.renderSegment(segment);
+    this.renderSegment();
   }
 
-  /** Append a non-text block; the next text starts a new segment below it. */
-  addBlock(node) {
-    this.segment = null;
-    this.body.appendChild(node);
+  /** Append a block to one of the reply's regions (activity, exhibits or notices). */
+  addBlock(node, region = this.activity) {
+    region.appendChild(node);
     this.ctx.onGrow?.();
     return node;
   }
@@ -188,7 +185,6 @@ export class ReplyView {
       this.reasoningText.textContent = this.thinking;
       return;
     }
-    this.text += event.delta;
     this.appendText(event.delta);
   }
 
@@ -197,6 +193,7 @@ export class ReplyView {
   }
 
   on_fallback(event) {
+    this.header.querySelector(".fallback-note")?.remove();
     const note = el("span", "fallback-note",
       `Answered by ${event.answered || "another route"}` + (event.requested ? ` instead of ${event.requested}` : "") +
       (event.reason ? ` — ${event.reason}` : ""));
@@ -239,12 +236,17 @@ export class ReplyView {
     this.finish("failed", event.error || "stream error");
   }
 
-  /** Show a saved history row. */
-  static fromMessage(message, ctx) {
+  /**
+   * Show a saved history row with the same regions a live reply builds. `history` tells what
+   * came after it: {answered: Set of approval ids answered later, later: true when more follows}.
+   */
+  static fromMessage(message, ctx, history = {}) {
     const view = new ReplyView(ctx);
     const meta = message.metadata || {};
     if (meta.model_info) view.setLabel(meta.model_info);
+    if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
+    view.restoreAgent(meta, history);
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -255,5 +257,5 @@ export class ReplyView {
   }
 }
 
-// Agent, tool, approval, guard and exhibit events: agent_render.js.
+// Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
 Object.assign(ReplyView.prototype, agentHandlers);

@@ -1,4 +1,6 @@
-"""Agent events, approvals, guards and stream errors, injected as scripted SSE (page.route)."""
+"""Agent events the scripted model cannot easily produce (fallback, images, every guard at once,
+ui_control) and stream errors, injected as scripted SSE (page.route). Approvals, Continue and
+exhibits against the real server: test_agent_real.py."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ AGENT_TURN = sse(
     {"type": "generated_image", "url": PNG, "prompt": "a single dot"},
     {"type": "ui_control", "data": {"action": "notify", "message": "Hello from the agent"}},
     {"type": "budget_exceeded", "limit": 10, "used": 10},
-    {"type": "loop_breaker_triggered", "tool": "shell", "count": 3},
+    {"type": "loop_breaker_triggered", "tool": "shell", "repeats": 3, "signature": "shell:ab", "rounds": [1, 2, 3]},
     {"type": "intent_nudge_exhausted", "nudges": 2},
     {"type": "rounds_exhausted", "rounds": 8},
     {"delta": "Now I need to delete a file."},
@@ -34,20 +36,6 @@ AGENT_TURN = sse(
     {"type": "message_saved", "message_id": 999, "role": "assistant"},
     {"type": "agent_terminal", "data": {"status": "awaiting_approval", "message_id": 999}},
 )
-
-
-def resolved(decision: str, approval_id: str, text: str) -> str:
-    return sse({"type": "tool_approval_resolved", "decision": decision, "approval_id": approval_id},
-               {"type": "tool_start", "tool": "shell", "command": "rm a.txt"} if decision != "deny" else {"delta": ""},
-               {"type": "tool_output", "tool": "shell", "command": "rm a.txt", "output": "", "exit_code": 0}
-               if decision != "deny" else {"delta": ""},
-               {"delta": text}, {"type": "agent_terminal", "data": {"status": "done"}})
-
-
-def ask(approval_id: str) -> str:
-    return sse({"delta": "May I?"}, {"type": "ask_user", "data": {"kind": "tool_approval", "approval_id": approval_id,
-                                                                  "tool": "shell", "command": "rm b.txt"}},
-               {"type": "agent_terminal", "data": {"status": "awaiting_approval"}})
 
 
 def scripted(page, sid, script):
@@ -67,66 +55,42 @@ def new_session(server) -> str:
     return requests.post(server.url + "/api/sessions", json={"title": "Scripted"}, timeout=5).json()["id"]
 
 
-def test_agent_events_approve_deny_and_continue(server, page):
+def test_agent_events_render_in_their_regions(server, page):
     sid = new_session(server)
-
-    def script(body):
-        decision = body.get("tool_approval_decision")
-        if decision:
-            return resolved(decision, body["tool_approval_id"], "Removed it." if decision != "deny" else "Left it alone.")
-        if body["message"] == "Continue":
-            return sse({"delta": "Continuing where I left off."}, {"type": "agent_terminal", "data": {"status": "done"}})
-        if body["message"] == "and b?":
-            return ask("ap2")
-        return AGENT_TURN
-
-    bodies = scripted(page, sid, script)
+    bodies = scripted(page, sid, lambda body: AGENT_TURN)
     open_app(page, server.url, sid)
     page.click(".mode-switch label:has(input[value=agent])")
     page.fill("#input", "tidy the folder")
     page.press("#input", "Enter")
     reply = page.locator(".msg.assistant").first
     page.wait_for_selector(".approval-card[data-approval-id=ap1]")
+    page.wait_for_selector(".msg.assistant[data-outcome=ok]")
     assert bodies[0]["mode"] == "agent" and bodies[0]["session"] == sid
     assert reply.locator(".model-label").inner_text() == "Scripted agent"
     assert "Answered by b/y instead of a/x" in reply.locator(".fallback-note").inner_text()
-    assert reply.locator(".agent-prep").count() == 1 and reply.locator(".agent-step").inner_text() == "Round 1"
+    # agent_prep / agent_step are progress on the status line only (history has no such blocks)
+    assert reply.locator(".status-line").inner_text() == ""
     assert reply.locator(".plan-step").all_inner_texts() == ["List files", "Clean up"]
-    rows = reply.locator(".tool-row")
+    rows = reply.locator(".agent-activity .tool-row")
     assert rows.count() == 2
     assert "ok" in rows.nth(0).get_attribute("class") and "failed" in rows.nth(1).get_attribute("class")
     assert rows.nth(0).locator(".tool-output").text_content() == "a.txt\nb.txt"
+    assert rows.nth(0).locator(".tool-full").text_content() == "ls -la /srv"
     assert rows.nth(1).locator(".tool-status").inner_text() == "exit 1"
     assert reply.locator(".generated-image img").get_attribute("src") == PNG
     assert page.inner_text("#toast") == "Hello from the agent"
-    assert "limit of 10 tool calls" in reply.locator(".budget-exceeded").inner_text()
-    assert "repeating the same action (shell, 3 times)" in reply.locator(".loop-breaker").inner_text()
-    assert "never actually did it" in reply.locator(".intent-nudge").inner_text()
-    assert "all 8 rounds" in reply.locator(".rounds-exhausted").inner_text()
+    # the text is one segment below the activity, whatever came between its deltas
+    assert reply.locator(".msg-body .segment").count() == 1
+    assert reply.locator(".msg-body").inner_text().split() == "I will list the files.Now I need to delete a file.".split()
+    notices = reply.locator(".agent-notices")
+    assert "limit of 10 tool calls" in notices.locator(".budget-exceeded").inner_text()
+    assert "repeating the same action (shell, 3 times)" in notices.locator(".loop-breaker").inner_text()
+    assert "never actually did it" in notices.locator(".intent-nudge").inner_text()
+    assert "all 8 rounds" in notices.locator(".rounds-exhausted").inner_text()
     assert reply.locator(".metrics").inner_text() == "2.5 s · 40 tokens · 12 in · 16 tok/s · $0.0012"
     assert reply.locator(".msg-actions .edit").count() == 1  # message_saved enabled edit/delete
-    assert "rm a.txt" in reply.locator(".approval-detail").inner_text()
-    shot(page, "06-agent-approval-card")
-
-    page.click(".approval-card[data-approval-id=ap1] .approve")
-    page.wait_for_selector("text=Removed it.")
-    assert page.locator(".approval-card").count() == 0
-    assert bodies[1]["tool_approval_id"] == "ap1" and bodies[1]["tool_approval_decision"] == "approve"
-    assert bodies[1]["mode"] == "agent" and bodies[1]["session"] == sid
-    assert page.locator(".approval-result").first.inner_text() == "Approved"
-
-    page.fill("#input", "and b?")
-    page.press("#input", "Enter")
-    page.wait_for_selector(".approval-card[data-approval-id=ap2]")
-    page.click(".approval-card[data-approval-id=ap2] .deny")
-    page.wait_for_selector("text=Left it alone.")
-    assert page.locator(".approval-card").count() == 0
-    assert bodies[-1]["tool_approval_decision"] == "deny"
-    assert page.locator(".approval-result.deny").inner_text() == "Denied"
-
-    page.click(".rounds-exhausted .continue")
-    page.wait_for_selector("text=Continuing where I left off.")
-    assert bodies[-1]["message"] == "Continue" and bodies[-1]["mode"] == "agent" and bodies[-1]["continue"] is True
+    assert reply.locator(".approval-detail").inner_text() == "rm a.txt"
+    shot(page, "06-agent-events-scripted")
 
 
 def test_error_event_is_terminal_and_keeps_partial_text(server, page):

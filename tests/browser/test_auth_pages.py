@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from browser_helpers import open_app
+from browser_helpers import open_app, shot
 
 from odysseus.llm.demo import demo_reply
 
@@ -75,3 +75,13 @@ def test_signed_in_chat_page_streams_with_the_csrf_token(server_factory, page):
     page.wait_for_selector(".msg.assistant[data-outcome=ok]", timeout=20000)
     assert sent and sent[0].get("x-odysseus-csrf") == token
     assert demo_reply("signed in hello")[:40] in page.inner_text(".msg.assistant")
+    # The header names the signed-in user and offers Sign out (sent with the CSRF header).
+    assert page.is_visible("#account") and page.inner_text("#account-name") == "alice"
+    shot(page, "19-signed-in-header")
+    with page.expect_request("**/api/auth/logout") as logout:
+        with page.expect_navigation(url="**/login*"):
+            page.click("#sign-out")
+    assert logout.value.headers.get("x-odysseus-csrf") == token
+    assert status(page)["signed_in"] is False
+    page.goto(server.url + "/")
+    assert page.url.startswith(server.url + "/login")
