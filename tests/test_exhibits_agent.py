@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
+from searxng import searxng
 from scripted_model import ScriptedModel, reply, tool
 from sseclient import open_stream, post_chat, types_of
 
@@ -64,28 +62,16 @@ def test_citation_exhibit_dedupes_by_url():
 
 # ------------------------------------------------------------------ end to end
 
-class _Searx(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):  # noqa: N802
-        body = json.dumps({"results": [
-            {"url": "https://ithaca.example/one", "title": "One", "content": "first"},
-            {"url": "https://ithaca.example/one", "title": "One (dup)", "content": "again"},
-            {"url": "https://ithaca.example/two", "title": "Two", "content": "second"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+SEARCH_RESULTS = [
+    {"url": "https://ithaca.example/one", "title": "One", "content": "first"},
+    {"url": "https://ithaca.example/one", "title": "One (dup)", "content": "again"},
+    {"url": "https://ithaca.example/two", "title": "Two", "content": "second"}]
 
 
 @pytest.fixture(scope="module")
 def searx():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Searx)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with searxng(SEARCH_RESULTS) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -30,6 +30,16 @@ function errorText(error) {
 }
 
 /** A user's message bubble. */
+
+/** Give a message view its database id and its Edit and Delete buttons. */
+function enableActions(view, id) {
+  view.id = id;
+  view.el.dataset.messageId = String(id);
+  view.actions.textContent = "";
+  view.actions.append(button("Edit", "edit", () => view.ctx.onEdit(view)),
+                      button("Delete", "delete", () => view.ctx.onDelete(view)));
+}
+
 export class UserView {
   constructor(text, ctx, { id = null, clientId = null } = {}) {
     this.ctx = ctx;
@@ -46,11 +56,7 @@ export class UserView {
 
   /** Enable edit and delete once the message has a database id. */
   setMessageId(id) {
-    this.id = id;
-    this.el.dataset.messageId = String(id);
-    this.actions.textContent = "";
-    this.actions.append(button("Edit", "edit", () => this.ctx.onEdit(this)),
-                        button("Delete", "delete", () => this.ctx.onDelete(this)));
+    enableActions(this, id);
   }
 
   /** Show new text after an edit. */
@@ -125,11 +131,7 @@ export class ReplyView {
 
   /** Enable edit and delete: the reply is saved under `id`. */
   setMessageId(id) {
-    this.id = id;
-    this.el.dataset.messageId = String(id);
-    this.actions.textContent = "";
-    this.actions.append(button("Edit", "edit", () => this.ctx.onEdit(this)),
-                        button("Delete", "delete", () => this.ctx.onDelete(this)));
+    enableActions(this, id);
   }
 
   /** Replace the shown text (after an edit, or from history); tool rows and cards stay. */

@@ -7,14 +7,12 @@ reply rendered live looks the same after a reload (rendered from the saved histo
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
 from browser_helpers import open_app, shot
 from liveserver import LiveServer
+from searxng import searxng
 from scripted_model import ScriptedModel, reply, tool
 from sseclient import post_chat
 
@@ -46,19 +44,9 @@ CITATION = {"type": "citation", "sources": [
     {"label": "Archive one", "url": "https://example.org/a"}, {"label": "Archive two"}]}
 
 
-class _Searx(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):  # noqa: N802
-        body = json.dumps({"results": [
-            {"url": "https://ithaca.example/one", "title": "Ithaca one", "content": "first"},
-            {"url": "https://ithaca.example/two", "title": "Ithaca two", "content": "second"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+SEARCH_RESULTS = [
+    {"url": "https://ithaca.example/one", "title": "Ithaca one", "content": "first"},
+    {"url": "https://ithaca.example/two", "title": "Ithaca two", "content": "second"}]
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +57,8 @@ def model():
 
 @pytest.fixture(scope="module")
 def searx():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Searx)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with searxng(SEARCH_RESULTS) as url:
+        yield url
 
 
 def _env(model, **extra):
