@@ -223,3 +223,23 @@ def test_refused_provider_gives_503_error_event(routed):
     assert error_frames(frames) == [{"error": "Connection refused by provider claude", "status": 503}]
     saved = messages_of(server.url, stream.headers["X-Odysseus-Session-Id"])[-1]
     assert saved["content"] == "" and saved["metadata"]["error"]["status"] == 503
+
+
+def test_compare_mode_cancels_the_provider_when_the_client_leaves(routed):
+    server = routed[0]
+    fake = server.patient
+    fake.script(Reply(chunks=openai_text(*["tok "] * 300), delay=0.1))
+    before = len(fake.posts)
+    stream = post_chat(server.url, "compare me", model="patient/m", mode="compare")
+    assert "X-Odysseus-Run-Id" not in stream.headers
+    record = fake.wait_for_posts(before + 1)[-1]
+    seen = 0
+    for frame in stream.frames():
+        if isinstance(frame.get("data"), dict) and "delta" in frame["data"]:
+            seen += 1
+            if seen == 3:
+                break
+    left_at = time.monotonic()
+    stream.close()
+    assert record.finished.wait(10)
+    assert record.disconnected_at is not None and record.disconnected_at - left_at < 2.0
