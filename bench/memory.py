@@ -10,6 +10,7 @@ windows have passed (the lowest reading in the 20 s after); target: within 10% o
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Dict, Tuple
 
@@ -38,16 +39,25 @@ async def _many(app_port: int, headers: Dict[str, str], count: int) -> int:
     return failures
 
 
+async def _health(app_port: int) -> Dict:
+    result = await request(HOST, app_port, "GET", "/api/health", keep_body=True)
+    body = result.body
+    if result.headers.get("transfer-encoding") == "chunked":  # one chunk: size line, data, terminator
+        body = body.split(b"\r\n", 1)[1].rsplit(b"\r\n0\r\n", 1)[0]
+    return json.loads(body)
+
+
 async def measure(app_port: int, headers: Dict[str, str], pid: int, runs: int) -> Dict:
     """Warm up, record, run, wait out the grace, record."""
     await _many(app_port, headers, 300)
     await asyncio.sleep(GRACE + 2)
     start = rss_mb(pid)
     t0 = time.perf_counter()
-    failures, curve = 0, []
-    for block in range(0, runs, 1000):  # the curve shows a one-time high-water mark from a leak
+    failures, curve, held = 0, [], []
+    for block in range(0, runs, 1000):  # the curve tells a one-time high-water mark from a leak
         failures += await _many(app_port, headers, min(1000, runs - block))
         curve.append(rss_mb(pid))
+        held.append(await _health(app_port))  # finished runs still inside their replay window
     seconds = time.perf_counter() - t0
     after_runs = rss_mb(pid)
     readings = []
@@ -55,7 +65,8 @@ async def measure(app_port: int, headers: Dict[str, str], pid: int, runs: int) -
         await asyncio.sleep(0.5)
         readings.append(rss_mb(pid))
     return {"runs": runs, "failures": failures, "seconds": seconds, "start": start, "after_runs": after_runs,
-            "after_grace": min(readings[int(GRACE / 0.5) + 2:]), "final": readings[-1], "curve": curve}
+            "after_grace": min(readings[int(GRACE / 0.5) + 2:]), "final": readings[-1], "curve": curve,
+            "held": held, "held_after": await _health(app_port)}
 
 
 def report(d: Dict) -> Tuple[str, Dict[str, bool]]:
@@ -66,6 +77,10 @@ def report(d: Dict) -> Tuple[str, Dict[str, bool]]:
                  [[d["runs"], d["failures"], f"{d['runs'] / d['seconds']:.0f}", f"{d['start']:.1f}",
                    f"{d['after_runs']:.1f}", f"{d['after_grace']:.1f}", f"{d['final']:.1f}", f"{growth:+.1%}"]])
     text += "\n\nRSS after each 1,000 runs (MiB): " + ", ".join(f"{v:.1f}" for v in d["curve"])
+    peak = max(d["held"], key=lambda h: h["log_bytes"])
+    text += (f"\n\nHeld by the engine (`/api/health`): at most {peak['runs_in_memory']} finished runs in their "
+             f"replay window ({peak['log_bytes'] / 1024:.0f} KiB of log payload); after the grace "
+             f"{d['held_after']['runs_in_memory']} runs, {d['held_after']['log_bytes']} bytes.")
     return text, {"RSS after the replay windows within 10% of the start": growth <= 0.10}
 
 
