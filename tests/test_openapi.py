@@ -122,5 +122,6 @@ def test_fuzzing_every_operation_gives_no_server_error(fuzz_target):
             check()
         except Unsatisfiable:  # nothing to violate (no parameters, no body): negative mode has no case
             assert mode is GenerationMode.NEGATIVE and not operation.body and not operation.path_parameters
+    session.close()  # no idle keep-alive connection holds the server's graceful stop
     assert failures == [], "\n".join(failures)
     assert requests.get(base + "/api/health", timeout=5).ok
