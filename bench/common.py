@@ -141,7 +141,8 @@ def machine() -> Dict[str, str]:
             pass
     return {"cores": str(os.cpu_count()), "cpu": model, "memory": mem,
             "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}",
-            "libraries": ", ".join(versions)}
+            "libraries": ", ".join(versions),
+            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
 def table(header: List[str], rows: List[List[str]]) -> str:

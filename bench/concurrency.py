@@ -14,7 +14,7 @@ import time
 from typing import Dict, List, Tuple
 
 from .client import request
-from .common import HOST, app_server, median, model_server, origin, rss_mb, table, worker_pid
+from .common import HOST, app_server, cpu_seconds, median, model_server, origin, rss_mb, table, worker_pid
 
 LEVELS = (500, 1000, 2000, 3000)
 TOKENS, DELAY, INTERVAL = 8, 2.5, 1.0
@@ -24,7 +24,7 @@ LATE = INTERVAL + 0.5
 
 async def level(app_port: int, headers: Dict[str, str], pid: int, n: int) -> Dict:
     """Run ``n`` concurrent streams; return counts, gaps and memory."""
-    before = rss_mb(pid)
+    before, cpu0, t0 = rss_mb(pid), cpu_seconds(pid), time.monotonic()
     body = {"message": f"hold tokens={TOKENS} delay={DELAY}"}
 
     async def one(i: int):
@@ -36,12 +36,13 @@ async def level(app_port: int, headers: Dict[str, str], pid: int, n: int) -> Dic
     await asyncio.sleep(ramp + DELAY * TOKENS / 2)  # all started, half way through
     plateau = rss_mb(pid)
     results = await asyncio.gather(*tasks)
+    cpu = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
     bad = [r for r in results if r.error or r.status != 200 or r.tokens != TOKENS or r.dones != 1]
     gaps = [r.max_gap for r in results if not r.error]
     return {"n": n, "errors": len(bad), "late": sum(1 for g in gaps if g > LATE),
             "gap_med": median(gaps), "gap_max": max(gaps) if gaps else float("nan"),
             "heartbeats": sum(r.heartbeats for r in results), "rss_before": before, "rss_plateau": plateau,
-            "per_stream_kb": (plateau - before) * 1024 / n,
+            "per_stream_kb": (plateau - before) * 1024 / n, "cpu": cpu,
             "sample_error": next((r.error or f"status {r.status} tokens {r.tokens}" for r in bad), "")}
 
 
@@ -61,9 +62,9 @@ def report(rows: List[Dict]) -> Tuple[str, Dict[str, bool]]:
     """The Markdown table and the target."""
     held = max((r["n"] for r in rows if not r["errors"] and not r["late"]), default=0)
     body = table(["streams", "errors", "late heartbeats", "median max gap (s)", "worst gap (s)", "heartbeats",
-                  "worker RSS before (MiB)", "at plateau (MiB)", "per stream (KiB)"],
+                  "worker RSS before (MiB)", "at plateau (MiB)", "per stream (KiB)", "worker CPU"],
                  [[r["n"], r["errors"], r["late"], f"{r['gap_med']:.2f}", f"{r['gap_max']:.2f}", r["heartbeats"],
-                   f"{r['rss_before']:.0f}", f"{r['rss_plateau']:.0f}", f"{r['per_stream_kb']:.0f}"] for r in rows])
+                   f"{r['rss_before']:.0f}", f"{r['rss_plateau']:.0f}", f"{r['per_stream_kb']:.0f}", f"{r['cpu']:.0%}"] for r in rows])
     failures = [f"{r['n']}: {r['sample_error']}" for r in rows if r["sample_error"]]
     if failures:
         body += "\n\nFirst failure: " + "; ".join(failures)
