@@ -95,8 +95,11 @@ class ModelServer:
                 await writer.drain()
         else:
             await writer.drain()
+            loop = asyncio.get_running_loop()
+            start = loop.time()
             for i in range(tokens):
-                await asyncio.sleep(delay)
+                # on an absolute schedule: sleep overshoot must not add up differently per stream
+                await asyncio.sleep(max(0.0, start + (i + 1) * delay - loop.time()))
                 writer.write(_frame({"content": f"tk{i} "}))
                 await writer.drain()
         writer.write(_frame({}, "stop") + _frame({}, usage={"prompt_tokens": 1, "completion_tokens": tokens,
