@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 Chunk = Union[str, bytes]
 HOLD_MAX = 30.0  # the longest a stalled/silent reply waits for the client to go away
@@ -103,7 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         record = self._record()
         try:
-            self._play(record, self.server.fake.next_reply())
+            self._play(record, self.server.fake.reply_for(record))
         except OSError:
             record.disconnected_at = record.disconnected_at or time.monotonic()
         finally:
@@ -190,8 +190,9 @@ class _Server(ThreadingHTTPServer):
 class FakeProvider:
     """A scriptable model server on 127.0.0.1; use as a context manager or call ``close``."""
 
-    def __init__(self, default: Optional[Reply] = None):
+    def __init__(self, default: Optional[Reply] = None, chooser: Optional[Callable[[Record], Reply]] = None):
         self.records: List[Record] = []
+        self.chooser = chooser  # picks the reply from the request (concurrent tests); else the queue
         self.replies: "queue.Queue[Reply]" = queue.Queue()
         self.default = default or Reply()
         self.get_json: Dict[str, Any] = {}
@@ -217,6 +218,10 @@ class FakeProvider:
             return self.replies.get_nowait()
         except queue.Empty:
             return self.default
+
+    def reply_for(self, record: Record) -> Reply:
+        """The chooser's reply for this request, else the next scripted one."""
+        return self.chooser(record) if self.chooser is not None else self.next_reply()
 
     @property
     def posts(self) -> List[Record]:

@@ -9,6 +9,8 @@ from .auth import current_owner
 from .params import body, optional_str, page_args
 
 bp = Blueprint("history", __name__)
+#: Message ids are SQLite integers: a larger number in the URL is an unknown message (404), not a 500.
+MESSAGE_ID = "<int(max=9223372036854775807):message_id>"
 
 
 def _store():
@@ -67,7 +69,7 @@ def list_messages(session_id: str):
     return jsonify({"session_id": session_id, "messages": _store().messages.list(owner, session_id)})
 
 
-@bp.patch("/api/messages/<int:message_id>")
+@bp.patch(f"/api/messages/{MESSAGE_ID}")
 def edit_message(message_id: int):
     """Edit a message's content."""
     data = body()
@@ -77,7 +79,7 @@ def edit_message(message_id: int):
     return jsonify(_store().messages.update_content(current_owner(), message_id, content))
 
 
-@bp.delete("/api/messages/<int:message_id>")
+@bp.delete(f"/api/messages/{MESSAGE_ID}")
 def delete_message(message_id: int):
     """Delete a message."""
     _store().messages.delete(current_owner(), message_id)

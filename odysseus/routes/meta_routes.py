@@ -1,10 +1,12 @@
-"""Health and model listing."""
+"""Health, model listing and the OpenAPI description."""
 
 from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
+from .. import openapi
 from ..llm.catalog import ModelCatalog
+from .auth import public
 
 bp = Blueprint("meta", __name__)
 
@@ -27,3 +29,13 @@ def models():
             router.providers.values(), ttl=float(current_app.config["MODELS_CACHE_SECONDS"])))
     listing = catalog.list(refresh=request.args.get("refresh") in ("1", "true"))
     return jsonify({**listing, "routes": {name: list(items) for name, items in router.routes.items()}})
+
+
+@bp.get("/api/openapi.json")
+@public
+def openapi_json():
+    """The OpenAPI description of the JSON API (public: it describes no data)."""
+    doc = current_app.extensions.get("odysseus.openapi")
+    if doc is None:
+        doc = current_app.extensions.setdefault("odysseus.openapi", openapi.build())
+    return jsonify(doc)

@@ -28,7 +28,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 from .. import signals
 from ..cancel import Cancelled
 from ..errors import CapacityError, OdysseusError, ProviderError
-from ..events import (CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, PROVIDER_ONLY, RUN_STARTED,
+from ..events import (CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, PROVIDER_ONLY, RUN_STARTED,
                       RUN_TIMEOUT, Event)
 from ..store import Store, new_id
 from .run import Outcome, Run, RunContext
@@ -127,12 +127,18 @@ class RunManager:
         """The worker: iterate the turn into the log, then finalize exactly once."""
         outcome: Optional[Outcome] = None
         interval = float(self.config["CHECKPOINT_INTERVAL"])
+        flushed = False
         try:
             for event in turn(run.context):
                 if event.type in PROVIDER_ONLY:
                     run.observe(event)
                     continue
                 self._append(run, event)
+                if not flushed and event.type == DELTA:
+                    # A provider that sends a burst keeps this greenlet busy until its socket
+                    # would block; yield once so subscribers send the first token right away.
+                    flushed = True
+                    time.sleep(0)
                 now = time.monotonic()
                 if now - run.last_checkpoint >= interval:
                     run.last_checkpoint = now

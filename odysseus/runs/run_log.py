@@ -25,6 +25,8 @@ from ..events import AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_
 LIFECYCLE = frozenset({CHAT_TERMINAL, AGENT_TERMINAL, DONE, ERROR, CLOSE, MESSAGE_SAVED, RUN_TIMEOUT})
 
 Entry = Tuple[Event, str]
+#: One encoder for every append: ``json.dumps`` with options builds a new encoder per call.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class LogFull(Exception):
@@ -62,7 +64,7 @@ class RunLog:
         self.budget = budget
         self.bytes = 0
         self._entries: List[Entry] = []
-        self._cond = threading.Condition(threading.Lock())
+        self._cond = threading.Condition(threading.RLock())
         self.closed = False
         self.released = False
 
@@ -76,7 +78,7 @@ class RunLog:
 
     def append(self, event: Event) -> Event:
         """Number, serialise and store ``event``; wake every reader. Raises LogFull past a cap."""
-        payload = json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+        payload = _encode(event.data)
         size = len(payload) + 16
         forced = event.type in LIFECYCLE
         with self._cond:

@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` runs them and appends the results to docs/benchmarks.md."""

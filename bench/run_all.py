@@ -1,0 +1,79 @@
+"""``make bench``: run the five benchmarks and append the results to docs/benchmarks.md.
+
+``python -m bench.run_all [--quick] [--only overhead,resume] [--no-write]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import time
+from typing import Callable, Dict, List, Tuple
+
+from . import concurrency, memory, overhead, resume, throughput
+from .common import ROOT, machine
+
+BENCHMARKS: List[Tuple[str, str, Callable]] = [
+    ("overhead", "1. Overhead against the physical limit", overhead.run),
+    ("concurrency", "2. Concurrent detached runs", concurrency.run),
+    ("throughput", "3. Event throughput", throughput.run),
+    ("resume", "4. Resume a finished 10,000-event run", resume.run),
+    ("memory", "5. Memory and eviction", memory.run),
+]
+RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
+MARK = "<!-- results are appended below by `make bench` -->"
+
+
+def section(selected: List[str], quick: bool) -> str:
+    """Run the selected benchmarks; one Markdown section for this run."""
+    facts = machine()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [f"## Run of {when}{' (quick)' if quick else ''}", "",
+             f"Machine: {facts['cores']} cores ({facts['cpu']}), {facts['memory']} memory, {facts['os']}, "
+             f"Python {facts['python']}; {facts['libraries']}. Load average at the start: {facts['load']} "
+             "(other processes share the machine; the client and the model server run on it too).", ""]
+    verdicts: Dict[str, bool] = {}
+    for key, title, fn in BENCHMARKS:
+        if key not in selected:
+            continue
+        started = time.monotonic()
+        print(f"== {title}", flush=True)
+        text, targets = fn(quick=quick)
+        print(text, flush=True)
+        print(f"   ({time.monotonic() - started:.0f} s)", flush=True)
+        parts += [f"### {title}", "", text, ""]
+        verdicts.update(targets)
+    if verdicts:
+        parts += ["### Targets", ""]
+        parts += [f"- {'met' if ok else '**not met**'}: {name}" for name, ok in verdicts.items()]
+        parts.append("")
+    return "\n".join(parts)
+
+
+def append(text: str) -> None:
+    """Append a run's section after the explanation in docs/benchmarks.md."""
+    with open(RESULTS, encoding="utf-8") as fh:
+        current = fh.read()
+    if MARK not in current:
+        current = current.rstrip("\n") + "\n\n" + MARK + "\n"
+    with open(RESULTS, "w", encoding="utf-8") as fh:
+        fh.write(current.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(description="Run the Odysseus benchmarks.")
+    parser.add_argument("--quick", action="store_true", help="small sample sizes (a smoke run)")
+    parser.add_argument("--only", default="", help="comma-separated: " + ",".join(k for k, _, _ in BENCHMARKS))
+    parser.add_argument("--no-write", action="store_true", help="print only; do not touch docs/benchmarks.md")
+    args = parser.parse_args()
+    selected = [k.strip() for k in args.only.split(",") if k.strip()] or [k for k, _, _ in BENCHMARKS]
+    text = section(selected, args.quick)
+    if not args.no_write:
+        append(text)
+        print(f"appended to {os.path.relpath(RESULTS, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

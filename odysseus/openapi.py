@@ -1,0 +1,186 @@
+"""The OpenAPI 3.1 description of the JSON API, built from one table (served at /api/openapi.json).
+
+Each ``Op`` names a route exactly as Flask registers it (``/api/messages/<int:message_id>``),
+so ``tests/test_openapi.py`` can compare the table with ``app.url_map``: a new ``/api/``
+route without an entry here fails that test. To document a route, add one ``Op`` line
+(body fields as a dict of JSON Schemas; ``stream=True`` for text/event-stream answers).
+Bodies allow unknown fields (the server ignores them), matching the server's behaviour.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import __version__
+
+STR = {"type": "string"}
+ID = {"type": "string", "maxLength": 200}
+INT = {"type": "integer"}
+NUM = {"type": "number"}
+BOOL = {"type": "boolean"}
+OBJ = {"type": "object"}
+NULLABLE_STR = {"type": ["string", "null"]}
+TEMPERATURE = {"type": "number", "minimum": 0, "maximum": 2}
+TOOLS = {"type": ["array", "null"], "items": STR}
+PAGE = (("limit", INT), ("offset", INT))
+
+MESSAGE_ID = "<int(max=9223372036854775807):message_id>"  # as routes/history_routes.py registers it
+TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/background
+    "message": {"type": "string", "minLength": 1}, "session": ID, "session_id": ID,
+    "mode": {"type": "string", "enum": ["chat", "agent", "compare"]}, "model": ID,
+    "temperature": TEMPERATURE, "client_message_id": ID,
+    # agent mode: answer an approval card, or continue after rounds_exhausted
+    "tool_approval_id": ID, "tool_approval_decision": {"type": "string", "enum": ["approve", "approve_task", "deny"]},
+    "continue": BOOL,
+}
+AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
+PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
+           "tools": TOOLS, "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
+           "is_default": BOOL}
+AGENT = {**{k: v for k, v in PROFILE.items() if k != "is_default"}, "agent_id": ID, "profile_id": ID}
+CREDENTIALS = {"username": STR, "password": STR}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One documented operation."""
+
+    method: str
+    rule: str  # the Flask rule, converters included
+    summary: str
+    tag: str
+    body: Optional[Dict[str, Any]] = None
+    required: Tuple[str, ...] = ()
+    query: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
+    headers: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
+    stream: bool = False
+    public: bool = False
+    status: int = 200
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+OPERATIONS: List[Op] = [
+    # chat (spec: chat-stream-events.md)
+    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", TURN, ("message",),
+       stream=True),
+    Op("GET", "/api/chat/stream_status/<session_id>", "The session's newest run: status and counters.", "chat"),
+    Op("GET", "/api/chat/resume/<session_id>", "Replay the session's run after a cursor, then follow it.", "chat",
+       query=(("after", INT),), headers=(("Last-Event-ID", STR),), stream=True),
+    Op("POST", "/api/chat/stop/<session_id>", "Stop the session's run named by its run id.", "chat",
+       {"run_id": ID}, headers=(("X-Odysseus-Run-Id", STR),)),
+    Op("POST", "/api/chat/background", "Queue a turn as a background job.", "chat", TURN, ("message",), status=202),
+    Op("GET", "/api/chat/background", "The caller's background jobs.", "chat", query=PAGE),
+    Op("GET", "/api/chat/background/<job_id>", "One background job.", "chat"),
+    Op("POST", "/api/chat/background/<job_id>/cancel", "Cancel a background job.", "chat"),
+    # agent API (spec: agent-stream-and-detached-runs.md)
+    Op("POST", "/api/agent/chat/stream", "Start an agent turn and stream it (named events).", "agent", AGENT_TURN,
+       ("message",), stream=True),
+    Op("POST", "/api/agent/chat", "Run an agent turn to the end; answer with the result.", "agent", AGENT_TURN,
+       ("message",)),
+    Op("GET", "/api/agent/chat/stream/attach", "Attach to a run by id (named events).", "agent",
+       query=(("run_id", ID), ("after", INT)), headers=(("Last-Event-ID", STR),), stream=True),
+    Op("GET", "/api/agent/chat/runs", "The caller's detached runs, newest first.", "agent", query=PAGE),
+    Op("POST", "/api/agent/chat/runs/<run_id>/cancel", "Cancel a run.", "agent"),
+    Op("GET", "/api/agent/profiles", "The caller's agent profiles.", "agent"),
+    Op("POST", "/api/agent/profiles", "Create an agent profile.", "agent", PROFILE, ("name",), status=201),
+    Op("GET", "/api/agent/profiles/<profile_id>", "One agent profile.", "agent"),
+    Op("PATCH", "/api/agent/profiles/<profile_id>", "Change an agent profile.", "agent", PROFILE),
+    Op("DELETE", "/api/agent/profiles/<profile_id>", "Delete an agent profile.", "agent"),
+    Op("GET", "/api/agents", "The caller's named agents.", "agent"),
+    Op("POST", "/api/agents", "Create a named agent.", "agent", AGENT, status=201),
+    Op("GET", "/api/agents/<agent_id>", "One named agent.", "agent"),
+    Op("PATCH", "/api/agents/<agent_id>", "Change a named agent.", "agent", AGENT),
+    Op("DELETE", "/api/agents/<agent_id>", "Delete a named agent.", "agent"),
+    # history
+    Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
+    Op("GET", "/api/sessions", "The caller's sessions.", "history", query=PAGE),
+    Op("GET", "/api/sessions/<session_id>", "One session.", "history"),
+    Op("PATCH", "/api/sessions/<session_id>", "Rename a session.", "history", {"title": STR}),
+    Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
+    Op("GET", "/api/sessions/<session_id>/messages", "The session's messages in order.", "history"),
+    Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR},
+       ("content",)),
+    Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),
+    # accounts
+    Op("GET", "/api/auth/status", "Who is signed in, the mode and the CSRF token.", "auth", public=True),
+    Op("POST", "/api/auth/setup", "Create the first (admin) account.", "auth", CREDENTIALS, public=True),
+    Op("POST", "/api/auth/login", "Sign in (sets the session cookie).", "auth", CREDENTIALS, public=True),
+    Op("POST", "/api/auth/signup", "Create an account when sign-up is open.", "auth", CREDENTIALS, public=True),
+    Op("POST", "/api/auth/logout", "Sign out (everywhere: end every session).", "auth", {"everywhere": BOOL},
+       public=True),
+    Op("POST", "/api/auth/password", "Change the password.", "auth",
+       {"current_password": STR, "new_password": STR}),
+    Op("GET", "/api/auth/tokens", "The caller's API tokens.", "auth"),
+    Op("POST", "/api/auth/tokens", "Create an API token (the secret is shown once).", "auth", {"name": STR},
+       status=201),
+    Op("DELETE", "/api/auth/tokens/<token_id>", "Revoke an API token.", "auth"),
+    Op("GET", "/api/auth/users", "Every account (admin).", "auth"),
+    Op("POST", "/api/auth/users", "Create an account (admin).", "auth", {**CREDENTIALS, "is_admin": BOOL},
+       status=201),
+    Op("GET", "/api/auth/settings", "Instance settings (admin).", "auth"),
+    Op("POST", "/api/auth/settings", "Change instance settings (admin).", "auth", {"allow_signup": BOOL}),
+    # meta
+    Op("GET", "/api/images/<name>", "An image the agent generated (its owner only).", "agent"),
+    Op("GET", "/api/health", "Liveness and engine counters.", "meta", public=True),
+    Op("GET", "/api/models", "The configured models and routes.", "meta", query=(("refresh", STR),)),
+    Op("GET", "/api/openapi.json", "This description.", "meta", public=True),
+]
+
+_CONVERTER = re.compile(r"<(?:(\w+)(?:\([^)]*\))?:)?(\w+)>")
+ERROR = {"type": "object", "properties": {"error": STR}, "required": ["error"]}
+
+
+def openapi_path(rule: str) -> Tuple[str, List[Tuple[str, Dict[str, Any]]]]:
+    """``/a/<int:x>`` -> (``/a/{x}``, [("x", integer schema)])."""
+    params = [(name, INT if conv == "int" else {"type": "string", "minLength": 1})
+              for conv, name in _CONVERTER.findall(rule)]  # int limits are not described: fuzz past them
+    return _CONVERTER.sub(lambda m: "{" + m.group(2) + "}", rule), params
+
+
+def _operation(op: Op) -> Dict[str, Any]:
+    path, path_params = openapi_path(op.rule)
+    parameters = [{"name": n, "in": "path", "required": True, "schema": s} for n, s in path_params]
+    parameters += [{"name": n, "in": "query", "required": False, "schema": s} for n, s in op.query]
+    parameters += [{"name": n, "in": "header", "required": False, "schema": s} for n, s in op.headers]
+    content = ({"text/event-stream": {"schema": STR}} if op.stream
+               else {"application/json": {"schema": OBJ}})
+    doc: Dict[str, Any] = {
+        "summary": op.summary, "tags": [op.tag], "operationId": f"{op.method.lower()}_{path}",
+        "responses": {str(op.status): {"description": "success", "content": content},
+                      "4XX": {"description": "bad input, not signed in, not found, conflict or rate limited",
+                              "content": {"application/json": {"schema": ERROR}}}},
+    }
+    if parameters:
+        doc["parameters"] = parameters
+    if op.body is not None:
+        schema: Dict[str, Any] = {"type": "object", "properties": op.body}
+        if op.required:
+            schema["required"] = list(op.required)
+        doc["requestBody"] = {"required": bool(op.required),
+                              "content": {"application/json": {"schema": schema}}}
+    if op.public:
+        doc["security"] = []
+    doc.update(op.extra)
+    return doc
+
+
+def build() -> Dict[str, Any]:
+    """The whole OpenAPI document."""
+    paths: Dict[str, Dict[str, Any]] = {}
+    for op in OPERATIONS:
+        path, _ = openapi_path(op.rule)
+        paths.setdefault(path, {})[op.method.lower()] = _operation(op)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Odysseus JSON API", "version": __version__,
+                 "description": "Streams are Server-Sent Events; see docs/protocol.md for every event. "
+                                "Writes authorised by the cookie or single-user mode need a same-origin "
+                                "Origin header or X-Odysseus-CSRF."},
+        "components": {"securitySchemes": {
+            "bearer": {"type": "http", "scheme": "bearer", "description": "an ody_... API token"},
+            "cookie": {"type": "apiKey", "in": "cookie", "name": "odysseus_session"}}},
+        "security": [{"bearer": []}, {"cookie": []}],
+        "paths": paths,
+    }
