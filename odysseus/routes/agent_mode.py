@@ -13,16 +13,19 @@ Three kinds of agent request reach ``build_agent_turn``:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
 import re
 import secrets
+import shutil
 import time
-from typing import Optional
+from typing import List, Optional
 
 from flask import Blueprint, Flask, current_app, send_file
 
+from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
@@ -30,6 +33,7 @@ from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
 from ..tools import ToolContext, ToolRegistry, build_registry
+from ..tools.registry import safe_segment
 from .auth import current_owner
 from .params import optional_str
 from .turn_registry import PreparedTurn, register_mode
@@ -69,6 +73,16 @@ class AgentService:
         return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
                            workspace_root=os.path.join(self.data_dir, "workspaces"),
                            save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime))
+
+    def forget_session(self, app: Flask, owner: str, session_id: str, images: List[str]) -> None:
+        """A session was deleted: remove its image files and its workspace directory."""
+        folder = os.path.join(self.data_dir, "images")
+        for name in images:
+            if IMAGE_NAME.match(name):
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(folder, name))
+        workspace = os.path.join(self.data_dir, "workspaces", safe_segment(owner), safe_segment(session_id))
+        shutil.rmtree(workspace, ignore_errors=True)
 
     def save_image(self, owner: str, session_id: Optional[str], data: bytes, mime: str) -> str:
         """Store image bytes under DATA_DIR/images, record the owner, return our URL."""
@@ -166,6 +180,7 @@ def image(name: str):
 
 def init_app(app: Flask) -> None:
     """Build the agent service from app config, register agent mode and the image route."""
-    app.extensions["odysseus.agent"] = AgentService(app)
+    service = app.extensions["odysseus.agent"] = AgentService(app)
+    signals.session_deleted.connect(service.forget_session, sender=app, weak=False)
     register_mode("agent", build_agent_turn)
     app.register_blueprint(bp)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify
 
+from .. import signals
 from ..errors import BadRequest
 from .auth import current_owner
 from .params import body, optional_str, page_args
@@ -57,7 +58,9 @@ def delete_session(session_id: str):
     run = manager.for_session(owner, session_id)
     if run is not None:
         manager.stop(owner, session_id, run.run_id, reason="session_deleted")
-    store.sessions.delete(owner, session_id)
+    images = store.sessions.delete(owner, session_id)
+    signals.session_deleted.send(current_app._get_current_object(), owner=owner, session_id=session_id,
+                                 images=images)
     return jsonify({"deleted": True})
 
 

@@ -62,10 +62,17 @@ class SessionRepo:
             db["sessions"].update(session_id, {"title": title, "updated_at": time.time()})
         return self.get(owner, session_id)
 
-    def delete(self, owner: str, session_id: str) -> None:
-        """Delete the owner's session with its messages and run records."""
+    def delete(self, owner: str, session_id: str) -> List[str]:
+        """Delete the owner's session with its messages, runs, approvals and image records.
+
+        Returns the names of the session's image files, for the caller to remove from disk.
+        """
         self.get(owner, session_id)
+        where = [session_id, owner]
         with self._l.tx() as db:
-            db.execute("delete from messages where session_id = ? and owner = ?", [session_id, owner])
-            db.execute("delete from runs where session_id = ? and owner = ?", [session_id, owner])
-            db.execute("delete from sessions where id = ? and owner = ?", [session_id, owner])
+            images = [row[0] for row in db.execute(
+                "select name from images where session_id = ? and owner = ?", where).fetchall()]
+            for table in ("messages", "runs", "approvals", "images"):
+                db.execute(f"delete from {table} where session_id = ? and owner = ?", where)
+            db.execute("delete from sessions where id = ? and owner = ?", where)
+        return images
