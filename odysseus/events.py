@@ -83,7 +83,3 @@ def error(message: str, status: int) -> Event:
     """A failure, projected as an ``event: error`` frame."""
     return Event(ERROR, {"error": message, "status": status})
 
-
-def is_thinking(event: Event) -> bool:
-    """True for a reasoning-channel delta."""
-    return event.type == DELTA and bool(event.data.get("thinking"))

@@ -48,7 +48,3 @@ class JobPool:
                 log.exception("background job %s failed", job_id)
             finally:
                 self._queue.task_done()
-
-    def pending(self) -> int:
-        """Jobs waiting for a worker."""
-        return self._queue.qsize()

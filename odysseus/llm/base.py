@@ -10,7 +10,7 @@ its connection, when the ``CancelToken`` is cancelled.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, List, Optional, Protocol
+from typing import Iterator, List, Optional, Protocol
 
 from ..cancel import CancelToken
 from ..events import Event
@@ -61,5 +61,3 @@ class ProviderConfig:
         """A description safe to show a client (no secrets)."""
         return {"name": self.name, "kind": self.kind, "models": list(self.models)}
 
-
-Json = Any

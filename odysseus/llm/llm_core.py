@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..cancel import CancelToken
 from ..errors import NotFound, ProviderError
-from ..events import DELTA, FALLBACK, FINISH, MODEL_INFO, TOOL_CALL, Event
+from ..events import DELTA, FALLBACK, MODEL_INFO, TOOL_CALL, Event
 from .base import ChatRequest, Provider
 from .demo import DEMO_LABEL, DEMO_MODEL
 from .metrics import CompletionMetrics, message_chars
@@ -167,11 +167,3 @@ def stream_route(candidates: List[Candidate], request: ChatRequest, cancel: Canc
                                provider=last_error.provider)
     raise last_error
 
-
-def finish_reason(events: Iterable[Event]) -> Optional[str]:
-    """The last finish reason among ``events``."""
-    reason = None
-    for event in events:
-        if event.type == FINISH:
-            reason = event.data.get("reason")
-    return reason

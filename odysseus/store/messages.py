@@ -105,11 +105,3 @@ class MessageRepo:
         self.get(owner, message_id)
         with self._l.tx() as db:
             db.execute("delete from messages where id = ? and owner = ?", [message_id, owner])
-
-    def count(self, session_id: str, role: Optional[str] = None) -> int:
-        """How many messages the session has (for tests and diagnostics)."""
-        with self._l.read() as db:
-            if role:
-                return db.execute("select count(*) from messages where session_id = ? and role = ?",
-                                  [session_id, role]).fetchone()[0]
-            return db.execute("select count(*) from messages where session_id = ?", [session_id]).fetchone()[0]

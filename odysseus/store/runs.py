@@ -62,11 +62,6 @@ class RunRepo:
                  thinking, run["run_id"]])
         return message_id
 
-    def update_counts(self, run_id: str, *, event_count: int, last_event_type: Optional[str]) -> None:
-        """Record log counters written after the run finished (terminal events, close)."""
-        with self._l.tx() as db:
-            db["runs"].update(run_id, {"event_count": event_count, "last_event_type": last_event_type})
-
     def get(self, owner: str, run_id: str) -> dict:
         """The owner's run, or NotFound."""
         with self._l.read() as db:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import List, Optional
+from typing import List
 
 from ..errors import NotFound
 from .database import Locked
@@ -37,23 +37,11 @@ class SessionRepo:
             raise NotFound("session not found")
         return rows[0]
 
-    def find(self, owner: str, session_id: str) -> Optional[dict]:
-        """The owner's session or None."""
-        try:
-            return self.get(owner, session_id)
-        except NotFound:
-            return None
-
     def list(self, owner: str, limit: int = 100, offset: int = 0) -> List[dict]:
         """The owner's sessions, most recently updated first."""
         with self._l.read() as db:
             return list(db["sessions"].rows_where("owner = ?", [owner], order_by="updated_at desc",
                                                   limit=limit, offset=offset))
-
-    def touch(self, session_id: str) -> None:
-        """Mark the session as updated now."""
-        with self._l.tx() as db:
-            db["sessions"].update(session_id, {"updated_at": time.time()})
 
     def rename(self, owner: str, session_id: str, title: str) -> dict:
         """Rename the owner's session."""
