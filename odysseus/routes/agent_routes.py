@@ -12,12 +12,12 @@ from flask import Blueprint, current_app, jsonify, request
 
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL, CLOSE, Event
-from ..sse import agent_frame, comment
+from ..sse import agent_frame
 from .agent_routing import apply_agent_routing
 from .auth import current_owner
-from .history_replay import final_state_events
+from .history_replay import stream_started_turn
 from .params import body, cursor, page_args
-from .streaming import run_stream, sse_response
+from .streaming import project, run_stream, sse_response
 from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("agent_api", __name__)
@@ -31,27 +31,11 @@ def _agent_request(owner: str) -> dict:
     return req
 
 
-def _frames(events) -> Iterator[str]:
-    yield comment("connected")
-    for event in events:
-        frame = agent_frame(event)
-        if frame:
-            yield frame
-
-
 @bp.post("/api/agent/chat/stream")
 def agent_stream():
     """Start an agent turn and stream it with named events."""
     owner = current_owner()
-    started = start_turn(owner, _agent_request(owner))
-    headers = {"X-Odysseus-Session-Id": started.session_id}
-    if started.run is not None:
-        return run_stream(ext("runs"), started.run, 0, agent_frame, headers)
-    row = started.replay_row
-    message = ext("store").messages.get(owner, row["message_id"]) if row and row.get("message_id") else None
-    if row:
-        headers["X-Odysseus-Run-Id"] = row["run_id"]
-    return sse_response(_frames(final_state_events(row, message, AGENT_TERMINAL)), headers)
+    return stream_started_turn(owner, start_turn(owner, _agent_request(owner)), agent_frame, AGENT_TERMINAL)
 
 
 @bp.post("/api/agent/chat")
@@ -82,10 +66,9 @@ def agent_chat():
 
 
 def _run_missing(run_id: str, status: Optional[str]) -> Iterator[str]:
-    yield comment("connected")
-    yield agent_frame(Event("run_missing", {"run_id": run_id, "status": status,
-                                            "detail": "the replay buffer has expired; restore from history"}))
-    yield agent_frame(Event(CLOSE, {}))
+    return project([Event("run_missing", {"run_id": run_id, "status": status,
+                                          "detail": "the replay buffer has expired; restore from history"}),
+                    Event(CLOSE, {})], agent_frame)
 
 
 @bp.get("/api/agent/chat/stream/attach")

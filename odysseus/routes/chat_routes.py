@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from typing import Iterator, List
 
 from flask import Blueprint, jsonify, request
 
@@ -14,7 +14,7 @@ from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..sse import chat_frame, comment
 from .auth import current_owner
-from .history_replay import final_state_events
+from .history_replay import stream_started_turn
 from .params import body, cursor
 from .streaming import run_stream, sse_response
 from .turn_start import ext, parse_turn_request, start_turn
@@ -32,27 +32,7 @@ def chat_stream():
         if req["session_id"]:
             ext("store").sessions.get(owner, req["session_id"])
         return _compare_stream(candidates, req, owner)
-    started = start_turn(owner, req)
-    headers = {"X-Odysseus-Session-Id": started.session_id}
-    if started.run is not None:
-        return run_stream(ext("runs"), started.run, 0, chat_frame, headers)
-    row = started.replay_row
-    if row:
-        headers["X-Odysseus-Run-Id"] = row["run_id"]
-    message = ext("store").messages.get(owner, row["message_id"]) if row and row.get("message_id") else None
-    return sse_response(_replay_final(row, message), headers)
-
-
-def _replay_final(row: Optional[dict], message: Optional[dict]) -> Iterator[str]:
-    """The final state of an evicted turn, rebuilt from history (no generation).
-
-    Runs after the view returned (no app context): everything it needs is passed in.
-    """
-    yield comment("connected")
-    for event in final_state_events(row, message, CHAT_TERMINAL):
-        frame = chat_frame(event)
-        if frame:
-            yield frame
+    return stream_started_turn(owner, start_turn(owner, req), chat_frame, CHAT_TERMINAL)
 
 
 def _compare_stream(candidates: List[Candidate], req: dict, owner: str):

@@ -8,7 +8,24 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+from flask import Response
+
 from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_STARTED, Event
+from .streaming import Projection, project, run_stream, sse_response
+from .turn_start import StartedTurn, ext
+
+
+def stream_started_turn(owner: str, started: StartedTurn, projection: Projection, terminal_type: str) -> Response:
+    """Follow the turn's live run, or replay its saved final state when its log is gone."""
+    headers = {"X-Odysseus-Session-Id": started.session_id}
+    if started.run is not None:
+        return run_stream(ext("runs"), started.run, 0, projection, headers)
+    row = started.replay_row
+    message = ext("store").messages.get(owner, row["message_id"]) if row and row.get("message_id") else None
+    if row:
+        headers["X-Odysseus-Run-Id"] = row["run_id"]
+    # the body is read after the view returned (no app context): everything it needs is passed in
+    return sse_response(project(final_state_events(row, message, terminal_type), projection), headers)
 
 
 def final_state_events(row: Optional[dict], message: Optional[dict], terminal_type: str) -> Iterator[Event]:

@@ -7,7 +7,7 @@ twice. Heartbeats are per connection and never enter the log.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterable, Iterator, Optional
 
 from flask import Response, current_app
 
@@ -46,6 +46,15 @@ def follow_run(manager: RunManager, run: Run, after: int, projection: Projection
                 yield comment(f"heartbeat {beats}")
     finally:
         manager.unsubscribe(run)
+
+
+def project(events: Iterable[Event], projection: Projection) -> Iterator[str]:
+    """SSE text for events that are not in a live log (rebuilt or synthetic): the opening comment, then frames."""
+    yield comment("connected")
+    for event in events:
+        frame = projection(event, None)
+        if frame:
+            yield frame
 
 
 def sse_response(body: Iterator[str], headers: Optional[Dict[str, str]] = None) -> Response:
