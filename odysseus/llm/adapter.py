@@ -21,11 +21,12 @@ class HTTPProvider:
     """
 
     kind = "http"
+    default_base_url = ""  # used when the configuration names no base_url
 
     def __init__(self, cfg: ProviderConfig, app_config: dict):
         self.config = cfg
         self.name = cfg.name
-        self.base_url = (cfg.base_url or "").rstrip("/")
+        self.base_url = (cfg.base_url or self.default_base_url).rstrip("/")
         self.api_key = cfg.api_key
         self.configured_models: List[str] = list(cfg.models)
         self.default_model: Optional[str] = cfg.default_model or (cfg.models[0] if cfg.models else None)

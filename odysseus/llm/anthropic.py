@@ -83,10 +83,9 @@ class AnthropicProvider(HTTPProvider):
     """The Anthropic Messages API."""
 
     kind = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self, cfg: ProviderConfig, app_config: dict):
-        if not cfg.base_url:
-            cfg.base_url = DEFAULT_BASE_URL
         self.version = str(cfg.options.get("anthropic_version", API_VERSION))
         super().__init__(cfg, app_config)
         self.max_tokens = int(cfg.options.get("max_tokens", app_config.get("DEFAULT_MAX_TOKENS", 4096)))

@@ -179,22 +179,21 @@ class _TrackedHTTPSConnection(_CancelAfterConnect, HTTPSConnection):
     pass
 
 
-class _TrackedHTTPPool(HTTPConnectionPool):
+class _ReportsConnections:
+    """A pool that reports each connection it hands out to the current request."""
+
+    def _get_conn(self, timeout=None):
+        conn = super()._get_conn(timeout)
+        _register_connection(conn)
+        return conn
+
+
+class _TrackedHTTPPool(_ReportsConnections, HTTPConnectionPool):
     ConnectionCls = _TrackedHTTPConnection
 
-    def _get_conn(self, timeout=None):
-        conn = super()._get_conn(timeout)
-        _register_connection(conn)
-        return conn
 
-
-class _TrackedHTTPSPool(HTTPSConnectionPool):
+class _TrackedHTTPSPool(_ReportsConnections, HTTPSConnectionPool):
     ConnectionCls = _TrackedHTTPSConnection
-
-    def _get_conn(self, timeout=None):
-        conn = super()._get_conn(timeout)
-        _register_connection(conn)
-        return conn
 
 
 class _TrackedAdapter(HTTPAdapter):

@@ -63,10 +63,9 @@ class OllamaProvider(HTTPProvider):
     """An Ollama server over its native API."""
 
     kind = "ollama"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self, cfg: ProviderConfig, app_config: dict):
-        if not cfg.base_url:
-            cfg.base_url = DEFAULT_BASE_URL
         super().__init__(cfg, app_config)
         self.think_tags = bool(cfg.options.get("think_tags", True))
         # templates that put <think> in the prompt: the reply starts inside the reasoning
