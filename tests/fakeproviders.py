@@ -184,6 +184,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # the stdlib default backlog of 5 overflows when two dozen runs connect at once, and an
+    # overflowing accept queue can reset a fresh connection: real model servers listen wider
+    request_queue_size = 128
     fake: "FakeProvider"
 
 
