@@ -55,6 +55,7 @@ class HTTPProvider:
                     yield event
                 if cancel.cancelled:  # the shutdown socket looked like a clean end of stream
                     raise Cancelled(cancel.reason or "stopped")
+            response.finish()
         finally:
             response.close()
 

@@ -38,6 +38,8 @@ from ..errors import (ProviderError, ProviderHTTPError, ProviderNetworkError, Pr
 from .base import ProviderConfig
 
 READ_SIZE = 65536
+DRAIN_SECONDS = 0.25  # after the protocol's end marker, how long to wait for the body's end
+POOL_SIZE = 10  # connections kept per provider host
 ERROR_BODY_LIMIT = 64 * 1024
 
 
@@ -233,7 +235,7 @@ def new_session() -> requests.Session:
     """A requests session whose connections can be shut down by a CancelToken."""
     session = requests.Session()
     session.trust_env = True
-    adapter = _TrackedAdapter(max_retries=0)
+    adapter = _TrackedAdapter(max_retries=0, pool_maxsize=POOL_SIZE)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
@@ -249,6 +251,7 @@ class StreamResponse:
         self.timeouts = timeouts
         self.first_token_deadline = sent_at + timeouts.first_token
         self.output_started = False
+        self.reusable = False
         self._unregister = unregister
 
     def mark_output(self) -> None:
@@ -281,11 +284,36 @@ class StreamResponse:
                 return
             yield data
 
+    def finish(self) -> None:
+        """The reply ended normally: read to the end of the body (briefly) so the connection can be reused.
+
+        Reusing the provider connection saves a TCP (and TLS) handshake on the next turn. A
+        body that does not end within ``DRAIN_SECONDS`` is simply closed.
+        """
+        raw = self.response.raw
+        if self.sock is None or not hasattr(raw, "read1"):
+            return
+        deadline = time.monotonic() + DRAIN_SECONDS
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self.sock.settimeout(remaining)
+                if not raw.read1(READ_SIZE):
+                    break
+        except Exception:  # noqa: BLE001 - any trouble here only means "do not reuse"
+            return
+        self.reusable = True
+
     def close(self) -> None:
-        """Release the connection and forget the cancel callback."""
+        """Forget the cancel callback; return a fully read connection to the pool, else close it."""
         self._unregister()
         with contextlib.suppress(Exception):
-            self.response.close()
+            if self.reusable:
+                self.response.raw.release_conn()
+            else:
+                self.response.close()
 
 
 class Transport:
@@ -304,6 +332,7 @@ class Transport:
 
         def sink(conn: Any) -> None:
             holder["conn"] = conn
+            holder["reused"] = getattr(conn, "sock", None) is not None  # a pooled, already open connection
             if conn is not None:
                 conn.odysseus_cancel = cancel
             unregister_box[0] = cancel.on_cancel(
@@ -314,9 +343,19 @@ class Transport:
         _local.sink = sink
         try:
             with provider_errors(self.provider, cancel):
-                response = self.session.post(url, json=body, headers={**self.headers, **(headers or {})},
-                                             stream=True,
-                                             timeout=(self.timeouts.connect, self.timeouts.first_token))
+                for attempt in range(POOL_SIZE + 1):
+                    try:
+                        response = self._post(url, body, headers)
+                        break
+                    except requests.ConnectionError:
+                        # A pooled connection the server closed while idle fails before any response
+                        # byte: the request never reached the model. Drop it and try the next one; each
+                        # failure discards one stale connection, so a fresh one comes at the latest
+                        # once the pool is empty. A failure on a fresh connection is the provider's.
+                        if not holder.get("reused") or cancel.cancelled or attempt == POOL_SIZE:
+                            raise
+                        unregister_box[0]()
+                        holder.clear()
         except BaseException:
             unregister_box[0]()
             raise
@@ -338,6 +377,10 @@ class Transport:
             finally:
                 stream.close()
         return stream
+
+    def _post(self, url: str, body: dict, headers: Optional[dict]) -> requests.Response:
+        return self.session.post(url, json=body, headers={**self.headers, **(headers or {})}, stream=True,
+                                 timeout=(self.timeouts.connect, self.timeouts.first_token))
 
     def http_error(self, response: requests.Response, stream: StreamResponse) -> ProviderHTTPError:
         """The provider's error status, message and Retry-After as a ProviderHTTPError."""
