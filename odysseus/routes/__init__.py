@@ -22,9 +22,10 @@ def init_app(app: Flask) -> None:
         app.register_blueprint(module.bp)
     auth.init_app(app)
     background_routes.init_app(app)
-    from . import agent_mode
+    from . import agent_mode, document_routes
 
     agent_mode.init_app(app)
+    document_routes.init_app(app)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

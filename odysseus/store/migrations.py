@@ -106,3 +106,16 @@ def m004_agent_api(db: Database) -> None:
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+
+
+@migration
+def m106_documents(db: Database) -> None:
+    """Editor documents (owner-scoped, optionally in a session) and their numbered versions."""
+    db["documents"].create({
+        "id": str, "owner": str, "session_id": str, "title": str, "language": str, "content": str,
+        "version_count": int, "active": int, "created_at": float, "updated_at": float,
+    }, pk="id", not_null={"owner", "title", "language", "content"})
+    db["documents"].create_index(["owner", "session_id", "updated_at"])
+    db["document_versions"].create({
+        "document_id": str, "version": int, "content": str, "summary": str, "source": str, "created_at": float,
+    }, pk=("document_id", "version"), not_null={"document_id", "version", "content", "source"})
