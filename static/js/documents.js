@@ -132,6 +132,7 @@ export class DocumentPanel {
     this.setEditor(doc.content);
     this.setStatus("");
     this.show();
+    if (!this.versions.hidden) this.loadVersions(); // an open version list follows the document
   }
 
   show() {
@@ -424,7 +425,6 @@ export class DocumentPanel {
       const doc = await api("POST", `/api/document/${encodeURIComponent(this.doc.id)}/restore/${number}`);
       this.open(doc);
       this.setStatus(`Restored v${number} as v${doc.version}.`);
-      this.loadVersions();
     } catch (err) {
       this.toast(`Could not restore: ${err.message}`);
     }
