@@ -17,11 +17,13 @@ from typing import List, Optional, Tuple
 from flask import current_app
 
 from ..agent.agent_loop import agent_turn, initial_state
+from ..chat_turn import announce
+from ..context import apply_injections
 from ..documents.context import with_document
 from ..documents.tools import ActiveDocument, document_tools
 from ..tools import ToolRegistry
 from .params import optional_str
-from .turn_registry import PreparedTurn
+from .turn_registry import PreparedTurn, context_gather
 
 CHAT_PROMPT = ("You are Odysseus, a helpful assistant. The user is working on a document with you. Answer in "
                "the chat; when the user asks for a change to the document, make it with a document tool.")
@@ -61,9 +63,19 @@ def build_document_chat_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     prompt = f"{req['system_prompt']}\n\n{CHAT_PROMPT}" if req.get("system_prompt") else CHAT_PROMPT
     settings = dataclasses.replace(agent.settings, system_prompt=prompt, max_nudges=0)
 
+    gather = context_gather(req, owner)  # the other context sources (attachments, ...) as in plain chat
+
     def make_turn(history):
         state = initial_state(history, settings)
         state["messages"] = add_context(state["messages"], active, owner, history)
-        return agent_turn(candidates, registry, settings, agent.hooks, state, None, req.get("temperature"))
+        loop = agent_turn(candidates, registry, settings, agent.hooks, state, None, req.get("temperature"))
+
+        def turn(ctx):
+            injections = gather(ctx)
+            yield from announce(injections, ctx)
+            state["messages"] = apply_injections(state["messages"], injections)
+            yield from loop(ctx)
+
+        return turn
 
     return PreparedTurn(req["message"], req["client_message_id"], make_turn)

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
+from flask import current_app
+
 from ..chat_turn import chat_turn
+from ..context import ContextRequest, pipeline_of
 from ..errors import BadRequest
 from ..events import CHAT_TERMINAL
 from ..llm.llm_core import Candidate
@@ -41,12 +44,25 @@ class PreparedTurn:
 Builder = Callable[[dict, List[Candidate], str], PreparedTurn]
 
 
+def context_gather(req: dict, owner: str):
+    """The run-time half of the app's context pipeline for this request (see ``odysseus.context``)."""
+    pipeline = pipeline_of(current_app.extensions)
+
+    def gather(ctx):
+        return pipeline.gather(ContextRequest(owner=owner, session_id=ctx.session_id, mode=req["mode"],
+                                              message=req["message"], data=req["data"], cancel=ctx.cancel))
+
+    return gather
+
+
 def _chat_builder(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
     if req["data"].get("active_doc_id"):  # an open editor document: chat with the document tools (document_mode.py)
         from .document_mode import build_document_chat_turn
         return build_document_chat_turn(req, candidates, owner)
+    gather = context_gather(req, owner)
     return PreparedTurn(req["message"], req["client_message_id"],
-                        lambda history: chat_turn(candidates, history, req["temperature"], req.get("system_prompt")))
+                        lambda history: chat_turn(candidates, history, req["temperature"], req.get("system_prompt"),
+                                                  gather=gather))
 
 
 BUILDERS: Dict[str, Builder] = {"chat": _chat_builder}

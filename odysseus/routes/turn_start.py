@@ -12,6 +12,7 @@ from typing import Optional
 
 from flask import current_app
 
+from ..context import ContextRequest, pipeline_of
 from ..errors import BadRequest
 from ..runs.run import Run
 from .params import optional_float, optional_str
@@ -65,6 +66,11 @@ def start_turn(owner: str, req: dict) -> StartedTurn:
     if req["session_id"]:
         store.sessions.get(owner, req["session_id"])  # 404 for unknown or foreign ids
     prepared = build_turn(req, candidates, owner)  # validates mode-specific input; stores nothing
+    # context sources validate their input (attachment ids, ...) before anything is stored
+    context_meta = pipeline_of(current_app.extensions).check(ContextRequest(
+        owner=owner, session_id=req["session_id"], mode=req["mode"], message=req["message"], data=req["data"]))
+    if context_meta:
+        prepared.user_metadata = dict(prepared.user_metadata or {}, **context_meta)
     if req.get("agent"):
         prepared.user_metadata = dict(prepared.user_metadata or {}, agent=req["agent"])
     if req["client_message_id"] and not req["session_id"]:
