@@ -75,6 +75,11 @@ DEFAULTS: Dict[str, Any] = {
     "IMAGES_API_KEY": "",
     "IMAGES_MODEL": "",
     "IMAGES_TIMEOUT": 120.0,
+    # Editor documents (odysseus.documents)
+    "DOCUMENT_MAX_BYTES": 1024 * 1024,  # UTF-8 bytes one document may hold; a larger write is refused
+    "DOCUMENT_CONTEXT_CHARS": 60_000,  # characters of the active document (line-numbered) sent to the model
+    "DOCUMENT_FOLD_SECONDS": 60.0,  # a user save within this of the user's previous version replaces it
+    "DOCUMENT_PREVIEW_INTERVAL": 0.1,  # seconds between doc_stream_delta previews, at least
     # Accounts (see README "Accounts and single-user mode")
     "AUTH": "password",  # "password": sign-in required; "none": one implicit owner, loopback only
     "AUTH_FORCE": False,  # allow AUTH=none on a non-loopback bind (explicit opt-out)

@@ -75,6 +75,21 @@ ROUTES = [
           json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
     Route("background job into session", "POST", "/api/chat/background",
           json={"message": "pwned", "session_id": "{session}"}),
+    # editor documents
+    Route("get document", "GET", "/api/document/{document}", needs=("document",)),
+    Route("save document", "PUT", "/api/document/{document}", json={"content": "pwned"}, needs=("document",)),
+    Route("rename document", "PATCH", "/api/document/{document}", json={"title": "pwned"}, needs=("document",)),
+    Route("delete document", "DELETE", "/api/document/{document}", needs=("document",)),
+    Route("document versions", "GET", "/api/document/{document}/versions", needs=("document",)),
+    Route("document version", "GET", "/api/document/{document}/version/1", needs=("document",)),
+    Route("restore document version", "POST", "/api/document/{document}/restore/1", needs=("document",)),
+    Route("list session documents", "GET", "/api/documents/{session}", rule="/api/documents/<session_id>"),
+    Route("create document in session", "POST", "/api/document", json={"title": "pwned", "session_id": "{session}"},
+          rule="/api/document"),
+    Route("chat with victim's document", "POST", "/api/chat_stream",
+          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
+    Route("agent with victim's document", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
 ]
 
 # attacker -> the status every route must answer
@@ -140,6 +155,11 @@ class User:
                                json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"})
         if agent.status_code == 201:
             self.ids["agent"] = agent.json()["agent_id"]
+        document = self.http.post(self.base + "/api/document", timeout=10,
+                                  json={"title": f"{self.name} doc", "content": self.secret,
+                                        "session_id": self.ids["session"]})
+        if document.status_code == 201:
+            self.ids["document"] = document.json()["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -151,8 +171,11 @@ class User:
         status = self.get(f"/api/chat/stream_status/{self.ids['session']}").json()
         profile = self.get(f"/api/agent/profiles/{self.ids['profile']}").json() if "profile" in self.ids else None
         agent = self.get(f"/api/agents/{self.ids['agent']}").json() if "agent" in self.ids else None
+        document = self.get(f"/api/document/{self.ids['document']}").json() if "document" in self.ids else None
+        versions = self.get(f"/api/document/{self.ids['document']}/versions").json() if document else None
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
+                "document": document, "versions": versions}
 
 
 def forge_cookie(victim: User) -> str:

@@ -21,12 +21,13 @@ def init_app(app: Flask) -> None:
                    profile_routes, page_routes):
         app.register_blueprint(module.bp)
     auth.init_app(app)
-    from . import agent_mode, turn_registry
+    from . import agent_mode, document_routes, turn_registry
 
     turn_registry.init_app(app)
     background_routes.init_app(app)
 
     agent_mode.init_app(app)
+    document_routes.init_app(app)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

@@ -36,6 +36,7 @@ from ..store.approvals import ApprovalRepo
 from ..tools import ToolContext, ToolRegistry, build_registry
 from ..tools.registry import safe_segment
 from .auth import current_owner
+from .document_mode import add_context, with_document_tools
 from .params import optional_str
 from .turn_registry import PreparedTurn, register_mode
 
@@ -150,14 +151,18 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     elif not (message or "").strip():
         raise BadRequest("message is required and must be a non-empty string")
 
-    registry, settings = service.registry, service.settings
+    settings = service.settings
+    registry, active_doc = with_document_tools(service.registry, data, owner)  # + the document tools of this turn
     if req.get("tools") is not None:  # an agent profile limits the tools
-        registry = ToolRegistry(t for name, t in service.registry.tools.items() if name in set(req["tools"]))
+        registry = ToolRegistry(t for name, t in registry.tools.items() if name in set(req["tools"]))
     if req.get("system_prompt"):  # an agent profile's prompt comes first; the tool guidance stays
         settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
 
     def make_turn(history):
-        start = state if state is not None else initial_state(history, settings)
+        start = state
+        if start is None:
+            start = initial_state(history, settings)
+            start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
         return agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,

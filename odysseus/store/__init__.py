@@ -1,10 +1,11 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images. No Flask here."""
+"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images, documents. No Flask here."""
 
 from __future__ import annotations
 
 from .approvals import ApprovalRepo, ImageRepo
 from .agents import AgentRepo, ProfileRepo
 from .database import Locked, open_database
+from .documents import DocumentRepo
 from .jobs import JobRepo
 from .messages import MessageRepo
 from .runs import RunRepo
@@ -30,6 +31,7 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.documents = DocumentRepo(self.locked)
 
     @property
     def db(self):

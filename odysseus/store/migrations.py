@@ -121,3 +121,16 @@ def m005_durable_runs(db: Database) -> None:
     db["runs"].create_index(["events_purged", "finished_at"])
     for column, kind in (("worker", str), ("lease_until", float)):
         db["jobs"].add_column(column, kind)
+
+
+@migration
+def m106_documents(db: Database) -> None:
+    """Editor documents (owner-scoped, optionally in a session) and their numbered versions."""
+    db["documents"].create({
+        "id": str, "owner": str, "session_id": str, "title": str, "language": str, "content": str,
+        "version_count": int, "active": int, "created_at": float, "updated_at": float,
+    }, pk="id", not_null={"owner", "title", "language", "content"})
+    db["documents"].create_index(["owner", "session_id", "updated_at"])
+    db["document_versions"].create({
+        "document_id": str, "version": int, "content": str, "summary": str, "source": str, "created_at": float,
+    }, pk=("document_id", "version"), not_null={"document_id", "version", "content", "source"})

@@ -2,6 +2,7 @@
 // Streaming rules live in stream.js, rendering in render.js / exhibits.js, requests in api.js.
 
 import { api, request } from "./api.js";
+import { DocumentPanel } from "./documents.js";
 import { ReplyView, UserView } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
@@ -16,6 +17,7 @@ const ui = {
 };
 
 const state = { sessionId: null, turn: null, loadToken: 0 };
+const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
 
 // ---- small helpers -------------------------------------------------------------------------
 
@@ -100,6 +102,7 @@ const ctx = {
   uiControl,
   onEdit: editMessage,
   onDelete: deleteMessage,
+  documents,
 };
 
 function openModal(title, node) {
@@ -205,6 +208,7 @@ function newChat() {
   state.sessionId = null;
   setUrl(null);
   ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
+  documents.reset();
   renderSessions();
   showEmpty();
   closeSidebarOnPhone();
@@ -229,6 +233,7 @@ async function openSession(sessionId) {
     const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(sessionId)}`);
     if (response.ok) status = await response.json();
     data = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`);
+    if (token === state.loadToken) await documents.loadSession(sessionId); // its active document, if any
   } catch (err) {
     if (token !== state.loadToken) return;
     ui.messages.removeAttribute("aria-busy");
@@ -352,6 +357,8 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
     sidebar.setRunning(state.sessionId, true);
   }
   if (ui.model.value) body.model = ui.model.value;
+  const docId = documents.activeDocId(); // an open document goes with the turn
+  if (docId) body.active_doc_id = docId;
   turn.send(body);
   return true;
 }
@@ -467,5 +474,5 @@ async function start() {
 }
 
 // Test and debugging handle; the page never reads it itself.
-window.odysseus = { state, send, openSession, newChat };
+window.odysseus = { state, send, openSession, newChat, documents };
 start();
