@@ -40,6 +40,8 @@ TOOL_CALL = "tool_call"  # provider-level: a complete tool call requested by the
 NOTICE = "notice"  # a visible notice for the user (e.g. a context source was unavailable); not in the spec
 FINISH = "finish"  # provider-level: the provider's finish reason
 PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
+ATTACHMENTS = "attachments"  # context: the turn's attached uploads, first event of the turn (odysseus.context.attachments)
+RAG_SOURCES = "rag_sources"  # context: chunks of the user's files retrieved for this turn (odysseus.context.retrieval)
 
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, FINISH, PROVIDER_META})

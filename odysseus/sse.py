@@ -85,6 +85,7 @@ AGENT_NAMES = {
     RUN_STARTED: "run_started", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
     "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
     "run_missing": "run_missing",
+    "attachments": "attachments", "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
 }
 TOOL_RESULT_PREVIEW = 500
 

@@ -22,6 +22,9 @@ def init_app(app: Flask) -> None:
         app.register_blueprint(module.bp)
     auth.init_app(app)
     background_routes.init_app(app)
+    from . import upload_routes  # uploads + the attachments and retrieval context sources
+
+    upload_routes.init_app(app)
     from . import agent_mode
 
     agent_mode.init_app(app)

@@ -10,6 +10,7 @@ from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
+from .uploads import UploadRepo
 from .users import SettingsRepo, UserRepo
 
 
@@ -30,6 +31,7 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.uploads = UploadRepo(self.locked)
 
     @property
     def db(self):
