@@ -88,7 +88,11 @@ class Retriever:
         rows = list(self.store.uploads.vectors(owner))
         if not rows:
             return
-        target = unpack(pack(self.embedder.embed([query])[0]))
+        try:
+            target = unpack(pack(self.embedder.embed([query])[0]))
+        except Exception as exc:  # noqa: BLE001 - the lexical scores still stand
+            log.warning("query embedding failed, retrieval uses FTS only: %s", exc)
+            return
         sims = offload(lambda: [(row, dot(target, unpack(row[5]))) for row in rows])
         for (chunk_id, upload_id, number, text, name, _blob), cosine in sims:
             hit = hits.get(chunk_id)
