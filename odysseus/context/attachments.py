@@ -151,7 +151,8 @@ class AttachmentSource:
             notices.append(f"{len(missing)} attachment(s) were deleted before the reply started")
         main = Injection(self.name, event=Event(ATTACHMENTS, {"data": [chip(row) for row in rows]}),
                          text=untrusted_block("attachments", "\n\n".join(blocks)) if blocks else "",
-                         parts=parts, metadata={"attachments_used": {k: v for k, v in used.items() if v}})
+                         parts=parts, metadata={"attachments_used": {k: v for k, v in used.items() if v},
+                                                **({"context_notices": notices} if notices else {})})
         return [main] + [Injection(self.name, notice=note) for note in notices]
 
     def _images_ok(self, request: ContextRequest) -> bool:

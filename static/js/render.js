@@ -3,6 +3,7 @@
 // out through the `ctx` callbacks the page passes in.
 
 import { agentHandlers } from "./agent_render.js";
+import { contextHandlers } from "./context_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
 
@@ -249,6 +250,7 @@ export class ReplyView {
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
     view.restoreAgent(meta, history);
+    view.restoreContext(meta); // rag sources and context notices (context_render.js)
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -261,3 +263,5 @@ export class ReplyView {
 
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
 Object.assign(ReplyView.prototype, agentHandlers);
+// Attachments, retrieval sources and context notices (and their history form): context_render.js.
+Object.assign(ReplyView.prototype, contextHandlers);
