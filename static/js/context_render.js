@@ -52,6 +52,7 @@ export const contextHandlers = {
 
   /** The same parts from a saved reply's metadata. */
   restoreContext(meta) {
+    for (const message of meta.context_notices || []) this.on_notice({ message });
     renderSources(this, meta.rag_sources);
   },
 };
