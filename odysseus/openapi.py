@@ -36,7 +36,12 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     "tool_approval_id": ID, "tool_approval_decision": {"type": "string", "enum": ["approve", "approve_task", "deny"]},
     "continue": BOOL,
     "active_doc_id": ID,  # an open editor document: the model sees it and gets the document tools
+    # context (odysseus.context): upload ids to attach; retrieval over the user's files on/off
+    "attachments": {"type": "array", "items": ID, "maxItems": 50}, "use_rag": BOOL,
 }
+UPLOAD_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+    "required": ["files"]}}}}
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
 PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
            "tools": TOOLS, "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
@@ -137,6 +142,14 @@ OPERATIONS: List[Op] = [
        status=201),
     Op("GET", "/api/auth/settings", "Instance settings (admin).", "auth"),
     Op("POST", "/api/auth/settings", "Change instance settings (admin).", "auth", {"allow_signup": BOOL}),
+    # uploads (README "Uploads, attachments and retrieval")
+    Op("POST", "/api/upload", "Upload files (multipart field files); same bytes give the existing record.", "uploads",
+       extra={"requestBody": UPLOAD_BODY}),
+    Op("GET", "/api/upload", "The caller's uploads, newest first.", "uploads", query=PAGE),
+    Op("GET", "/api/upload/<upload_id>", "One upload's record, with its index status.", "uploads"),
+    Op("GET", "/api/upload/<upload_id>/content", "An upload's bytes (images inline, other files as downloads).",
+       "uploads"),
+    Op("DELETE", "/api/upload/<upload_id>", "Delete an upload with its file and indexed chunks.", "uploads"),
     # meta
     Op("GET", "/api/images/<name>", "An image the agent generated (its owner only).", "agent"),
     Op("GET", "/api/health", "Liveness and engine counters.", "meta", public=True),

@@ -86,6 +86,7 @@ AGENT_NAMES = {
     "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
     "run_missing": "run_missing",
     **{name: name for name in DOC_EVENTS},  # editor documents: the same names on both projections
+    "attachments": "attachments", "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
 }
 TOOL_RESULT_PREVIEW = 500
 

@@ -91,6 +91,8 @@ def _existing_ids(base: str) -> dict:
                                                                "session_id": ids["session_id"]},
                                   headers=origin, timeout=10).json()["id"]
     ids["number"] = 1
+    ids["upload_id"] = requests.post(base + "/api/upload", files={"files": ("fuzz.txt", b"fuzz text")}, headers=origin,
+                                     timeout=10).json()["files"][0]["id"]
     ids["token_id"] = "tok_unknown"
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404
     return ids

@@ -73,6 +73,13 @@ ROUTES = [
           json={"message": "pwned", "target_agent_id": "{agent}"}, needs=("agent",)),
     Route("agent turn with victim's profile", "POST", "/api/agent/chat/stream",
           json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
+    Route("get upload", "GET", "/api/upload/{upload}", needs=("upload",)),
+    Route("upload content", "GET", "/api/upload/{upload}/content", needs=("upload",)),
+    Route("delete upload", "DELETE", "/api/upload/{upload}", needs=("upload",)),
+    Route("chat with upload", "POST", "/api/chat_stream", json={"message": "pwned", "attachments": ["{upload}"]},
+          needs=("upload",)),
+    Route("agent with upload", "POST", "/api/agent/chat/stream", rule="/api/agent/chat/stream",
+          json={"message": "pwned", "attachments": ["{upload}"]}, needs=("upload",)),
     Route("background job into session", "POST", "/api/chat/background",
           json={"message": "pwned", "session_id": "{session}"}),
     # editor documents
@@ -160,6 +167,10 @@ class User:
                                         "session_id": self.ids["session"]})
         if document.status_code == 201:
             self.ids["document"] = document.json()["id"]
+        upload = self.http.post(self.base + "/api/upload", timeout=10,
+                                files={"files": ("notes.txt", f"private notes {self.secret}".encode())})
+        if upload.status_code == 200:
+            self.ids["upload"] = upload.json()["files"][0]["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -176,6 +187,11 @@ class User:
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
                 "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
                 "document": document, "versions": versions}
+        upload = self.get(f"/api/upload/{self.ids['upload']}").json() if "upload" in self.ids else None
+        if upload:
+            upload.pop("index_status", None), upload.pop("chunk_count", None)  # the indexer moves on meanwhile
+        return {"upload": upload, "title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
 
 
 def forge_cookie(victim: User) -> str:
@@ -237,6 +253,8 @@ def fill(value, ids: Dict[str, str]):
         return value.format(**ids)
     if isinstance(value, dict):
         return {k: fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids) for v in value]
     return value
 
 

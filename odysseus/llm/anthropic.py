@@ -19,7 +19,7 @@ from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
 from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from ..sse import parse_sse
-from .adapter import HTTPProvider, normalise_finish, parse_arguments, text_of
+from .adapter import HTTPProvider, image_parts, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
 
@@ -66,7 +66,9 @@ def wire_messages(messages: List[dict]) -> tuple:
                                "input": args if isinstance(args, dict) else {"value": args}})
             add("assistant", blocks)
         else:
-            add("user", [{"type": "text", "text": text}] if text else [])
+            images = [{"type": "image", "source": {"type": "base64", "media_type": part["mime"], "data": part["data"]}}
+                      for part in image_parts(message)]
+            add("user", images + ([{"type": "text", "text": text}] if text else []))
     return "\n\n".join(system), out
 
 

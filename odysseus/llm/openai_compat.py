@@ -20,7 +20,7 @@ from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
 from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from ..sse import parse_sse
-from .adapter import HTTPProvider, arguments_json, new_call_id, normalise_finish, parse_arguments
+from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
 from .think_splitter import ThinkSplitter
@@ -42,6 +42,12 @@ def wire_messages(messages: List[dict]) -> List[dict]:
     out = []
     for message in messages:
         message = dict(message)
+        images = image_parts(message)
+        message.pop("parts", None)
+        if images:  # a content array: the text, then each image as a data URL
+            message["content"] = [{"type": "text", "text": text_of(message.get("content"))}] + [
+                {"type": "image_url", "image_url": {"url": f"data:{part['mime']};base64,{part['data']}"}}
+                for part in images]
         if message.get("tool_calls"):
             calls = []
             for call in message["tool_calls"]:

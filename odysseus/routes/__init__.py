@@ -25,6 +25,9 @@ def init_app(app: Flask) -> None:
 
     turn_registry.init_app(app)
     background_routes.init_app(app)
+    from . import upload_routes  # uploads + the attachments and retrieval context sources
+
+    upload_routes.init_app(app)
 
     agent_mode.init_app(app)
     document_routes.init_app(app)

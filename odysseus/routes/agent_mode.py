@@ -29,6 +29,7 @@ from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
+from ..context.turn_hook import with_context
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
@@ -38,7 +39,7 @@ from ..tools.registry import safe_segment
 from .auth import current_owner
 from .document_mode import add_context, with_document_tools
 from .params import optional_str
-from .turn_registry import PreparedTurn, register_mode
+from .turn_registry import PreparedTurn, context_gather, register_mode
 
 bp = Blueprint("agent_mode", __name__)
 
@@ -159,11 +160,14 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
 
     def make_turn(history):
-        start = state
-        if start is None:
-            start = initial_state(history, settings)
+        start = state if state is not None else initial_state(history, settings)
+        if state is None:
             start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
-        return agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        turn = agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        if state is None:  # a new task: the context pipeline (attachments, retrieval, ...) runs first
+            turn = with_context(turn, start["messages"], context_gather(
+                dict(req, data={**req["data"], "model": req.get("model")}), owner))
+        return turn
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
                         user_metadata=user_metadata, in_transaction=in_transaction)

@@ -11,6 +11,7 @@ from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
+from .uploads import UploadRepo
 from .users import SettingsRepo, UserRepo
 
 
@@ -32,6 +33,7 @@ class Store:
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
         self.documents = DocumentRepo(self.locked)
+        self.uploads = UploadRepo(self.locked)
 
     @property
     def db(self):

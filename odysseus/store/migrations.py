@@ -134,3 +134,22 @@ def m106_documents(db: Database) -> None:
     db["document_versions"].create({
         "document_id": str, "version": int, "content": str, "summary": str, "source": str, "created_at": float,
     }, pk=("document_id", "version"), not_null={"document_id", "version", "content", "source"})
+
+
+@migration
+def m107_uploads(db: Database) -> None:
+    """Uploaded files (per owner, deduplicated by sha256), their text chunks and the FTS5 index over them."""
+    db["uploads"].create({
+        "id": str, "owner": str, "name": str, "mime": str, "kind": str, "size": int, "sha256": str,
+        "width": int, "height": int, "uploaded_at": float, "index_status": str, "index_error": str,
+        "chunk_count": int, "indexed_at": float,
+    }, pk="id", not_null={"owner", "name", "mime", "kind", "size", "sha256"})
+    db["uploads"].create_index(["owner", "sha256"])  # not unique: adopting single-user rows must never fail
+    db["uploads"].create_index(["index_status"])
+    db["upload_chunks"].create({
+        "id": int, "upload_id": str, "owner": str, "chunk": int, "text": str, "vector": bytes,
+    }, pk="id", not_null={"upload_id", "owner", "chunk", "text"})
+    db["upload_chunks"].create_index(["upload_id", "chunk"])
+    db["upload_chunks"].create_index(["owner"])
+    # rowid = upload_chunks.id; the owner filter joins upload_chunks (the FTS table has no owner column)
+    db.execute("create virtual table upload_chunks_fts using fts5(text, tokenize='porter unicode61')")

@@ -3,6 +3,7 @@
 
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
+import { Attachments, showChips } from "./attachments.js";
 import { ReplyView, UserView } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
@@ -18,6 +19,10 @@ const ui = {
 
 const state = { sessionId: null, turn: null, loadToken: 0 };
 const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
+const attachments = new Attachments({ // composer uploads (attachments.js)
+  tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
+  toast: (text) => toast(text),
+});
 
 // ---- small helpers -------------------------------------------------------------------------
 
@@ -275,7 +280,9 @@ function renderHistory(messages) {
       for (const reply of replies) reply.settle(message.content);
       replies = [];
       if (((message.metadata || {}).agent_action || {}).tool_approval) continue;
-      ui.messages.appendChild(new UserView(message.content, ctx, { id: message.id }).el);
+      const view = new UserView(message.content, ctx, { id: message.id });
+      showChips(view.el, (message.metadata || {}).attachments);
+      ui.messages.appendChild(view.el);
     } else if (message.role === "assistant") {
       const reply = ReplyView.fromMessage(message, ctx, { answered });
       replies.push(reply);
@@ -335,11 +342,18 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
     toast("Wait for the reply to finish, or press Stop, before sending.");
     return false;
   }
+  if (showUser && attachments.busy) {
+    toast("Wait for the uploads to finish before sending.");
+    return false;
+  }
   settleReplies(text);
   const clientId = newClientId();
   let userView = null;
+  const files = showUser ? attachments.take() : [];
+  if (files.length) extra = { ...extra, attachments: files.map((f) => f.id) };
   if (showUser) {
     userView = new UserView(text, ctx, { clientId });
+    showChips(userView.el, files);
     ui.messages.appendChild(userView.el);
   }
   const reply = new ReplyView(ctx);
@@ -371,9 +385,9 @@ ui.composer.addEventListener("submit", (event) => {
   }
   const text = ui.input.value;
   if (!text.trim()) return;
+  if (!send(text)) return; // refused (e.g. uploads still going): keep the text
   ui.input.value = "";
   autosize();
-  send(text);
 });
 
 ui.input.addEventListener("keydown", (event) => {

@@ -4,6 +4,7 @@
 
 import { agentHandlers } from "./agent_render.js";
 import { docHandlers } from "./doc_render.js";
+import { contextHandlers } from "./context_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
 
@@ -252,6 +253,7 @@ export class ReplyView {
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
     view.restoreAgent(meta, history);
     view.restoreDocs(meta);
+    view.restoreContext(meta); // rag sources and context notices (context_render.js)
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -265,3 +267,5 @@ export class ReplyView {
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
 // Document chips (and their history form): doc_render.js.
 Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
+// Attachments, retrieval sources and context notices (and their history form): context_render.js.
+Object.assign(ReplyView.prototype, contextHandlers);
