@@ -40,6 +40,10 @@ TOOL_CALL = "tool_call"  # provider-level: a complete tool call requested by the
 NOTICE = "notice"  # a visible notice for the user (e.g. a context source was unavailable); not in the spec
 FINISH = "finish"  # provider-level: the provider's finish reason
 PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
+# Context events (odysseus.context), announced before the first delta on both projections
+MEMORIES_USED = "memories_used"  # data: [{id, text, category, type: "pinned" | "recalled"}]
+WEB_SOURCES = "web_sources"  # data: [{url, title, snippet}]
+WORKSPACE_REJECTED = "workspace_rejected"  # data: {path: <as requested>}
 
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, FINISH, PROVIDER_META})

@@ -85,6 +85,9 @@ AGENT_NAMES = {
     RUN_STARTED: "run_started", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
     "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
     "run_missing": "run_missing",
+    # context events (odysseus.context): same payload as the chat projection's
+    "memories_used": "memories_used", "web_sources": "web_sources", "workspace_rejected": "workspace_rejected",
+    "notice": "notice",
 }
 TOOL_RESULT_PREVIEW = 500
 

@@ -29,6 +29,9 @@ from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
+from ..context.agent_context import with_context
+from ..context.memories import memory_book
+from ..context.workspace import chosen_workspace
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
@@ -36,7 +39,7 @@ from ..tools import ToolContext, ToolRegistry, build_registry
 from ..tools.registry import safe_segment
 from .auth import current_owner
 from .params import optional_str
-from .turn_registry import PreparedTurn, register_mode
+from .turn_registry import PreparedTurn, context_gather, register_mode
 
 bp = Blueprint("agent_mode", __name__)
 
@@ -72,7 +75,10 @@ class AgentService:
         """The context tools of this run get: workspace root, config, image storage."""
         return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
                            workspace_root=os.path.join(self.data_dir, "workspaces"),
-                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime))
+                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime),
+                           # context/workspace.py: a chosen host directory (judged again); memories for manage_memory
+                           workspace_dir=chosen_workspace(ctx.metadata, self.config),
+                           memory=memory_book(self.store, self.config, ctx.owner))
 
     def forget_session(self, app: Flask, owner: str, session_id: str, images: List[str]) -> None:
         """A session was deleted: remove its image files and its workspace directory."""
@@ -154,9 +160,13 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     if req.get("system_prompt"):  # an agent profile's prompt comes first; the tool guidance stays
         settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
 
+    gather = context_gather(req, owner) if state is None else None
+
     def make_turn(history):
         start = state if state is not None else initial_state(history, settings)
-        return agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        turn = agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        # context pipeline (odysseus.context): memories, workspace, ... gathered and announced before the loop
+        return with_context(turn, start, gather)
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
                         user_metadata=user_metadata)

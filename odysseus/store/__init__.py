@@ -6,6 +6,7 @@ from .approvals import ApprovalRepo, ImageRepo
 from .agents import AgentRepo, ProfileRepo
 from .database import Locked, open_database
 from .jobs import JobRepo
+from .memories import MemoryRepo
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
@@ -30,6 +31,7 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.memories = MemoryRepo(self.locked)
 
     @property
     def db(self):

@@ -106,3 +106,17 @@ def m004_agent_api(db: Database) -> None:
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+
+
+@migration
+def m108_memories(db: Database) -> None:
+    """Memories per user (text, category, pinned, source, uses, last use) with an FTS5 index; memory switches."""
+    db["memories"].create({
+        "id": str, "owner": str, "text": str, "category": str, "pinned": int, "source": str, "uses": int,
+        "created_at": float, "updated_at": float, "last_used_at": float,
+    }, pk="id", not_null={"owner", "text"})
+    db["memories"].create_index(["owner", "created_at"])
+    # porter stemming so "cats" recalls "cat"; triggers keep the index in step with the table
+    db["memories"].enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
+    db["memory_settings"].create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
+                                 pk="owner")
