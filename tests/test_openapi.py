@@ -87,6 +87,8 @@ def _existing_ids(base: str) -> dict:
                                     timeout=10).json()["agent_id"]
     ids["job_id"] = requests.post(base + "/api/chat/background", json={"message": "fuzz job"}, headers=origin,
                                   timeout=10).json()["job_id"]
+    ids["memory_id"] = requests.post(base + "/api/memory", json={"text": "fuzz memory"}, headers=origin,
+                                     timeout=10).json()["id"]
     ids["token_id"] = "tok_unknown"
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404
     return ids

@@ -75,6 +75,10 @@ ROUTES = [
           json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
     Route("background job into session", "POST", "/api/chat/background",
           json={"message": "pwned", "session_id": "{session}"}),
+    Route("get memory", "GET", "/api/memory/{memory}", needs=("memory",)),
+    Route("edit memory", "PATCH", "/api/memory/{memory}", json={"text": "pwned"}, needs=("memory",)),
+    Route("pin memory", "POST", "/api/memory/{memory}/pin", json={"pinned": False}, needs=("memory",)),
+    Route("delete memory", "DELETE", "/api/memory/{memory}", needs=("memory",)),
 ]
 
 # attacker -> the status every route must answer
@@ -140,6 +144,10 @@ class User:
                                json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"})
         if agent.status_code == 201:
             self.ids["agent"] = agent.json()["agent_id"]
+        memory = self.http.post(self.base + "/api/memory", json={"text": f"memory {self.secret}", "pinned": True},
+                                timeout=10)
+        if memory.status_code == 201:
+            self.ids["memory"] = memory.json()["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -151,8 +159,10 @@ class User:
         status = self.get(f"/api/chat/stream_status/{self.ids['session']}").json()
         profile = self.get(f"/api/agent/profiles/{self.ids['profile']}").json() if "profile" in self.ids else None
         agent = self.get(f"/api/agents/{self.ids['agent']}").json() if "agent" in self.ids else None
+        memory = self.get(f"/api/memory/{self.ids['memory']}").json() if "memory" in self.ids else None
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
+                "memory": memory}
 
 
 def forge_cookie(victim: User) -> str:
@@ -267,6 +277,23 @@ def test_session_list_shows_only_your_own(world):
             assert user.ids["run"] in json.dumps(runs)
             other = users["bob" if user.name == "alice" else "alice"]
             assert other.ids["run"] not in json.dumps(runs)
+
+
+def test_memories_list_and_search_show_only_your_own(world):
+    _, users = world
+    for user in users.values():
+        other = users["bob" if user.name == "alice" else "alice"]
+        listed = user.get("/api/memory").json()["memories"]
+        assert [m["id"] for m in listed] == [user.ids["memory"]]
+        found = user.get(f"/api/memory/search?q=memory+{other.secret}").json()["memories"]
+        assert other.secret not in json.dumps(found) and [m["id"] for m in found] == [user.ids["memory"]]
+
+
+def test_workspace_browse_is_for_admins_only(world):
+    server, users = world
+    assert users["alice"].get("/api/workspace/browse?path=/tmp").status_code == 200  # alice set up: admin
+    refused = users["bob"].get("/api/workspace/browse?path=/tmp")
+    assert refused.status_code == 403 and refused.json()["error"]
 
 
 def test_anonymous_callers_get_401_everywhere(world):
