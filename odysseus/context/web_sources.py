@@ -46,6 +46,11 @@ def search_enabled(config: dict) -> bool:
     return str(config.get("WEB_SEARCH_BACKEND") or "").lower() in ("searxng", "duckduckgo")
 
 
+def notice(message: str) -> Injection:
+    """A visible notice instead of web sources, kept in the reply's metadata (``web_notice``) for history."""
+    return Injection(SOURCE, notice=message, metadata={"web_notice": message})
+
+
 class WebSource:
     """The context source for ``use_web`` (see the module docstring)."""
 
@@ -71,10 +76,10 @@ class WebSource:
         try:
             result = web_search({"query": query}, tool_ctx)
         except ToolError as exc:
-            return [Injection(SOURCE, notice=f"Web search failed, so this reply does not use web sources: {exc}")]
+            return [notice(f"Web search failed, so this reply does not use web sources: {exc}")]
         rows = next((e.data["data"] for e in result.events if e.type == WEB_SOURCES), [])
         if not rows:
-            return [Injection(SOURCE, notice=f"Web search found nothing for {query[:80]!r}.")]
+            return [notice(f"Web search found nothing for {query[:80]!r}.")]
         texts = self._pages(rows[: max(0, int(self.config["WEB_CONTEXT_PAGES"]))], tool_ctx)
         cancel.raise_if_cancelled()
         budget = int(self.config["WEB_CONTEXT_CHARS"])

@@ -100,8 +100,10 @@ class WorkspaceSource:
         resolved, why = judge(requested, self.config["DATA_DIR"])
         if resolved is None:
             shown = requested if isinstance(requested, str) else str(requested)
+            message = f"The workspace was not used ({why}); the session workspace is used instead."
             return [Injection(SOURCE, event=Event(WORKSPACE_REJECTED, {"data": {"path": shown[:MAX_PATH]}}),
-                              notice=f"The workspace was not used ({why}); the session workspace is used instead.")]
+                              notice=message, metadata={"workspace_rejected": {"path": shown[:MAX_PATH],
+                                                                               "notice": message}})]
         return [Injection(SOURCE, metadata={SOURCE: resolved})]
 
 

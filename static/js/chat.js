@@ -2,6 +2,7 @@
 // Streaming rules live in stream.js, rendering in render.js / exhibits.js, requests in api.js.
 
 import { api, request } from "./api.js";
+import { ContextControls } from "./context_controls.js";
 import { ReplyView, UserView } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
@@ -100,6 +101,7 @@ const ctx = {
   uiControl,
   onEdit: editMessage,
   onDelete: deleteMessage,
+  onWorkspaceRejected: (path) => controls.rejected(path),
 };
 
 function openModal(title, node) {
@@ -188,6 +190,8 @@ const sidebar = new Sidebar(ui.sessionList, {
   toast,
 });
 const refreshSessions = () => sidebar.refresh();
+// Web toggle, workspace picker and the memories screen (context_controls.js).
+const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();
 
 function detachTurn() {
@@ -346,7 +350,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   turn.userView = userView;
   state.turn = turn;
   updateComposer();
-  const body = { message: text, mode: sendMode, client_message_id: clientId, ...extra };
+  const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
   if (state.sessionId) {
     body.session = state.sessionId;
     sidebar.setRunning(state.sessionId, true);
@@ -436,8 +440,10 @@ async function loadAccount() {
     const user = status.mode === "password" && status.signed_in ? status.user : null;
     ui.account.hidden = !user;
     ui.accountName.textContent = user ? user.username : "";
+    controls.setAccount(status);
   } catch (err) {
     ui.account.hidden = true;
+    controls.setAccount(null);
   }
 }
 
@@ -467,5 +473,5 @@ async function start() {
 }
 
 // Test and debugging handle; the page never reads it itself.
-window.odysseus = { state, send, openSession, newChat };
+window.odysseus = { state, send, openSession, newChat, controls };
 start();

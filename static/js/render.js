@@ -3,6 +3,7 @@
 // out through the `ctx` callbacks the page passes in.
 
 import { agentHandlers } from "./agent_render.js";
+import { contextHandlers } from "./context_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
 
@@ -248,6 +249,7 @@ export class ReplyView {
     if (meta.model_info) view.setLabel(meta.model_info);
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
+    view.restoreContext(meta); // context_render.js: memories pill, web sources, context notices
     view.restoreAgent(meta, history);
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
@@ -261,3 +263,5 @@ export class ReplyView {
 
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
 Object.assign(ReplyView.prototype, agentHandlers);
+// Context events (memories_used, web_sources, workspace_rejected, notice) and their history form.
+Object.assign(ReplyView.prototype, contextHandlers);
