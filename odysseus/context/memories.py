@@ -18,7 +18,7 @@ from ..errors import BadRequest
 from ..events import MEMORIES_USED, Event
 from ..store.memories import clean_memory
 from . import ContextRequest, Injection, pipeline_of, untrusted_block
-from .flags import request_flag
+from .flags import defang, request_flag
 
 SOURCE = "memories"
 
@@ -69,7 +69,7 @@ class MemorySource:
         if not rows:
             return []
         self.repo.mark_used(request.owner, [row["id"] for row in rows])
-        lines = "\n".join(f"- ({row['category']}) {row['text']}" for row in rows)
+        lines = defang("\n".join(f"- ({row['category']}) {row['text']}" for row in rows))
         text = untrusted_block("memories", "Facts the user asked to be remembered about them and their "
                                            "preferences (use when relevant):\n" + lines)
         return [Injection(SOURCE, event=Event(MEMORIES_USED, {"data": rows}), text=text, score=0.8,

@@ -22,7 +22,7 @@ from ..tools.registry import ToolContext, ToolError
 from ..tools.html_text import extract_text
 from ..tools.web import fetch, readable, web_search
 from . import ContextRequest, Injection, pipeline_of, untrusted_block
-from .flags import request_flag
+from .flags import defang, request_flag
 
 log = logging.getLogger(__name__)
 SOURCE = "web"
@@ -96,7 +96,7 @@ class WebSource:
             if budget <= 0:
                 break
         text = untrusted_block("web search", f"Web search results for the user's message (cite the URLs "
-                                             "you use):\n\n" + "\n\n".join(blocks))
+                                             "you use):\n\n" + defang("\n\n".join(blocks)))
         sources = [{"url": r["url"], "title": r["title"], "snippet": r["snippet"]} for r in rows]
         return [Injection(SOURCE, event=Event(WEB_SOURCES, {"data": sources}), text=text, score=0.5,
                           metadata={"web_sources": sources})]
