@@ -279,3 +279,23 @@ def test_memory_text_cannot_close_the_untrusted_frame(clean, model):
     block = context_block(model.requests[-1])
     assert block.count("</context>") == 1 and block.endswith("</context>")
     assert block.lower().count("<context") == 1 and "</ context>" in block
+
+
+def test_manage_memory_tool_reaches_only_its_owners_memories(repo):
+    from odysseus.cancel import CancelToken
+    from odysseus.context.memories import MemoryBook
+    from odysseus.tools.memory import manage_memory
+    from odysseus.tools.registry import ToolContext, ToolError
+
+    theirs = add(repo, "alice", "Alice's secret plan")
+    ctx = ToolContext(owner="bob", session_id="s", cancel=CancelToken(), config={}, memory=MemoryBook(repo, "bob", 5))
+    for action in ("edit", "delete"):
+        with pytest.raises(ToolError, match="not found"):
+            manage_memory({"action": action, "id": theirs["id"], "text": "pwned"}, ctx)
+    assert "secret" not in manage_memory({"action": "search", "query": "secret plan"}, ctx).output
+    assert manage_memory({"action": "list"}, ctx).output == "(no memories)"
+    with pytest.raises(ToolError, match="action must be"):
+        manage_memory({"action": "drop_table"}, ctx)
+    with pytest.raises(ToolError, match="text is required"):
+        manage_memory({"action": "add"}, ctx)
+    assert repo.get("alice", theirs["id"])["text"] == "Alice's secret plan"
