@@ -7,6 +7,7 @@ from .agents import AgentRepo, ProfileRepo
 from .database import Locked, open_database
 from .documents import DocumentRepo
 from .jobs import JobRepo
+from .memories import MemoryRepo
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
@@ -34,6 +35,7 @@ class Store:
         self.settings = SettingsRepo(self.locked)
         self.documents = DocumentRepo(self.locked)
         self.uploads = UploadRepo(self.locked)
+        self.memories = MemoryRepo(self.locked)
 
     @property
     def db(self):

@@ -153,3 +153,17 @@ def m107_uploads(db: Database) -> None:
     db["upload_chunks"].create_index(["owner"])
     # rowid = upload_chunks.id; the owner filter joins upload_chunks (the FTS table has no owner column)
     db.execute("create virtual table upload_chunks_fts using fts5(text, tokenize='porter unicode61')")
+
+
+@migration
+def m108_memories(db: Database) -> None:
+    """Memories per user (text, category, pinned, source, uses, last use) with an FTS5 index; memory switches."""
+    db["memories"].create({
+        "id": str, "owner": str, "text": str, "category": str, "pinned": int, "source": str, "uses": int,
+        "created_at": float, "updated_at": float, "last_used_at": float,
+    }, pk="id", not_null={"owner", "text"})
+    db["memories"].create_index(["owner", "created_at"])
+    # porter stemming so "cats" recalls "cat"; triggers keep the index in step with the table
+    db["memories"].enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
+    db["memory_settings"].create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
+                                 pk="owner")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
-from typing import List, Optional
+from typing import Callable, List, Optional
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import requests
@@ -181,22 +181,29 @@ def fetch(url: str, ctx: ToolContext) -> tuple:
         session.close()
 
 
+def readable(response: requests.Response, body: bytes, extract: Callable = extract_text) -> tuple:
+    """(title, text) of a fetched page; ToolError for HTTP errors and non-text content.
+
+    ``extract`` turns HTML into (title, text); callers on the gevent hub pass one that runs in a thread.
+    """
+    if response.status_code >= 400:
+        raise ToolError(f"the server answered HTTP {response.status_code}")
+    ctype = response.headers.get("Content-Type", "").lower()
+    text = body.decode(response.encoding or "utf-8", "replace")
+    if "html" in ctype or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+        return extract(text)
+    if ctype.startswith(("text/", "application/json", "application/xml")) or not ctype:
+        return "", text
+    raise ToolError(f"not a text page ({ctype or 'unknown type'})")
+
+
 def fetch_url(args: dict, ctx: ToolContext) -> ToolResult:
     """Fetch a page and return its readable text."""
     url = args.get("url")
     if not isinstance(url, str) or not url.strip():
         raise ToolError("url must be a non-empty string")
     final_url, response, body = fetch(url.strip(), ctx)
-    if response.status_code >= 400:
-        raise ToolError(f"the server answered HTTP {response.status_code}")
-    ctype = response.headers.get("Content-Type", "").lower()
-    text = body.decode(response.encoding or "utf-8", "replace")
-    if "html" in ctype or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
-        title, text = extract_text(text)
-    elif ctype.startswith(("text/", "application/json", "application/xml")) or not ctype:
-        title = ""
-    else:
-        raise ToolError(f"not a text page ({ctype or 'unknown type'})")
+    title, text = readable(response, body)
     head = f"URL: {final_url}\n" + (f"Title: {title}\n" if title else "")
     return ToolResult(head + "\n" + text, meta={"url": final_url, "title": title, "bytes": len(body)})
 

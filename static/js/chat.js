@@ -4,6 +4,7 @@
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
+import { ContextControls } from "./context_controls.js";
 import { ReplyView, UserView } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
@@ -108,6 +109,7 @@ const ctx = {
   onEdit: editMessage,
   onDelete: deleteMessage,
   documents,
+  onWorkspaceRejected: (path) => controls.rejected(path),
 };
 
 function openModal(title, node) {
@@ -196,6 +198,8 @@ const sidebar = new Sidebar(ui.sessionList, {
   toast,
 });
 const refreshSessions = () => sidebar.refresh();
+// Web toggle, workspace picker and the memories screen (context_controls.js).
+const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();
 
 function detachTurn() {
@@ -365,7 +369,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   turn.userView = userView;
   state.turn = turn;
   updateComposer();
-  const body = { message: text, mode: sendMode, client_message_id: clientId, ...extra };
+  const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
   if (state.sessionId) {
     body.session = state.sessionId;
     sidebar.setRunning(state.sessionId, true);
@@ -457,8 +461,10 @@ async function loadAccount() {
     const user = status.mode === "password" && status.signed_in ? status.user : null;
     ui.account.hidden = !user;
     ui.accountName.textContent = user ? user.username : "";
+    controls.setAccount(status);
   } catch (err) {
     ui.account.hidden = true;
+    controls.setAccount(null);
   }
 }
 
@@ -488,5 +494,5 @@ async function start() {
 }
 
 // Test and debugging handle; the page never reads it itself.
-window.odysseus = { state, send, openSession, newChat, documents };
+window.odysseus = { state, send, openSession, newChat, documents, controls };
 start();
