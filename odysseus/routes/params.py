@@ -124,9 +124,9 @@ def cursor() -> int:
     raw = request.args.get("after")
     if raw is None:
         raw = request.headers.get("Last-Event-ID")
-    if raw is None or raw.strip(" \t") == "":
+        raw = None if raw is None else raw.strip(" \t")  # optional whitespace around a header value
+    if raw is None or raw == "":
         return 0
-    raw = raw.strip(" \t")
     if not _DIGITS.fullmatch(raw) or int(raw) > MAX_CURSOR:
         raise BadRequest("the cursor (after / Last-Event-ID) must be a non-negative integer "
                          f"(digits 0-9, at most {MAX_CURSOR})")
