@@ -193,3 +193,38 @@ def test_repaired_holds_a_high_half_per_channel_and_flushes_before_finish():
     assert meta.data == {"fields": {"x": "\ufffd"}}
     for event in out:  # everything is encodable as UTF-8 now
         json.dumps(event.data, ensure_ascii=False).encode("utf-8")
+
+
+def test_search_results_with_lone_surrogates_are_repaired():
+    from searxng import searxng
+    from test_tools_web import ctx
+
+    from odysseus.tools.web import web_search
+    with searxng([{"title": "T\ud83d", "url": "https://example.com/x", "content": "snip \ude00pet"}]) as base:
+        result = web_search({"query": "q"}, ctx(WEB_SEARCH_BACKEND="searxng", SEARXNG_URL=base))
+    assert result.events[0].data["data"] == [{"title": "T\ufffd", "url": "https://example.com/x",
+                                              "snippet": "snip \ufffdpet"}]
+    result.output.encode("utf-8")
+
+
+def test_tool_call_arguments_with_split_and_lone_surrogates(fake):
+    from provider_helpers import collect, make, tool_calls
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "web_search", "arguments": ""}}
+    pieces = ['{"query": "', "smile \ud83d", '\ude00 and \udc00", "n": "\\ud83d"}']
+    chunks = [openai_chunk({"role": "assistant", "tool_calls": [call]})]
+    chunks += [openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
+    chunks += [openai_chunk({}, "tool_calls"), "data: [DONE]\n\n"]
+    fake.script(Reply(chunks=chunks))
+    events, error = collect(make("openai", fake.url + "/v1"))
+    assert error is None
+    assert tool_calls(events)[0]["arguments"] == {"query": f"smile {EMOJI} and \ufffd", "n": "\ufffd"}
+
+
+def test_agent_projection_streams_the_repaired_text(world):
+    server, fakes = world
+    fakes["oa/m"].script(openai_reply(["agent \ud83d", "\ude00 ok \udfff"]))
+    stream = open_stream("POST", server.url + "/api/agent/chat/stream", json={"message": "hi", "model": "oa/m"})
+    frames = stream.events()
+    names = [f["event"] for f in frames]
+    assert names[-1] == "close" and "done" in names and "error" not in names
+    assert "".join(f["data"]["content"] for f in frames if f["event"] == "chunk") == f"agent {EMOJI} ok \ufffd"

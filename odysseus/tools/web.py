@@ -22,6 +22,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..events import Event
+from ..llm.text_repair import repair_value
 from .html_text import extract_text, parse_ddg_results
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
@@ -212,8 +213,8 @@ def _search_searxng(query: str, ctx: ToolContext) -> List[dict]:
     if response.status_code != 200:
         raise ToolError(f"the search backend answered HTTP {response.status_code}")
     try:
-        results = response.json().get("results") or []
-    except ValueError:
+        results = repair_value(response.json().get("results") or [])  # half a surrogate pair -> U+FFFD
+    except (ValueError, RecursionError, AttributeError):
         raise ToolError("the search backend did not answer JSON (is format=json enabled?)") from None
     return [{"title": r.get("title") or r.get("url"), "url": r.get("url"), "snippet": r.get("content") or ""}
             for r in results if isinstance(r, dict) and r.get("url")]
