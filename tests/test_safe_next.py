@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote, urljoin, urlsplit
 
 import pytest
-from test_accounts import make_app, setup_admin  # noqa: F401 - make_app is a fixture
+from test_accounts import setup_admin
 
 from odysseus import create_app
 from odysseus.routes.safe_next import local_target
@@ -47,9 +47,16 @@ def test_open_redirect_payloads_fall_back_to_root(none_app, payload):
     assert response.headers["Location"] == "/"
 
 
+@pytest.fixture
+def password_app(tmp_path):
+    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password"})
+    yield application
+    application.extensions["odysseus.runs"].close()
+
+
 @pytest.mark.parametrize("payload", OPEN_REDIRECTS)
-def test_login_page_never_renders_a_foreign_next(make_app, payload):
-    app = make_app()
+def test_login_page_never_renders_a_foreign_next(password_app, payload):
+    app = password_app
     setup_admin(app.test_client())
     page = app.test_client().get("/login?next=" + payload)  # a fresh client: signed out
     assert page.status_code == 200 and b'data-next="/"' in page.data
