@@ -184,6 +184,7 @@ def recorded(tmp_path_factory):
     yield server, fake
     server.stop()
     fake.close()
+    server.store.locked.db.conn.close()
 
 
 def _long_session(server) -> str:

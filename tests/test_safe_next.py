@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote, urljoin, urlsplit
 
 import pytest
+from conftest import close_app
 from test_accounts import setup_admin
 
 from odysseus import create_app
@@ -37,7 +38,7 @@ def _stays_here(location: str) -> bool:
 def none_app(tmp_path):
     application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none"})
     yield application
-    application.extensions["odysseus.runs"].close()
+    close_app(application)
 
 
 @pytest.mark.parametrize("payload", OPEN_REDIRECTS)
@@ -51,7 +52,7 @@ def test_open_redirect_payloads_fall_back_to_root(none_app, payload):
 def password_app(tmp_path):
     application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password"})
     yield application
-    application.extensions["odysseus.runs"].close()
+    close_app(application)
 
 
 @pytest.mark.parametrize("payload", OPEN_REDIRECTS)

@@ -14,16 +14,23 @@ LONG = 1200
 SHOWN = "document.querySelectorAll('#messages .msg').length"
 
 
-def _store(server) -> Store:
-    return Store(os.path.join(server.data_dir, "odysseus.db"))
+def _write(server, fill) -> None:
+    """Run ``fill(db)`` in one transaction on the server's database file (fast bulk inserts)."""
+    store = Store(os.path.join(server.data_dir, "odysseus.db"))
+    try:
+        with store.locked.tx() as db:
+            fill(db)
+    finally:
+        store.locked.db.conn.close()
 
 
 def _long_session(server, count=LONG) -> str:
     session_id = requests.post(server.url + "/api/sessions", json={"title": "long one"}, timeout=10).json()["id"]
-    store = _store(server)
-    with store.locked.tx() as db:
+
+    def fill(db):
         for i in range(count):
             insert_message(db, "local", session_id, "user" if i % 2 == 0 else "assistant", f"message number {i}")
+    _write(server, fill)
     return session_id
 
 
@@ -95,11 +102,9 @@ def test_switching_sessions_while_older_messages_load_drops_them(server, page):
 
 
 def test_sidebar_loads_more_sessions_on_scroll(server, page):
-    store = _store(server)
-    with store.locked.tx() as db:
-        for i in range(230):
-            db["sessions"].insert({"id": f"s_page{i:04d}", "owner": "local", "title": f"chat {i:04d}",
-                                   "created_at": 1000.0 + i, "updated_at": 1000.0 + i})
+    _write(server, lambda db: db["sessions"].insert_all(
+        {"id": f"s_page{i:04d}", "owner": "local", "title": f"chat {i:04d}", "created_at": 1000.0 + i,
+         "updated_at": 1000.0 + i} for i in range(230)))
     open_app(page, server.url)
     rows = "document.querySelectorAll('#session-list .session').length"
     page.wait_for_function(f"{rows} === 100")
