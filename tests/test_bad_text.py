@@ -228,3 +228,40 @@ def test_agent_projection_streams_the_repaired_text(world):
     names = [f["event"] for f in frames]
     assert names[-1] == "close" and "done" in names and "error" not in names
     assert "".join(f["data"]["content"] for f in frames if f["event"] == "chunk") == f"agent {EMOJI} ok \ufffd"
+
+
+@pytest.mark.parametrize("charset, raw, expected", [
+    ("utf-7", b"smile +2D0- end", "smile \ufffd end"),
+    ("unicode_escape", b"smile \\ud83d\\ude00 and \\ud83d end", f"smile {EMOJI} and \ufffd end"),
+    ("no-such-charset", b"plain \xff bytes", "plain \ufffd bytes"),
+    ("hex", b"414243", "414243"),
+])
+def test_fetched_pages_in_hostile_charsets_have_no_lone_surrogates(charset, raw, expected):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from test_tools_web import ctx
+
+    from odysseus.tools.web import fetch_url
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):  # noqa: N802 - http.server naming
+            self.send_response(200)
+            self.send_header("Content-Type", f"text/plain; charset={charset}")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = fetch_url({"url": f"http://127.0.0.1:{server.server_address[1]}/page"},
+                           ctx(FETCH_ALLOWED_NETWORKS="127.0.0.1/32"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.output.endswith(expected)
+    result.output.encode("utf-8")

@@ -22,7 +22,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..events import Event
-from ..llm.text_repair import repair_value
+from ..llm.text_repair import repair_text, repair_value
 from .html_text import extract_text, parse_ddg_results
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
@@ -182,6 +182,18 @@ def fetch(url: str, ctx: ToolContext) -> tuple:
         session.close()
 
 
+def _decode(body: bytes, charset: Optional[str]) -> str:
+    """A page's text in its declared charset (UTF-8 when unknown), never with a lone surrogate.
+
+    A page may declare ``charset=utf-7`` or ``unicode_escape``: both decode to half pairs.
+    """
+    try:
+        text = body.decode(charset or "utf-8", "replace")
+    except LookupError:  # an unknown charset, or a codec that is not a text encoding
+        text = body.decode("utf-8", "replace")
+    return repair_text(text)
+
+
 def fetch_url(args: dict, ctx: ToolContext) -> ToolResult:
     """Fetch a page and return its readable text."""
     url = args.get("url")
@@ -191,7 +203,7 @@ def fetch_url(args: dict, ctx: ToolContext) -> ToolResult:
     if response.status_code >= 400:
         raise ToolError(f"the server answered HTTP {response.status_code}")
     ctype = response.headers.get("Content-Type", "").lower()
-    text = body.decode(response.encoding or "utf-8", "replace")
+    text = _decode(body, response.encoding)
     if "html" in ctype or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
         title, text = extract_text(text)
     elif ctype.startswith(("text/", "application/json", "application/xml")) or not ctype:
