@@ -32,7 +32,12 @@ DEFAULTS: Dict[str, Any] = {
     "MAX_ACTIVE_RUNS": 5000,
     "RUN_WALL_TIMEOUT": 1800.0,  # seconds a run may take in all
     "RUN_IDLE_TIMEOUT": 300.0,  # seconds a run may go without an event
-    "CHECKPOINT_INTERVAL": 1.0,  # seconds between partial-output checkpoints
+    "EVENT_FLUSH_INTERVAL": 0.2,  # seconds between group commits of the durable run log (text lost on a crash)
+    "DURABLE_EVENTS": True,  # write every logged event through to SQLite (off only for benchmarks)
+    "RUN_LEASE_SECONDS": 15.0,  # a run's lease; a run whose worker stopped renewing it is recovered after this
+    "FINAL_SAVE_PATIENCE": 20.0,  # seconds a run waits for its final save before ending in memory (save retried)
+    "SHUTDOWN_GRACE": 20.0,  # seconds running runs may go on after SIGTERM/reload before ending as interrupted
+    "RUN_BACKEND": "memory",  # "memory": runs live in the worker process (one worker only)
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
     "BACKGROUND_WORKERS": 2,  # background jobs running at once
     # Demo model

@@ -37,6 +37,7 @@ USAGE = "usage"
 METRICS = "metrics"
 RUN_TIMEOUT = "run_timeout"
 TOOL_CALL = "tool_call"  # provider-level: a complete tool call requested by the model
+NOTICE = "notice"  # a visible notice for the user (e.g. a context source was unavailable); not in the spec
 FINISH = "finish"  # provider-level: the provider's finish reason
 PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
 

@@ -32,6 +32,7 @@ from ..agent.guards import AgentSettings
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
+from ..store.approvals import ApprovalRepo
 from ..tools import ToolContext, ToolRegistry, build_registry
 from ..tools.registry import safe_segment
 from .auth import current_owner
@@ -115,6 +116,7 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     resolution: Optional[Resolution] = None
     message = req["message"]
     user_metadata: Optional[dict] = None
+    in_transaction: list = []
     if approval_id:
         decision = data.get("tool_approval_decision")
         row = service.store.approvals.get(approval_id)
@@ -125,8 +127,8 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
             return PreparedTurn("", req["client_message_id"], lambda history: None, terminal_type=AGENT_TERMINAL)
         check(row, owner=owner, session_id=session_id, decision=decision,
               presented=data.get("tool_approval_call"), now=time.time())
-        if not service.store.approvals.consume(approval_id, owner, decision):
-            raise refused("invalid", "this approval has already been answered")
+        # consumed inside the start transaction: a start that fails (503 at capacity) leaves it unused
+        in_transaction.append(lambda db: consume_in(db, approval_id, owner, decision))
         state, resolution = row["state"], Resolution(approval_id, decision, row["call"])
         message = f"{DECISION_LABELS[decision]}: {row['call'].get('name')}"
         user_metadata = {"agent_action": {"tool_approval": {"approval_id": approval_id, "decision": decision,
@@ -158,7 +160,13 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         return agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
-                        user_metadata=user_metadata)
+                        user_metadata=user_metadata, in_transaction=in_transaction)
+
+
+def consume_in(db, approval_id: str, owner: str, decision: str) -> None:
+    """Mark the approval used inside the caller's transaction; a racing answer that won rolls this start back."""
+    if not ApprovalRepo.consume_with(db, approval_id, owner, decision, time.time()):
+        raise refused("invalid", "this approval has already been answered")
 
 
 @bp.get("/api/images/<name>")
@@ -181,5 +189,5 @@ def init_app(app: Flask) -> None:
     """Build the agent service from app config, register agent mode and the image route."""
     service = app.extensions["odysseus.agent"] = AgentService(app)
     signals.session_deleted.connect(service.forget_session, sender=app, weak=False)
-    register_mode("agent", build_agent_turn)
+    register_mode(app, "agent", build_agent_turn)
     app.register_blueprint(bp)

@@ -6,6 +6,7 @@ migration that has shipped; add a new one.
 
 from __future__ import annotations
 
+import datetime
 from typing import Callable, List
 
 from sqlite_utils import Database
@@ -76,15 +77,15 @@ def m003_agent(db: Database) -> None:
 
 
 def migrate(db: Database) -> None:
-    """Apply every migration not yet applied."""
+    """Apply every migration not yet applied (the caller holds one transaction around all of them)."""
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
     done = {row["name"] for row in db["_migrations"].rows}
     for fn in MIGRATIONS:
         if fn.__name__ not in done:
-            with db.conn:
-                fn(db)
-                db["_migrations"].insert({"name": fn.__name__, "applied_at": __import__("datetime").datetime.utcnow().isoformat()})
+            fn(db)
+            db.execute("insert into _migrations (name, applied_at) values (?, ?)",
+                       [fn.__name__, datetime.datetime.now(datetime.timezone.utc).isoformat()])
 
 
 @migration
@@ -106,3 +107,17 @@ def m004_agent_api(db: Database) -> None:
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+
+
+@migration
+def m005_durable_runs(db: Database) -> None:
+    """The durable run log (every logged event, exactly as sent) and run/job ownership leases."""
+    db["run_events"].create({"run_id": str, "seq": int, "type": str, "payload": str},
+                            pk=("run_id", "seq"), not_null={"run_id", "seq", "type", "payload"})
+    for column, kind in (("worker", str), ("lease_until", float), ("first_seq", int), ("terminal_type", str),
+                         ("events_purged", int)):
+        db["runs"].add_column(column, kind)
+    db["runs"].create_index(["status", "lease_until"])
+    db["runs"].create_index(["events_purged", "finished_at"])
+    for column, kind in (("worker", str), ("lease_until", float)):
+        db["jobs"].add_column(column, kind)
