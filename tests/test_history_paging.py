@@ -207,7 +207,7 @@ def test_compare_mode_sends_the_newest_messages(recorded):
     assert "m0" not in sent and f"m{LONG - 1000}" in sent
 
 
-@pytest.mark.xfail(strict=True, reason="odysseus/routes/turn_start.py still reads store.messages.list (the OLDEST "
+@pytest.mark.xfail(strict=True, reason="odysseus/runs/engine.py start() still reads store.messages.list (the OLDEST "
                                        "1000); the lead swaps it for store.messages.recent during the engine rewrite")
 @pytest.mark.parametrize("mode", ["chat", "agent"])
 def test_a_turn_sends_the_newest_messages_to_the_model(recorded, mode):
