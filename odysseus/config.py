@@ -22,6 +22,7 @@ DEFAULTS: Dict[str, Any] = {
     "DATA_DIR": "instance",
     "MAX_BODY_BYTES": 1024 * 1024,
     "MAX_MESSAGE_CHARS": 200_000,
+    "HISTORY_CONTEXT_MESSAGES": 1000,  # newest saved messages a turn's model context is built from
     # Run engine
     "HEARTBEAT_INTERVAL": 10.0,  # seconds of silence before ": heartbeat N"
     "EVICT_GRACE": 180.0,  # seconds a finished run's log stays after its last subscriber leaves

@@ -24,9 +24,9 @@ OBJ = {"type": "object"}
 NULLABLE_STR = {"type": ["string", "null"]}
 TEMPERATURE = {"type": "number", "minimum": 0, "maximum": 2}
 TOOLS = {"type": ["array", "null"], "items": STR}
-PAGE = (("limit", INT), ("offset", INT))
+PAGE = (("limit", {"type": "integer", "minimum": 1}), ("offset", {"type": "integer", "minimum": 0}))
 
-MESSAGE_ID = "<int(max=9223372036854775807):message_id>"  # as routes/history_routes.py registers it
+MESSAGE_ID = "<digits:message_id>"  # as routes/history_routes.py registers it (ASCII digits only)
 DOC_VERSION = "<int(max=1000000000):number>"  # as routes/document_routes.py registers it
 TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/background
     "message": {"type": "string", "minLength": 1}, "session": ID, "session_id": ID,
@@ -122,11 +122,14 @@ OPERATIONS: List[Op] = [
        query=(("path", {"type": "string", "maxLength": 4096}),)),
     # history
     Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
-    Op("GET", "/api/sessions", "The caller's sessions.", "history", query=PAGE),
+    Op("GET", "/api/sessions", "The caller's sessions, most recently updated first, paged (limit <= 500).",
+       "history", query=PAGE + (("before", {"type": "string", "description": "next_before of the previous page"}),)),
     Op("GET", "/api/sessions/<session_id>", "One session.", "history"),
     Op("PATCH", "/api/sessions/<session_id>", "Rename a session.", "history", {"title": STR}),
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
-    Op("GET", "/api/sessions/<session_id>/messages", "The session's messages in order.", "history"),
+    Op("GET", "/api/sessions/<session_id>/messages", "The session's newest messages in order, paged back by id.",
+       "history", query=(("before", {"type": "integer", "minimum": 1}),
+                         ("limit", {"type": "integer", "minimum": 1, "maximum": 1000}))),
     Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR},
        ("content",)),
     Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),
@@ -183,7 +186,7 @@ ERROR = {"type": "object", "properties": {"error": STR}, "required": ["error"]}
 
 def openapi_path(rule: str) -> Tuple[str, List[Tuple[str, Dict[str, Any]]]]:
     """``/a/<int:x>`` -> (``/a/{x}``, [("x", integer schema)])."""
-    params = [(name, INT if conv == "int" else {"type": "string", "minLength": 1})
+    params = [(name, INT if conv in ("int", "digits") else {"type": "string", "minLength": 1})
               for conv, name in _CONVERTER.findall(rule)]  # int limits are not described: fuzz past them
     return _CONVERTER.sub(lambda m: "{" + m.group(2) + "}", rule), params
 

@@ -143,8 +143,7 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     elif _flag(data.get("continue")):
         if not session_id:
             raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
-        history = service.store.messages.list(owner, session_id)
-        last = next((m for m in reversed(history) if m["role"] == "assistant"), None)
+        last = service.store.messages.latest(owner, session_id, "assistant")
         saved = ((last or {}).get("metadata") or {}).get("agent", {}).get("continuation")
         if not saved:
             raise BadRequest("there is no paused agent task to continue in this session", reason="invalid")
