@@ -40,6 +40,12 @@ TOOL_CALL = "tool_call"  # provider-level: a complete tool call requested by the
 FINISH = "finish"  # provider-level: the provider's finish reason
 PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
 
+# Research jobs (odysseus.research): progress {"data": {phase, ...}}, the final rows, the job's ids.
+RESEARCH_PROGRESS = "research_progress"
+RESEARCH_SOURCES = "research_sources"
+RESEARCH_FINDINGS = "research_findings"
+RESEARCH_DONE = "research_done"
+
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, FINISH, PROVIDER_META})
 
