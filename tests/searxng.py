@@ -6,22 +6,23 @@ import json
 import threading
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator, List
-
-
+from typing import Callable, Iterator, List, Union
+from urllib.parse import parse_qs, urlparse
 
 
 @contextmanager
-def searxng(results: List[dict]) -> Iterator[str]:
-    """Serve ``results`` as SearXNG's JSON answer; yields the base URL."""
-    body = json.dumps({"results": results}).encode()
+def searxng(results: Union[List[dict], Callable[[str], List[dict]]]) -> Iterator[str]:
+    """Serve ``results`` (or ``results(query)``; None answers HTTP 500) as SearXNG's JSON; yields the base URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
         def do_GET(self):  # noqa: N802 - http.server naming
-            self.send_response(200)
+            query = parse_qs(urlparse(self.path).query).get("q", [""])[0]
+            rows = results(query) if callable(results) else results
+            body = json.dumps({"results": rows}).encode()
+            self.send_response(200 if rows is not None else 500)  # None: the backend fails
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -106,7 +106,7 @@ class ResearchJob:
         fields = {k: v for k, v in self.row.items() if k not in ("phase", "waiting", "chars")}
         if self.row.get("phase") == "writing" and self.chars_written:
             fields["chars"] = self.chars_written
-        return self.progress(self.row.get("phase", "working"), **fields, waiting=round(waited))
+        return self.progress(self.row.get("phase", "working"), **fields, waiting=round(waited, 1))
 
     def wait(self, work: Callable, token: CancelToken) -> Iterator[Event]:
         """``yield from`` this to run blocking ``work`` while staying responsive."""
@@ -114,6 +114,7 @@ class ResearchJob:
 
     def call(self, messages: List[dict], token: CancelToken, deadline: float) -> Iterator[Event]:
         """One bounded model call from the turn (``text = yield from self.call(...)``)."""
+        token.raise_if_cancelled()
         timeout = min(self.limits.timeout_for(_chars(messages), self.local), deadline - self.clock())
         if timeout < 1.0:
             raise CallTimeout("no time was left for the model")
@@ -134,7 +135,7 @@ class ResearchJob:
         try:
             time_up = False
             try:
-                yield from self.research()
+                yield from self.until_stopped(self.research())
             except Cancelled:
                 if self.ctx.cancel.cancelled:
                     yield from self.stopped()
@@ -153,7 +154,7 @@ class ResearchJob:
                                                             "the research failed before the report"), True, "error")
                 raise
             try:
-                yield from self.write(time_up)
+                yield from self.until_stopped(self.write(time_up))
             except Cancelled:
                 if self.ctx.cancel.cancelled:
                     yield from self.stopped()
@@ -162,6 +163,18 @@ class ResearchJob:
         finally:
             timer.cancel()
             unlink()
+
+    def until_stopped(self, events: Iterator[Event]) -> Iterator[Event]:
+        """Pass ``events`` on until the run is stopped: then only the final report may follow."""
+        try:
+            for event in events:
+                if self.ctx.cancel.cancelled:
+                    raise Cancelled(self.ctx.cancel.reason or "stopped")
+                yield event
+        finally:
+            close = getattr(events, "close", None)
+            if close:
+                close()
 
     def stopped(self) -> Iterator[Event]:
         """The run is being stopped: one last event, the whole report built from the findings."""
@@ -198,6 +211,7 @@ class ResearchJob:
         """Search, read and analyze until a limit, two rounds without findings, or the model stops it."""
         limits, empty, number = self.limits, 0, 0
         while True:
+            self.token.raise_if_cancelled()
             number += 1
             self.stats["rounds"] = number
             yield self.progress("searching", round=number, queries=list(queries), total_sources=len(self.sources))
@@ -282,42 +296,46 @@ class ResearchJob:
         done = read_concurrently(pages, self.read_page, self.limits.concurrent_reads, self.token)
         counter = {"new": 0}
         waited = since_beat = 0.0
-        for _ in range(len(pages)):
+        for left in range(len(pages), 0, -1):
             while True:
                 try:
                     result = done.get(timeout=POLL)
-                    break
                 except queue.Empty:
-                    if self.token.cancelled:
-                        yield from self.drain(number, done, counter)
-                        raise Cancelled(self.token.reason or "stopped")
-                    waited += POLL
-                    since_beat += POLL
-                    if since_beat >= self.limits.progress_interval:
-                        since_beat = 0.0
-                        yield self.beat(waited)
+                    result = None
+                if self.token.cancelled:  # time is up or the job stops: keep what is in, quietly
+                    yield from self.drain(number, done, counter, [result] if result else [], left)
+                    raise Cancelled(self.token.reason or "stopped")
+                if result is not None:
+                    break
+                waited += POLL
+                since_beat += POLL
+                if since_beat >= self.limits.progress_interval:
+                    since_beat = 0.0
+                    yield self.beat(waited)
             yield from self.fold(number, result, counter)
 
-    def drain(self, number: int, done: "queue.Queue", counter: dict) -> Iterator[Event]:
-        """After a cancel or time-up: keep the pages that finish within a short grace."""
+    def drain(self, number: int, done: "queue.Queue", counter: dict, got: List[dict], left: int) -> Iterator[Event]:
+        """After a cancel or time-up: keep the pages that finish within a short grace (failures unreported)."""
         grace = self.clock() + 2.0
-        while self.clock() < grace:
+        while len(got) < left and self.clock() < grace:
             try:
-                result = done.get(timeout=POLL)
+                got.append(done.get(timeout=POLL))
             except queue.Empty:
                 continue
-            events = list(self.fold(number, result, counter))
-            if not self.ctx.cancel.cancelled:  # time is up, the run goes on: show them
+        for result in got:
+            events = [e for e in self.fold(number, result, counter, quiet=True)]
+            if not self.ctx.cancel.cancelled:  # time is up but the run goes on: show them
                 yield from events
 
-    def fold(self, number: int, result: dict, counter: dict) -> Iterator[Event]:
+    def fold(self, number: int, result: dict, counter: dict, quiet: bool = False) -> Iterator[Event]:
         """Add one page's result to the job's state."""
         if result.get("skipped"):
             return
         page = result["page"]
         if result.get("error"):
-            self.stats["pages_failed"] += 1
-            yield self.warning(f"could not read {page['url']}: {result['error']}")
+            if not quiet:
+                self.stats["pages_failed"] += 1
+                yield self.warning(f"could not read {page['url']}: {result['error']}")
             return
         self.stats["model_calls"] += result.get("calls", 0)
         url = result["url"]

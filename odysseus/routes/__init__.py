@@ -22,9 +22,10 @@ def init_app(app: Flask) -> None:
         app.register_blueprint(module.bp)
     auth.init_app(app)
     background_routes.init_app(app)
-    from . import agent_mode
+    from . import agent_mode, research_mode
 
     agent_mode.init_app(app)
+    research_mode.init_app(app)  # research jobs: mode, job rows and the /api/research routes
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

@@ -7,6 +7,7 @@ from .agents import AgentRepo, ProfileRepo
 from .database import Locked, open_database
 from .jobs import JobRepo
 from .messages import MessageRepo
+from .research import ResearchRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
@@ -30,6 +31,7 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.research = ResearchRepo(self.locked)
 
     @property
     def db(self):

@@ -106,3 +106,15 @@ def m004_agent_api(db: Database) -> None:
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+
+
+@migration
+def m108_research(db: Database) -> None:
+    """Research jobs: one row per job (its id is the run id), with the result once it has ended."""
+    db["research_jobs"].create({
+        "job_id": str, "owner": str, "session_id": str, "query": str, "status": str, "partial": int,
+        "message_id": int, "report": str, "sources": str, "findings": str, "stats": str, "error": str,
+        "created_at": float, "updated_at": float, "finished_at": float,
+    }, pk="job_id", not_null={"owner", "session_id", "query", "status"})
+    db["research_jobs"].create_index(["owner", "created_at"])
+    db["research_jobs"].create_index(["owner", "session_id"])
