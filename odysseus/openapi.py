@@ -34,6 +34,7 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     # agent mode: answer an approval card, or continue after rounds_exhausted
     "tool_approval_id": ID, "tool_approval_decision": {"type": "string", "enum": ["approve", "approve_task", "deny"]},
     "continue": BOOL,
+    "use_research": BOOL,  # run the message as a research job (odysseus.research)
 }
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
 PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
@@ -41,6 +42,15 @@ PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLAB
            "is_default": BOOL}
 AGENT = {**{k: v for k, v in PROFILE.items() if k != "is_default"}, "agent_id": ID, "profile_id": ID}
 CREDENTIALS = {"username": STR, "password": STR}
+RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat turn with use_research
+    "query": {"type": "string", "minLength": 1}, "session_id": ID, "model": ID, "client_message_id": ID,
+    "max_rounds": {"type": "integer", "minimum": 0, "maximum": 20},
+    "min_rounds": {"type": "integer", "minimum": 0, "maximum": 20},
+    "max_time": {"type": "number", "minimum": 60, "maximum": 3600},
+    "pages_per_round": {"type": "integer", "minimum": 1, "maximum": 20},
+    "chars_per_page": {"type": "integer", "minimum": 500, "maximum": 50000},
+    "concurrent_reads": {"type": "integer", "minimum": 1, "maximum": 8},
+}
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,17 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/agents/<agent_id>", "One named agent.", "agent"),
     Op("PATCH", "/api/agents/<agent_id>", "Change a named agent.", "agent", AGENT),
     Op("DELETE", "/api/agents/<agent_id>", "Delete a named agent.", "agent"),
+    # research jobs (README "Research"; docs/protocol.md "Research jobs")
+    Op("POST", "/api/research/start", "Start a research job; answers at once with its id.", "research", RESEARCH,
+       ("query",), status=202),
+    Op("GET", "/api/research/stream/<job_id>", "The job's stream: progress frames, then its final status.",
+       "research", query=(("after", INT),), headers=(("Last-Event-ID", STR),), stream=True),
+    Op("GET", "/api/research/status/<job_id>", "Where a job is: status, phase, counts.", "research"),
+    Op("POST", "/api/research/cancel/<job_id>", "Cancel a job (idempotent).", "research"),
+    Op("GET", "/api/research/<job_id>", "A job's result: report, sources, findings, stats.", "research"),
+    Op("GET", "/api/research", "The caller's jobs, newest first.", "research",
+       query=(("q", STR),) + PAGE),
+    Op("DELETE", "/api/research/<job_id>", "Forget a job (cancels it when running).", "research"),
     # history
     Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
     Op("GET", "/api/sessions", "The caller's sessions.", "history", query=PAGE),

@@ -102,11 +102,10 @@ def stream(job_id: str):
     """The job's SSE stream from the start or after the cursor, live until its final status frame."""
     owner = current_owner()
     after = cursor()
-    run = _live(owner, job_id)
+    row, run = _job(owner, job_id)  # 404 for unknown, foreign or deleted jobs
     headers = {"X-Odysseus-Job-Id": job_id}
     if run is not None and not run.log.released:
         return run_stream(ext("runs"), run, after, research_frame, {"X-Odysseus-Session-Id": run.session_id, **headers})
-    row, _ = _job(owner, job_id)
     if row["status"] == "running":
         raise Conflict("this job is running in another server process")
     return sse_response(_final_only(row), {"X-Odysseus-Session-Id": row["session_id"], **headers})
