@@ -5,6 +5,7 @@
 import { agentHandlers } from "./agent_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
+import { researchHandlers } from "./research_render.js";
 
 /** "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map. */
 export function metricsText(metrics) {
@@ -152,6 +153,7 @@ export class ReplyView {
     if (!this.renderPending) return;
     this.renderPending = false;
     setMarkdown(this.segment, this.text);
+    if (this.researchSources) this.linkCitations(); // a research report's [n] link to its sources
     this.ctx.onGrow?.();
   }
 
@@ -249,6 +251,7 @@ export class ReplyView {
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
     view.restoreAgent(meta, history);
+    view.restoreResearch(meta);
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -261,3 +264,5 @@ export class ReplyView {
 
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
 Object.assign(ReplyView.prototype, agentHandlers);
+// Research progress panel and citations: research_render.js.
+Object.assign(ReplyView.prototype, researchHandlers);
