@@ -7,7 +7,6 @@ stand-in and pages come from a local site; fetches reach it through FETCH_ALLOWE
 
 from __future__ import annotations
 
-import time
 
 import pytest
 import requests
