@@ -109,6 +109,20 @@ DEFAULTS: Dict[str, Any] = {
     "WEB_PAGE_CHARS": 4000,  # characters of one page's text injected at most
     "WEB_CONTEXT_CHARS": 12000,  # characters of web text per turn at most
     "WORKSPACE_BROWSE_LIMIT": 500,  # directories one /api/workspace/browse answer lists at most
+    # Research jobs (odysseus.research; README "Research"); a request may lower or raise these within bounds
+    "RESEARCH_MAX_ROUNDS": 0,  # search rounds per job; 0 = automatic (the model decides, up to RESEARCH_AUTO_ROUNDS)
+    "RESEARCH_AUTO_ROUNDS": 6,  # the most rounds an automatic job runs (hard cap 20)
+    "RESEARCH_MIN_ROUNDS": 1,  # rounds run before the model may decide to stop
+    "RESEARCH_MAX_TIME": 600.0,  # seconds per job (60-3600; also kept under RUN_WALL_TIMEOUT)
+    "RESEARCH_WRITE_SHARE": 0.2,  # share of max_time kept for writing the report
+    "RESEARCH_QUERIES_PER_ROUND": 3,  # search queries per round
+    "RESEARCH_PAGES_PER_ROUND": 5,  # new pages read per round
+    "RESEARCH_CHARS_PER_PAGE": 6000,  # characters of a page's text the model reads
+    "RESEARCH_CONCURRENT_READS": 3,  # pages read at once
+    "RESEARCH_CALL_TIMEOUT": 90.0,  # seconds per model call, before scaling
+    "RESEARCH_TIMEOUT_PER_KCHAR": 1.0,  # seconds added per 1000 prompt characters
+    "RESEARCH_LOCAL_FACTOR": 3.0,  # call timeouts are multiplied by this for local models (ollama, loopback)
+    "RESEARCH_PROGRESS_INTERVAL": 10.0,  # seconds between repeated progress events while a phase waits
     # Accounts (see README "Accounts and single-user mode")
     "AUTH": "password",  # "password": sign-in required; "none": one implicit owner, loopback only
     "AUTH_FORCE": False,  # allow AUTH=none on a non-loopback bind (explicit opt-out)

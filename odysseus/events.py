@@ -49,6 +49,12 @@ MEMORIES_USED = "memories_used"  # data: [{id, text, category, type: "pinned" | 
 WEB_SOURCES = "web_sources"  # data: [{url, title, snippet}]
 WORKSPACE_REJECTED = "workspace_rejected"  # data: {path: <as requested>}
 
+# Research jobs (odysseus.research): progress {"data": {phase, ...}}, the final rows, the job's ids.
+RESEARCH_PROGRESS = "research_progress"
+RESEARCH_SOURCES = "research_sources"
+RESEARCH_FINDINGS = "research_findings"
+RESEARCH_DONE = "research_done"
+
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, TOOL_CALL_DELTA, FINISH, PROVIDER_META})
 

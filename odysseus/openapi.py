@@ -40,6 +40,7 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     "attachments": {"type": "array", "items": ID, "maxItems": 50}, "use_rag": BOOL,
     # context (odysseus.context): memories on/off for this turn, web sources (chat), workspace (agent, admin)
     "use_memory": BOOL, "use_web": BOOL, "workspace": {"type": "string", "maxLength": 4096},
+    "use_research": BOOL,  # run the message as a research job (odysseus.research)
 }
 UPLOAD_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
@@ -53,6 +54,15 @@ CREDENTIALS = {"username": STR, "password": STR}
 MEMORY = {"text": {"type": "string", "minLength": 1, "maxLength": 1000}, "category": {"type": "string", "maxLength": 40},
           "pinned": BOOL}
 MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
+RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat turn with use_research
+    "query": {"type": "string", "minLength": 1}, "session_id": ID, "model": ID, "client_message_id": ID,
+    "max_rounds": {"type": "integer", "minimum": 0, "maximum": 20},
+    "min_rounds": {"type": "integer", "minimum": 0, "maximum": 20},
+    "max_time": {"type": "number", "minimum": 60, "maximum": 3600},
+    "pages_per_round": {"type": "integer", "minimum": 1, "maximum": 20},
+    "chars_per_page": {"type": "integer", "minimum": 500, "maximum": 50000},
+    "concurrent_reads": {"type": "integer", "minimum": 1, "maximum": 8},
+}
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,17 @@ OPERATIONS: List[Op] = [
     Op("DELETE", "/api/memory/<memory_id>", "Forget a memory.", "memory"),
     Op("GET", "/api/workspace/browse", "Directories under a path, for the workspace picker (admin).", "agent",
        query=(("path", {"type": "string", "maxLength": 4096}),)),
+    # research jobs (README "Research"; docs/protocol.md "Research jobs")
+    Op("POST", "/api/research/start", "Start a research job; answers at once with its id.", "research", RESEARCH,
+       ("query",), status=202),
+    Op("GET", "/api/research/stream/<job_id>", "The job's stream: progress frames, then its final status.",
+       "research", query=(("after", INT),), headers=(("Last-Event-ID", STR),), stream=True),
+    Op("GET", "/api/research/status/<job_id>", "Where a job is: status, phase, counts.", "research"),
+    Op("POST", "/api/research/cancel/<job_id>", "Cancel a job (idempotent).", "research"),
+    Op("GET", "/api/research/<job_id>", "A job's result: report, sources, findings, stats.", "research"),
+    Op("GET", "/api/research", "The caller's jobs, newest first.", "research",
+       query=(("q", STR),) + PAGE),
+    Op("DELETE", "/api/research/<job_id>", "Forget a job (cancels it when running).", "research"),
     # history
     Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
     Op("GET", "/api/sessions", "The caller's sessions, most recently updated first, paged (limit <= 500).",

@@ -65,7 +65,9 @@ def fuzz_target(tmp_path_factory):
     """A live server in single-user mode with a fast demo model."""
     from liveserver import LiveServer
     server = LiveServer(str(tmp_path_factory.mktemp("fuzz")), {
-        "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.001", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+        "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.001", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        # research jobs search a loopback port nobody listens on: they fail fast, never leave the machine
+        "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": "http://127.0.0.1:9"}).start()
     yield server
     server.stop()
 

@@ -21,6 +21,7 @@ import pytest
 import requests
 from flask import Flask
 from liveserver import ROOT, LiveServer
+from searxng import searxng
 
 from odysseus import create_app
 
@@ -101,6 +102,17 @@ ROUTES = [
     Route("edit memory", "PATCH", "/api/memory/{memory}", json={"text": "pwned"}, needs=("memory",)),
     Route("pin memory", "POST", "/api/memory/{memory}/pin", json={"pinned": False}, needs=("memory",)),
     Route("delete memory", "DELETE", "/api/memory/{memory}", needs=("memory",)),
+    # research jobs (a job id is a run id)
+    Route("research status", "GET", "/api/research/status/{research}", rule="/api/research/status/<job_id>",
+          needs=("research",)),
+    Route("research result", "GET", "/api/research/{research}", needs=("research",)),
+    Route("research stream", "GET", "/api/research/stream/{research}", needs=("research",)),
+    Route("research stream after cursor", "GET", "/api/research/stream/{research}?after=1", needs=("research",)),
+    Route("research cancel", "POST", "/api/research/cancel/{research}", needs=("research",)),
+    Route("research delete", "DELETE", "/api/research/{research}", needs=("research",)),
+    Route("research status of a chat run", "GET", "/api/research/status/{run}", rule="/api/research/status/<job_id>"),
+    Route("research into session", "POST", "/api/research/start", json={"query": "pwned", "session_id": "{session}"},
+          rule="/api/research/start"),
 ]
 
 # attacker -> the status every route must answer
@@ -179,6 +191,11 @@ class User:
                                 timeout=10)
         if memory.status_code == 201:
             self.ids["memory"] = memory.json()["id"]
+        research = self.http.post(self.base + "/api/research/start", timeout=10,
+                                  json={"query": f"research {self.secret}"})
+        if research.status_code == 202:
+            self.ids["research"] = research.json()["job_id"]
+            self.ids["research_session"] = research.json()["session_id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -209,10 +226,19 @@ def forge_cookie(victim: User) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def search_url():
+    """A SearXNG stand-in for the users' research jobs (its result is refused by the SSRF guard: fine here)."""
+    with searxng([{"title": "t", "url": "http://127.0.0.1:9/x", "content": "c"}]) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, search_url):
     """A password-mode server with alice (admin) and bob, each with a run lasting over a minute (stopped at teardown)."""
     server = LiveServer(str(tmp_path_factory.mktemp("accounts")), {
         "ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "1.0", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        # research jobs search a SearXNG stand-in on loopback (tests/searxng.py), never the internet
+        "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": search_url,
     }).start()
     try:
         setup = requests.post(server.url + "/api/auth/setup", json={"username": "alice", "password": PASSWORD},
@@ -306,7 +332,8 @@ def test_session_list_shows_only_your_own(world):
     server, users = world
     for user in users.values():
         listed = user.get("/api/sessions").json()["sessions"]
-        own = {user.ids["session"], user.ids.get("job_session", user.ids["session"])}
+        own = {user.ids["session"], user.ids.get("job_session", user.ids["session"]),
+               user.ids.get("research_session", user.ids["session"])}
         assert {s["id"] for s in listed} == own
         assert all(s["owner"] == user.id for s in listed)
     if "/api/agent/chat/runs" in RULES:

@@ -27,12 +27,13 @@ def init_app(app: Flask) -> None:
 
     turn_registry.init_app(app)
     background_routes.init_app(app)
-    from . import upload_routes  # uploads + the attachments and retrieval context sources
+    from . import research_mode, upload_routes  # uploads + the attachments and retrieval context sources
 
     upload_routes.init_app(app)
 
     agent_mode.init_app(app)
     document_routes.init_app(app)
+    research_mode.init_app(app)  # research jobs: mode, job rows and the /api/research routes
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

@@ -16,6 +16,7 @@ from ..sse import chat_frame, comment
 from .auth import current_owner
 from ..runs.views import run_view
 from .params import body, cursor, json_or_empty
+from .research_mode import apply_use_research
 from .streaming import run_stream, sse_response, stream_row, stream_started_turn
 from .turn_start import ext, parse_turn_request, start_turn
 
@@ -26,7 +27,7 @@ bp = Blueprint("chat", __name__)
 def chat_stream():
     """Start a turn (or attach to the one a repeated ``client_message_id`` started) and stream it."""
     owner = current_owner()
-    req = parse_turn_request(body())
+    req = apply_use_research(parse_turn_request(body()))  # use_research: true -> a research job
     if req["mode"] == "compare":
         candidates = ext("router").resolve(req["model"])
         if req["session_id"]:

@@ -9,6 +9,7 @@ from .documents import DocumentRepo
 from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
+from .research import ResearchRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
@@ -36,6 +37,7 @@ class Store:
         self.documents = DocumentRepo(self.locked)
         self.uploads = UploadRepo(self.locked)
         self.memories = MemoryRepo(self.locked)
+        self.research = ResearchRepo(self.locked)
 
     @property
     def db(self):

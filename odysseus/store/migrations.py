@@ -167,3 +167,15 @@ def m108_memories(db: Database) -> None:
     db["memories"].enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
     db["memory_settings"].create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
                                  pk="owner")
+
+
+@migration
+def m108_research(db: Database) -> None:
+    """Research jobs: one row per job (its id is the run id), with the result once it has ended."""
+    db["research_jobs"].create({
+        "job_id": str, "owner": str, "session_id": str, "query": str, "status": str, "partial": int,
+        "message_id": int, "report": str, "sources": str, "findings": str, "stats": str, "error": str,
+        "created_at": float, "updated_at": float, "finished_at": float,
+    }, pk="job_id", not_null={"owner", "session_id", "query", "status"})
+    db["research_jobs"].create_index(["owner", "created_at"])
+    db["research_jobs"].create_index(["owner", "session_id"])

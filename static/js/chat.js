@@ -7,6 +7,7 @@ import { Attachments, showChips } from "./attachments.js";
 import { ContextControls } from "./context_controls.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
 import { ReplyView, UserView } from "./render.js";
+import { openResearchList, researchToggle } from "./research.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
 
@@ -17,6 +18,7 @@ const ui = {
   model: $("model-picker"), messages: $("messages"), composer: $("composer"), input: $("input"),
   send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
   account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
+  research: $("research-toggle"), researchList: $("research-list"),
 };
 
 // answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
@@ -64,6 +66,12 @@ for (const radio of document.querySelectorAll('input[name="mode"]')) {
   radio.addEventListener("change", () => { if (radio.checked) localStorage.setItem("odysseus-mode", radio.value); });
 }
 if (localStorage.getItem("odysseus-mode")) setMode(localStorage.getItem("odysseus-mode"));
+
+// The Research toggle and the research job list (research.js).
+const research = researchToggle(ui.research);
+ui.researchList.addEventListener("click", () => openResearchList({
+  openModal, closeModal: () => ui.modal.close(), openSession: (id) => openSession(id), toast,
+}));
 
 function newClientId() {
   return (crypto.randomUUID && crypto.randomUUID()) || `c${Date.now()}${Math.random().toString(16).slice(2)}`;
@@ -384,6 +392,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   state.turn = turn;
   updateComposer();
   const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
+  if (showUser && research.on() && !extra.continue) body.use_research = true;
   if (state.sessionId) {
     body.session = state.sessionId;
     sidebar.setRunning(state.sessionId, true);

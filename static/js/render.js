@@ -8,6 +8,7 @@ import { contextHandlers } from "./context_render.js";
 import { fileContextHandlers } from "./file_context_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
+import { researchHandlers } from "./research_render.js";
 
 /** "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map. */
 export function metricsText(metrics) {
@@ -155,6 +156,7 @@ export class ReplyView {
     if (!this.renderPending) return;
     this.renderPending = false;
     setMarkdown(this.segment, this.text);
+    if (this.researchSources) this.linkCitations(); // a research report's [n] link to its sources
     this.ctx.onGrow?.();
   }
 
@@ -256,6 +258,7 @@ export class ReplyView {
     view.restoreAgent(meta, history);
     view.restoreDocs(meta);
     view.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices
+    view.restoreResearch(meta);
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -272,3 +275,5 @@ Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
 // Attachments and retrieval sources (file_context_render.js); memories_used, web_sources,
 // workspace_rejected and notice (context_render.js); each with its history form.
 Object.assign(ReplyView.prototype, fileContextHandlers, contextHandlers);
+// Research progress panel and citations: research_render.js.
+Object.assign(ReplyView.prototype, researchHandlers);
