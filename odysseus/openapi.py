@@ -35,12 +35,18 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     "tool_approval_id": ID, "tool_approval_decision": {"type": "string", "enum": ["approve", "approve_task", "deny"]},
     "continue": BOOL,
 }
-AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
+CHAT_TURN = {**TURN, "workflow_id": ID}  # agent mode: run an Agent Alloy workflow (its supervisor answers)
+AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID, "workflow_id": ID}
 PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
            "tools": TOOLS, "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
            "is_default": BOOL}
 AGENT = {**{k: v for k, v in PROFILE.items() if k != "is_default"}, "agent_id": ID, "profile_id": ID}
 CREDENTIALS = {"username": STR, "password": STR}
+WORKFLOW = {"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "name": {"type": "string", "maxLength": 200},
+            "description": NULLABLE_STR, "supervisor_agent_id": ID,
+            "members": {"type": "array", "maxItems": 20, "items": {"type": "object", "properties": {
+                "agent_id": ID, "role": {"type": "string", "enum": ["supervisor", "specialist"]},
+                "delegation_hint": NULLABLE_STR}, "required": ["agent_id", "role"]}}}
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class Op:
 
 OPERATIONS: List[Op] = [
     # chat (spec: chat-stream-events.md)
-    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", TURN, ("message",),
+    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", CHAT_TURN, ("message",),
        stream=True),
     Op("GET", "/api/chat/stream_status/<session_id>", "The session's newest run: status and counters.", "chat"),
     Op("GET", "/api/chat/resume/<session_id>", "Replay the session's run after a cursor, then follow it.", "chat",
@@ -93,6 +99,12 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/agents/<agent_id>", "One named agent.", "agent"),
     Op("PATCH", "/api/agents/<agent_id>", "Change a named agent.", "agent", AGENT),
     Op("DELETE", "/api/agents/<agent_id>", "Delete a named agent.", "agent"),
+    Op("GET", "/api/alloy/workflows", "The caller's Agent Alloy workflows.", "agent"),
+    Op("POST", "/api/alloy/workflows", "Create a workflow (a supervisor agent and its specialists).", "agent",
+       WORKFLOW, ("name", "members"), status=201),
+    Op("GET", "/api/alloy/workflows/<workflow_id>", "One workflow.", "agent"),
+    Op("PATCH", "/api/alloy/workflows/<workflow_id>", "Change a workflow.", "agent", WORKFLOW),
+    Op("DELETE", "/api/alloy/workflows/<workflow_id>", "Delete a workflow.", "agent"),
     # history
     Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
     Op("GET", "/api/sessions", "The caller's sessions.", "history", query=PAGE),

@@ -15,10 +15,10 @@ log = logging.getLogger(__name__)
 def init_app(app: Flask) -> None:
     """Register every blueprint and the error handlers."""
     from . import (agent_routes, auth, auth_routes, background_routes, chat_routes, history_routes, meta_routes,
-                   page_routes, profile_routes)
+                   page_routes, profile_routes, workflow_routes)
 
     for module in (chat_routes, history_routes, meta_routes, auth_routes, agent_routes, background_routes,
-                   profile_routes, page_routes):
+                   profile_routes, page_routes, workflow_routes):
         app.register_blueprint(module.bp)
     auth.init_app(app)
     background_routes.init_app(app)

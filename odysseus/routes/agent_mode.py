@@ -34,6 +34,7 @@ from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
 from ..tools import ToolContext, ToolRegistry, build_registry
 from ..tools.registry import safe_segment
+from .alloy_mode import build_workflow_turn, wants_workflow
 from .auth import current_owner
 from .params import optional_str
 from .turn_registry import PreparedTurn, register_mode
@@ -147,6 +148,9 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         user_metadata = {"agent_action": {"continue": True, "task_id": state.get("task_id")}}
     elif not (message or "").strip():
         raise BadRequest("message is required and must be a non-empty string")
+    # Agent Alloy: a task for a workflow's supervisor, or the continuation of one (routes/alloy_mode.py)
+    if wants_workflow(data, state):
+        return build_workflow_turn(req, candidates, owner, state, resolution, message, user_metadata)
 
     registry, settings = service.registry, service.settings
     if req.get("tools") is not None:  # an agent profile limits the tools

@@ -11,6 +11,7 @@ from .runs import RunRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
 from .users import SettingsRepo, UserRepo
+from .workflows import WorkflowRepo
 
 
 class Store:
@@ -30,6 +31,7 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.workflows = WorkflowRepo(self.locked)  # Agent Alloy
 
     @property
     def db(self):

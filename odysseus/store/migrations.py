@@ -106,3 +106,12 @@ def m004_agent_api(db: Database) -> None:
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+
+
+@migration
+def m109_workflows(db: Database) -> None:
+    """Agent Alloy workflows: a supervisor agent and its specialists, per owner (members as JSON)."""
+    db["workflows"].create({
+        "id": str, "owner": str, "name": str, "description": str, "supervisor_agent_id": str, "members": str,
+        "created_at": float, "updated_at": float,
+    }, pk=("owner", "id"), not_null={"owner", "id", "name", "supervisor_agent_id", "members"})
