@@ -75,6 +75,13 @@ ROUTES = [
           json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
     Route("background job into session", "POST", "/api/chat/background",
           json={"message": "pwned", "session_id": "{session}"}),
+    Route("get workflow", "GET", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
+    Route("edit workflow", "PATCH", "/api/alloy/workflows/{workflow}", json={"name": "pwned"}, needs=("workflow",)),
+    Route("delete workflow", "DELETE", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
+    Route("agent turn with victim's workflow", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "workflow_id": "{workflow}"}, needs=("workflow",)),
+    Route("chat_stream with victim's workflow", "POST", "/api/chat_stream",
+          json={"message": "pwned", "mode": "agent", "workflow_id": "{workflow}"}, needs=("workflow",)),
 ]
 
 # attacker -> the status every route must answer
@@ -140,6 +147,14 @@ class User:
                                json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"})
         if agent.status_code == 201:
             self.ids["agent"] = agent.json()["agent_id"]
+            second = self.http.post(self.base + "/api/agents", timeout=10,
+                                    json={"name": "helper two", "agent_id": f"{self.name}_second"})
+            workflow = self.http.post(self.base + "/api/alloy/workflows", timeout=10, json={
+                "id": f"{self.name}-team", "name": self.secret, "members": [
+                    {"agent_id": self.ids["agent"], "role": "supervisor"},
+                    {"agent_id": second.json().get("agent_id"), "role": "specialist"}]})
+            if workflow.status_code == 201:
+                self.ids["workflow"] = workflow.json()["workflow"]["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -151,8 +166,10 @@ class User:
         status = self.get(f"/api/chat/stream_status/{self.ids['session']}").json()
         profile = self.get(f"/api/agent/profiles/{self.ids['profile']}").json() if "profile" in self.ids else None
         agent = self.get(f"/api/agents/{self.ids['agent']}").json() if "agent" in self.ids else None
+        workflow = self.get(f"/api/alloy/workflows/{self.ids['workflow']}").json() if "workflow" in self.ids else None
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
+                "workflow": workflow}
 
 
 def forge_cookie(victim: User) -> str:
