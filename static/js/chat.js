@@ -5,6 +5,7 @@ import { api, request } from "./api.js";
 import { ReplyView, UserView } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
+import { Workflows } from "./workflows.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -13,6 +14,7 @@ const ui = {
   model: $("model-picker"), messages: $("messages"), composer: $("composer"), input: $("input"),
   send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
   account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
+  workflow: $("workflow-picker"), manageWorkflows: $("manage-workflows"),
 };
 
 const state = { sessionId: null, turn: null, loadToken: 0 };
@@ -110,6 +112,12 @@ function openModal(title, node) {
   ui.modal.showModal();
 }
 ui.modal.querySelector(".modal-close").addEventListener("click", () => ui.modal.close());
+
+// Agent Alloy (workflows.js): a picked workflow answers agent turns through its supervisor.
+const workflows = new Workflows({
+  select: ui.workflow, manage: ui.manageWorkflows, openModal, closeModal: () => ui.modal.close(), toast,
+  onPick: () => setMode("agent"),
+});
 
 /** Apply a `ui_control` action (documented in docs/protocol-frontend.md); unknown ones are ignored. */
 function uiControl(data) {
@@ -352,6 +360,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
     sidebar.setRunning(state.sessionId, true);
   }
   if (ui.model.value) body.model = ui.model.value;
+  if (workflows.value() && body.mode === "agent") body.workflow_id = workflows.value();
   turn.send(body);
   return true;
 }
@@ -460,7 +469,7 @@ async function start() {
   themeLabel();
   updateComposer();
   showEmpty();
-  await Promise.all([loadModels(), refreshSessions(), loadAccount()]);
+  await Promise.all([loadModels(), refreshSessions(), loadAccount(), workflows.load()]);
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";

@@ -3,6 +3,7 @@
 // out through the `ctx` callbacks the page passes in.
 
 import { agentHandlers } from "./agent_render.js";
+import { delegationHandlers } from "./delegation_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
 
@@ -123,7 +124,10 @@ export class ReplyView {
     this.el.classList.toggle("stopped", outcome === "stopped");
     this.el.classList.toggle("failed", outcome === "failed");
     this.el.dataset.outcome = outcome;
-    if (outcome !== "ok") this.closeTools();
+    if (outcome !== "ok") {
+      this.closeTools();
+      this.closeDelegations();
+    }
     if (outcome === "stopped") this.setStatus("stopped", "Stopped" + (this.text ? " — partial reply shown." : " before any text arrived."));
     else if (outcome === "failed") this.setStatus("failed", "Failed: " + (detail || "the reply could not be completed") + (this.text ? " (partial reply shown)" : ""));
     else this.setStatus(null, null);
@@ -249,6 +253,7 @@ export class ReplyView {
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
     view.restoreAgent(meta, history);
+    view.restoreDelegations(meta);
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -261,3 +266,5 @@ export class ReplyView {
 
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
 Object.assign(ReplyView.prototype, agentHandlers);
+// Agent Alloy delegation cards (and their history form): delegation_render.js.
+Object.assign(ReplyView.prototype, delegationHandlers);
