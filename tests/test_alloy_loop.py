@@ -248,3 +248,18 @@ def test_specialist_approval_pauses_the_workflow_and_the_answer_resumes_it():
     assert tool_msgs == {"c2": "beta ok", "c1": "guarded ran"}
     assert ctx2.terminal["completion"] == "complete"
     assert ctx2.metadata["agent"]["approval"]["target_agent_id"] == "alpha"
+
+
+def test_continue_after_the_supervisors_round_limit_keeps_the_workflow():
+    world = World({"boss": [calls(delegate("c1", "alpha", "first")), say("finished after continue")],
+                   "alpha": [say("alpha result")]})
+    world.settings = AgentSettings(progress_interval=0.1, max_rounds=1)
+    events, ctx = world.run()
+    assert ctx.terminal["completion"] == "rounds_exhausted"
+    saved = ctx.metadata["agent"]["continuation"]
+    assert saved["alloy"]["workflow"]["id"] == "wf" and saved["pending"] == []
+    events2, ctx2 = world.run(state=saved)
+    assert ctx2.terminal["completion"] == "complete"
+    last = world.providers["boss"].requests[-1]
+    assert any(t["function"]["name"] == "delegate_to" for t in last.tools)  # still the workflow's supervisor
+    assert {"role": "tool", "tool_call_id": "c1", "content": "alpha result"} in last.messages

@@ -129,3 +129,17 @@ def test_another_owner_sees_404_and_cannot_use_a_foreign_agent(tmp_path):
         assert [w["id"] for w in store.workflows.list("bob")] == ["shared-name"]
     finally:
         app.extensions["odysseus.runs"].close()
+
+
+def test_a_deleted_supervisor_is_404_before_the_stream_and_a_deleted_specialist_is_left_out(client, team):
+    assert client.post("/api/alloy/workflows", json=team).status_code == 201
+    assert client.delete("/api/agents/calm_curie").status_code == 200
+    from odysseus.routes.alloy_mode import make_plan
+    store = client.application.extensions["odysseus.store"]
+    plan = make_plan(store, "local", store.workflows.get("local", "research-team"))
+    assert set(plan["agents"]) == {"lead_boss", "brave_turing"}
+    assert client.delete("/api/agents/lead_boss").status_code == 200
+    for path in ("/api/chat_stream", "/api/agent/chat/stream"):
+        response = client.post(path, json={"message": "hi", "mode": "agent", "workflow_id": "research-team"})
+        assert response.status_code == 404 and "no longer exists" in response.get_json()["error"]
+    assert client.get("/api/sessions").get_json()["sessions"] == []  # nothing stored

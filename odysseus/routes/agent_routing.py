@@ -29,7 +29,7 @@ def apply_agent_routing(store, owner: str, req: dict) -> Optional[dict]:
     data = req["data"]
     target = optional_str(data, "target_agent_id", 100)
     profile_id = optional_str(data, "agent_profile_id", 100) or optional_str(data, "profile_id", 100)
-    if data.get("workflow_id") is not None:  # Agent Alloy (routes/alloy_mode.py)
+    if data.get("workflow_id") not in (None, ""):  # Agent Alloy (routes/alloy_mode.py)
         return apply_workflow_routing(store, owner, req)
     if target:
         agent = store.agents.get(owner, target)  # NotFound names the id

@@ -50,7 +50,7 @@ def wants_workflow(data: dict, state: Optional[dict]) -> bool:
     """True for a new task naming a workflow, or a continuation of a workflow task."""
     if state is not None:
         return bool(state.get("alloy"))
-    return data.get("workflow_id") is not None
+    return data.get("workflow_id") not in (None, "")
 
 
 def _agent_config(store, owner: str, agent_id: str) -> Optional[dict]:
