@@ -60,6 +60,11 @@ DEFAULTS: Dict[str, Any] = {
                    "manage_memory",
     "CITATIONS_AUTO_CAPTURE_WEB_SEARCH": True,  # passive citation exhibit after web_search (TOML [citations])
     "AGENT_SYSTEM_PROMPT": "",  # replaces the built-in agent system prompt when set
+    # Agent Alloy workflows (odysseus.alloy; TOML [alloy]): a supervisor delegating to specialists
+    "ALLOY_MAX_DEPTH": 1,  # delegation levels below the supervisor (1-3): 1 = specialists cannot delegate
+    "ALLOY_MAX_PARALLEL_DELEGATIONS": 3,  # delegations of one round running at once
+    "ALLOY_DELEGATION_TIMEOUT": 300.0,  # seconds one delegation may take
+    "ALLOY_DELEGATION_MAX_ROUNDS": 6,  # model rounds (tool rounds) a specialist gets per delegation
     "TOOL_TIMEOUT": 60.0,  # seconds any tool may run
     "TOOL_PROGRESS_INTERVAL": 1.0,  # seconds between tool_progress events of a running tool
     "TOOL_OUTPUT_CAP": 20_000,  # characters of a tool result the model sees

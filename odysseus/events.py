@@ -55,6 +55,16 @@ RESEARCH_SOURCES = "research_sources"
 RESEARCH_FINDINGS = "research_findings"
 RESEARCH_DONE = "research_done"
 
+# Agent Alloy (odysseus.alloy): a supervisor's delegation to a specialist, each event carrying
+# delegation_id and target_agent_id (fields in docs/protocol.md, "Agent Alloy workflows").
+DELEGATION_START = "delegation_start"  # task, depth, tool_call_id, supervisor_agent_id, parent_delegation_id?
+DELEGATION_CHUNK = "delegation_chunk"  # content: the specialist's streamed text
+DELEGATION_TOOL_CALL = "delegation_tool_call"  # tool, arguments, tool_call_id
+DELEGATION_TOOL_RESULT = "delegation_tool_result"  # tool, content (500 chars), success, duration_ms
+DELEGATION_COMPLETE = "delegation_complete"  # status, error?, result_preview, tokens_input/output, duration_ms
+DELEGATION_EVENTS = frozenset({DELEGATION_START, DELEGATION_CHUNK, DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT,
+                               DELEGATION_COMPLETE})
+
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, TOOL_CALL_DELTA, FINISH, PROVIDER_META})
 

@@ -46,6 +46,8 @@ UPLOAD_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
     "required": ["files"]}}}}
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
+CHAT_TURN = {**TURN, "workflow_id": ID}  # agent mode: run an Agent Alloy workflow (its supervisor answers)
+AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID, "workflow_id": ID}
 PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
            "tools": TOOLS, "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
            "is_default": BOOL}
@@ -63,6 +65,11 @@ RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat
     "chars_per_page": {"type": "integer", "minimum": 500, "maximum": 50000},
     "concurrent_reads": {"type": "integer", "minimum": 1, "maximum": 8},
 }
+WORKFLOW = {"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "name": {"type": "string", "maxLength": 200},
+            "description": NULLABLE_STR, "supervisor_agent_id": ID,
+            "members": {"type": "array", "maxItems": 20, "items": {"type": "object", "properties": {
+                "agent_id": ID, "role": {"type": "string", "enum": ["supervisor", "specialist"]},
+                "delegation_hint": NULLABLE_STR}, "required": ["agent_id", "role"]}}}
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ class Op:
 
 OPERATIONS: List[Op] = [
     # chat (spec: chat-stream-events.md)
-    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", TURN, ("message",),
+    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", CHAT_TURN, ("message",),
        stream=True),
     Op("GET", "/api/chat/stream_status/<session_id>", "The session's newest run: status and counters.", "chat"),
     Op("GET", "/api/chat/resume/<session_id>", "Replay the session's run after a cursor, then follow it.", "chat",
@@ -141,6 +148,12 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/research", "The caller's jobs, newest first.", "research",
        query=(("q", STR),) + PAGE),
     Op("DELETE", "/api/research/<job_id>", "Forget a job (cancels it when running).", "research"),
+    Op("GET", "/api/alloy/workflows", "The caller's Agent Alloy workflows.", "agent"),
+    Op("POST", "/api/alloy/workflows", "Create a workflow (a supervisor agent and its specialists).", "agent",
+       WORKFLOW, ("name", "members"), status=201),
+    Op("GET", "/api/alloy/workflows/<workflow_id>", "One workflow.", "agent"),
+    Op("PATCH", "/api/alloy/workflows/<workflow_id>", "Change a workflow.", "agent", WORKFLOW),
+    Op("DELETE", "/api/alloy/workflows/<workflow_id>", "Delete a workflow.", "agent"),
     # history
     Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
     Op("GET", "/api/sessions", "The caller's sessions, most recently updated first, paged (limit <= 500).",

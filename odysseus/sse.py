@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 from typing import Dict, Iterable, Iterator, List, Optional
 
-from .events import (AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DELTA, DOC_EVENTS, DONE, ERROR, PROVIDER_ONLY,
-                     RESEARCH_DONE, RESEARCH_FINDINGS, RESEARCH_PROGRESS, RESEARCH_SOURCES, RUN_STARTED, Event)
+from .events import (AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DELEGATION_EVENTS, DELTA, DOC_EVENTS, DONE, ERROR,
+                     PROVIDER_ONLY, RESEARCH_DONE, RESEARCH_FINDINGS, RESEARCH_PROGRESS, RESEARCH_SOURCES,
+                     RUN_STARTED, Event)
 
 #: Events the chat projection does not send (they exist for the agent projection).
 CHAT_HIDDEN = frozenset({RUN_STARTED, CLOSE}) | PROVIDER_ONLY
@@ -94,6 +95,7 @@ AGENT_NAMES = {
     # research jobs (odysseus.research): the same names as the chat projection's types
     RESEARCH_PROGRESS: "research_progress", RESEARCH_SOURCES: "research_sources",
     RESEARCH_FINDINGS: "research_findings", RESEARCH_DONE: "research_done",
+    **{name: name for name in DELEGATION_EVENTS},  # Agent Alloy: sent as they are
 }
 TOOL_RESULT_PREVIEW = 500
 

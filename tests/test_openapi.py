@@ -87,6 +87,11 @@ def _existing_ids(base: str) -> dict:
                                       timeout=10).json()["id"]
     ids["agent_id"] = requests.post(base + "/api/agents", json={"name": "fuzz"}, headers=origin,
                                     timeout=10).json()["agent_id"]
+    specialist = requests.post(base + "/api/agents", json={"name": "fuzz two"}, headers=origin,
+                               timeout=10).json()["agent_id"]
+    ids["workflow_id"] = requests.post(base + "/api/alloy/workflows", headers=origin, timeout=10, json={
+        "name": "fuzz", "members": [{"agent_id": ids["agent_id"], "role": "supervisor"},
+                                    {"agent_id": specialist, "role": "specialist"}]}).json()["workflow"]["id"]
     ids["job_id"] = requests.post(base + "/api/chat/background", json={"message": "fuzz job"}, headers=origin,
                                   timeout=10).json()["job_id"]
     ids["doc_id"] = requests.post(base + "/api/document", json={"title": "fuzz", "content": "a\nb",

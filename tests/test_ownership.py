@@ -113,6 +113,13 @@ ROUTES = [
     Route("research status of a chat run", "GET", "/api/research/status/{run}", rule="/api/research/status/<job_id>"),
     Route("research into session", "POST", "/api/research/start", json={"query": "pwned", "session_id": "{session}"},
           rule="/api/research/start"),
+    Route("get workflow", "GET", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
+    Route("edit workflow", "PATCH", "/api/alloy/workflows/{workflow}", json={"name": "pwned"}, needs=("workflow",)),
+    Route("delete workflow", "DELETE", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
+    Route("agent turn with victim's workflow", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "workflow_id": "{workflow}"}, needs=("workflow",)),
+    Route("chat_stream with victim's workflow", "POST", "/api/chat_stream",
+          json={"message": "pwned", "mode": "agent", "workflow_id": "{workflow}"}, needs=("workflow",)),
 ]
 
 # attacker -> the status every route must answer
@@ -196,6 +203,14 @@ class User:
         if research.status_code == 202:
             self.ids["research"] = research.json()["job_id"]
             self.ids["research_session"] = research.json()["session_id"]
+            second = self.http.post(self.base + "/api/agents", timeout=10,
+                                    json={"name": "helper two", "agent_id": f"{self.name}_second"})
+            workflow = self.http.post(self.base + "/api/alloy/workflows", timeout=10, json={
+                "id": f"{self.name}-team", "name": self.secret, "members": [
+                    {"agent_id": self.ids["agent"], "role": "supervisor"},
+                    {"agent_id": second.json().get("agent_id"), "role": "specialist"}]})
+            if workflow.status_code == 201:
+                self.ids["workflow"] = workflow.json()["workflow"]["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -213,9 +228,11 @@ class User:
         if upload:
             upload.pop("index_status", None), upload.pop("chunk_count", None)  # the indexer moves on meanwhile
         memory = self.get(f"/api/memory/{self.ids['memory']}").json() if "memory" in self.ids else None
+        workflow = self.get(f"/api/alloy/workflows/{self.ids['workflow']}").json() if "workflow" in self.ids else None
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
                 "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
-                "document": document, "versions": versions, "upload": upload, "memory": memory}
+                "document": document, "versions": versions, "upload": upload, "memory": memory,
+                "workflow": workflow}
 
 
 def forge_cookie(victim: User) -> str:

@@ -38,6 +38,7 @@ from ..runs.run import RunContext
 from ..store.approvals import ApprovalRepo
 from ..tools import ToolContext, ToolRegistry, build_registry
 from ..tools.registry import safe_segment
+from .alloy_mode import build_workflow_turn, wants_workflow
 from .auth import current_owner
 from .document_mode import add_context, with_document_tools
 from .params import optional_str
@@ -155,6 +156,9 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         user_metadata = {"agent_action": {"continue": True, "task_id": state.get("task_id")}}
     elif not (message or "").strip():
         raise BadRequest("message is required and must be a non-empty string")
+    # Agent Alloy: a task for a workflow's supervisor, or the continuation of one (routes/alloy_mode.py)
+    if wants_workflow(data, state):
+        return build_workflow_turn(req, candidates, owner, state, resolution, message, user_metadata)
 
     settings = service.settings
     registry, active_doc = with_document_tools(service.registry, data, owner)  # + the document tools of this turn

@@ -15,6 +15,7 @@ from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
 from .uploads import UploadRepo
 from .users import SettingsRepo, UserRepo
+from .workflows import WorkflowRepo
 
 
 class Store:
@@ -38,6 +39,7 @@ class Store:
         self.uploads = UploadRepo(self.locked)
         self.memories = MemoryRepo(self.locked)
         self.research = ResearchRepo(self.locked)
+        self.workflows = WorkflowRepo(self.locked)  # Agent Alloy
 
     @property
     def db(self):

@@ -179,3 +179,12 @@ def m108_research(db: Database) -> None:
     }, pk="job_id", not_null={"owner", "session_id", "query", "status"})
     db["research_jobs"].create_index(["owner", "created_at"])
     db["research_jobs"].create_index(["owner", "session_id"])
+
+
+@migration
+def m109_workflows(db: Database) -> None:
+    """Agent Alloy workflows: a supervisor agent and its specialists, per owner (members as JSON)."""
+    db["workflows"].create({
+        "id": str, "owner": str, "name": str, "description": str, "supervisor_agent_id": str, "members": str,
+        "created_at": float, "updated_at": float,
+    }, pk=("owner", "id"), not_null={"owner", "id", "name", "supervisor_agent_id", "members"})

@@ -10,6 +10,7 @@ import { ReplyView, UserView } from "./render.js";
 import { openResearchList, researchToggle } from "./research.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
+import { Workflows } from "./workflows.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -19,6 +20,7 @@ const ui = {
   send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
   account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
   research: $("research-toggle"), researchList: $("research-list"),
+  workflow: $("workflow-picker"), manageWorkflows: $("manage-workflows"),
 };
 
 // answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
@@ -130,6 +132,12 @@ function openModal(title, node) {
   ui.modal.showModal();
 }
 ui.modal.querySelector(".modal-close").addEventListener("click", () => ui.modal.close());
+
+// Agent Alloy (workflows.js): a picked workflow answers agent turns through its supervisor.
+const workflows = new Workflows({
+  select: ui.workflow, manage: ui.manageWorkflows, openModal, closeModal: () => ui.modal.close(), toast,
+  onPick: () => setMode("agent"),
+});
 
 /** Apply a `ui_control` action (documented in docs/protocol-frontend.md); unknown ones are ignored. */
 function uiControl(data) {
@@ -400,6 +408,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   if (ui.model.value) body.model = ui.model.value;
   const docId = documents.activeDocId(); // an open document goes with the turn
   if (docId) body.active_doc_id = docId;
+  if (workflows.value() && body.mode === "agent") body.workflow_id = workflows.value();
   turn.send(body);
   return true;
 }
@@ -510,7 +519,7 @@ async function start() {
   themeLabel();
   updateComposer();
   showEmpty();
-  await Promise.all([loadModels(), refreshSessions(), loadAccount()]);
+  await Promise.all([loadModels(), refreshSessions(), loadAccount(), workflows.load()]);
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";

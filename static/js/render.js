@@ -6,6 +6,7 @@ import { agentHandlers } from "./agent_render.js";
 import { docHandlers } from "./doc_render.js";
 import { contextHandlers } from "./context_render.js";
 import { fileContextHandlers } from "./file_context_render.js";
+import { delegationHandlers } from "./delegation_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
 import { researchHandlers } from "./research_render.js";
@@ -127,7 +128,10 @@ export class ReplyView {
     this.el.classList.toggle("stopped", outcome === "stopped");
     this.el.classList.toggle("failed", outcome === "failed");
     this.el.dataset.outcome = outcome;
-    if (outcome !== "ok") this.closeTools();
+    if (outcome !== "ok") {
+      this.closeTools();
+      this.closeDelegations();
+    }
     if (outcome === "stopped") this.setStatus("stopped", "Stopped" + (this.text ? " — partial reply shown." : " before any text arrived."));
     else if (outcome === "failed") this.setStatus("failed", "Failed: " + (detail || "the reply could not be completed") + (this.text ? " (partial reply shown)" : ""));
     else this.setStatus(null, null);
@@ -259,6 +263,7 @@ export class ReplyView {
     view.restoreDocs(meta);
     view.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices
     view.restoreResearch(meta);
+    view.restoreDelegations(meta);
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -277,3 +282,5 @@ Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
 Object.assign(ReplyView.prototype, fileContextHandlers, contextHandlers);
 // Research progress panel and citations: research_render.js.
 Object.assign(ReplyView.prototype, researchHandlers);
+// Agent Alloy delegation cards (and their history form): delegation_render.js.
+Object.assign(ReplyView.prototype, delegationHandlers);
