@@ -34,6 +34,9 @@ DEFAULTS: Dict[str, Any] = {
     "CHECKPOINT_INTERVAL": 1.0,  # seconds between partial-output checkpoints
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
     "BACKGROUND_WORKERS": 2,  # background jobs running at once
+    # Conversations (the page's features)
+    "TITLE_MODEL": "",  # route for session titles after the first reply; empty = the model that answered
+    "TITLE_TIMEOUT": 20.0,  # seconds a title request may take before the first line of the message is used
     # Demo model
     "DEMO_TOKEN_DELAY": 0.03,  # seconds between demo tokens
     # Providers

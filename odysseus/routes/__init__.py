@@ -25,6 +25,9 @@ def init_app(app: Flask) -> None:
     from . import agent_mode
 
     agent_mode.init_app(app)
+    from . import page_api
+
+    page_api.init_app(app)  # issue #20: search, export/import, settings, stream self-test, titles
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

@@ -8,8 +8,11 @@ from .database import Locked, open_database
 from .jobs import JobRepo
 from .messages import MessageRepo
 from .runs import RunRepo
+from .search import SearchRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
+from .user_admin import UserAdminRepo
+from .user_settings import UserSettingsRepo
 from .users import SettingsRepo, UserRepo
 
 
@@ -30,6 +33,9 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.search = SearchRepo(self.locked)  # m111_page: FTS5 over message text
+        self.user_settings = UserSettingsRepo(self.locked)  # m111_page: per-user settings
+        self.user_admin = UserAdminRepo(self.locked)  # m111_page: admin flag, disabled accounts
 
     @property
     def db(self):
