@@ -42,8 +42,9 @@ def clean_title(text: str) -> str:
     """The first non-empty line of ``text`` without markdown, quotes or line breaks, at most 60 characters."""
     line = next((ln for ln in (text or "").splitlines() if _MARKUP.sub("", ln).strip()), "")
     line = _LIST_MARK.sub("", _LINK.sub(r"\1", line))
-    line = _LABEL.sub("", _MARKUP.sub("", line))
-    line = " ".join(line.split()).strip(" \"'\u201c\u201d\u2018\u2019")
+    quotes = " \"'\u201c\u201d\u2018\u2019"
+    line = " ".join(_MARKUP.sub("", line).split()).strip(quotes)
+    line = _LABEL.sub("", line).strip(quotes)
     if line.endswith(".") and not line.endswith(".."):
         line = line[:-1]
     if len(line) > MAX_TITLE:
