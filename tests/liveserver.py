@@ -39,7 +39,9 @@ class LiveServer:
                if not k.startswith(("ODYSSEUS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_"))}
         env.update({"PORT": str(self.port), "HOST": "127.0.0.1", "ODYSSEUS_DATA_DIR": self.data_dir,
                     "ODYSSEUS_LOG_LEVEL": "warning",
-                    "ODYSSEUS_AUTH": "none"})  # single-user on loopback unless the test asks for accounts
+                    "ODYSSEUS_AUTH": "none",  # single-user on loopback unless the test asks for accounts
+                    # no title request after a first reply: scripted models answer only what a test scripted
+                    "ODYSSEUS_TITLE_MODE": "first_line"})
         env.update(self.env)
         os.makedirs(self.data_dir, exist_ok=True)
         self._log = open(self.log_path, "ab")

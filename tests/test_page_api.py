@@ -142,7 +142,7 @@ def test_bad_settings_store_nothing(client, body):
 
 def test_user_defaults_reach_the_model_and_the_request_wins(tmp_path):
     fake = FakeProvider(default=Reply(chunks=openai_text("ok")))
-    app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none",
+    app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "TITLE_MODE": "model",
                       "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=fake.url + "/v1",
                                                    default_model="x")]})
     try:
@@ -249,7 +249,7 @@ class _Run:
 
 
 def _title_app(tmp_path, fake, **config):
-    return create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "DEMO_TOKEN_DELAY": 0.001,
+    return create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "DEMO_TOKEN_DELAY": 0.001, "TITLE_MODE": "model",
                        "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=fake.url + "/v1",
                                                     default_model="x")], **config})
 

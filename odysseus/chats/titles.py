@@ -2,7 +2,7 @@
 
 When a session's first reply finishes (``signals.run_finished``), a background greenlet
 asks for a short title: the ``TITLE_MODEL`` route when configured, else the model that
-answered. With the offline demo model, on any failure, or after ``TITLE_TIMEOUT``
+answered (``TITLE_MODE = "first_line"`` never asks). With the offline demo model, on any failure, or after ``TITLE_TIMEOUT``
 seconds, the title is the first line of the user's message made clean (no markdown, no
 line breaks). A title the user has set in the meantime is never overwritten: the
 update only applies while the session still has its automatic title.
@@ -84,6 +84,7 @@ class TitleWriter:
     def __init__(self, store, router, manager, config: dict,
                  spawn: Callable[[Callable[[], None]], None] = None):
         self.store, self.router, self.manager = store, router, manager
+        self.ask = str(config.get("TITLE_MODE") or "model").strip().lower() != "first_line"
         self.model = str(config.get("TITLE_MODEL") or "")
         self.timeout = float(config.get("TITLE_TIMEOUT") or 20.0)
         self.spawn = spawn or (lambda fn: threading.Thread(target=fn, name="title", daemon=True).start())
@@ -115,7 +116,7 @@ class TitleWriter:
         if current not in (auto_title(first), DEFAULT_TITLE):
             return None  # the user (or an import) named it
         title = ""
-        candidates = self._candidates(model)
+        candidates = self._candidates(model) if self.ask else []
         if candidates:
             title = ask_model(candidates, first, reply, self.timeout)
         title = title or clean_title(first) or DEFAULT_TITLE

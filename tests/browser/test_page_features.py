@@ -217,7 +217,7 @@ def recording_model():
 
 def test_settings_reach_the_model_and_the_page(server_factory, recording_model, page):
     server = server_factory({"OPENAI_BASE_URL": recording_model.url + "/v1", "OPENAI_API_KEY": "sk-test",
-                             "OPENAI_MODEL": "m"})
+                             "OPENAI_MODEL": "m", "ODYSSEUS_TITLE_MODE": "model"})
     open_app(page, server.url)
     page.click("#open-settings")
     page.wait_for_selector("#settings-preferences")
