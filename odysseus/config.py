@@ -40,6 +40,10 @@ DEFAULTS: Dict[str, Any] = {
     "RUN_BACKEND": "memory",  # "memory": runs live in the worker process (one worker only)
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
     "BACKGROUND_WORKERS": 2,  # background jobs running at once
+    # Conversations (the page's features)
+    "TITLE_MODE": "model",  # "model": ask TITLE_MODEL (or the answering model) for a title; "first_line": never ask
+    "TITLE_MODEL": "",  # route for session titles after the first reply; empty = the model that answered
+    "TITLE_TIMEOUT": 20.0,  # seconds a title request may take before the first line of the message is used
     # Demo model
     "DEMO_TOKEN_DELAY": 0.03,  # seconds between demo tokens
     # Providers

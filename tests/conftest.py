@@ -13,6 +13,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# In-process apps read the environment too: no title request to a scripted model unless a test asks.
+os.environ.setdefault("ODYSSEUS_TITLE_MODE", "first_line")
 
 from fakeproviders import FakeProvider  # noqa: E402
 from liveserver import LiveServer  # noqa: E402
@@ -27,7 +29,7 @@ def close_app(application) -> None:
     of tests they push later sockets past select()'s FD_SETSIZE in the fake servers.
     """
     application.extensions["odysseus.runs"].close()
-    application.extensions["odysseus.store"].locked.db.conn.close()
+    application.extensions["odysseus.store"].close()
 
 
 @pytest.fixture

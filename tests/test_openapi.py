@@ -103,6 +103,7 @@ def _existing_ids(base: str) -> dict:
     ids["memory_id"] = requests.post(base + "/api/memory", json={"text": "fuzz memory"}, headers=origin,
                                      timeout=10).json()["id"]
     ids["token_id"] = "tok_unknown"
+    ids["user_id"] = "u_unknown"  # single-user mode has no accounts: the admin routes answer 409
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404
     return ids
 

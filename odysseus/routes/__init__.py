@@ -34,6 +34,9 @@ def init_app(app: Flask) -> None:
     agent_mode.init_app(app)
     document_routes.init_app(app)
     research_mode.init_app(app)  # research jobs: mode, job rows and the /api/research routes
+    from . import page_api
+
+    page_api.init_app(app)  # search, export/import, settings, stream self-test, titles
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

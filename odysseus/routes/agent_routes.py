@@ -12,6 +12,7 @@ from flask import Blueprint, current_app, jsonify, request
 
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL, CLOSE, Event
+from ..preferences import apply_user_defaults
 from ..sse import agent_frame
 from .agent_routing import apply_agent_routing
 from .auth import current_owner
@@ -29,6 +30,7 @@ def _agent_request(owner: str) -> dict:
     data = body()
     req = apply_use_research(parse_turn_request(dict(data, mode="agent")))  # use_research: true -> research
     apply_agent_routing(ext("store"), owner, req)
+    apply_user_defaults(req, ext("store"), owner)  # after the agent's own prompt/temperature: those win
     return req
 
 

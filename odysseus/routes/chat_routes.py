@@ -12,6 +12,7 @@ from ..errors import NotFound
 from ..events import CHAT_TERMINAL, Event
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
+from ..preferences import apply_user_defaults
 from ..sse import chat_frame, comment
 from .auth import current_owner
 from ..runs.views import run_view
@@ -28,6 +29,7 @@ def chat_stream():
     """Start a turn (or attach to the one a repeated ``client_message_id`` started) and stream it."""
     owner = current_owner()
     req = apply_use_research(parse_turn_request(body()))  # use_research: true -> a research job
+    apply_user_defaults(req, ext("store"), owner)  # the user's system prompt and temperature (settings screen)
     if req["mode"] == "compare":
         candidates = ext("router").resolve(req["model"])
         if req["session_id"]:

@@ -520,8 +520,10 @@ class RunEngine:
         self.close()
 
     def close(self) -> None:
-        """Stop the janitor and flush the durable log (tests and shutdown)."""
+        """Stop the janitor, flush the durable log and close its connection (tests and shutdown)."""
         self._closing.set()
+        if self._janitor is not None and self._janitor is not threading.current_thread():
+            self._janitor.join(5)
         self.durable.close()
 
 

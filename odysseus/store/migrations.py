@@ -188,3 +188,27 @@ def m109_workflows(db: Database) -> None:
         "id": str, "owner": str, "name": str, "description": str, "supervisor_agent_id": str, "members": str,
         "created_at": float, "updated_at": float,
     }, pk=("owner", "id"), not_null={"owner", "id", "name", "supervisor_agent_id", "members"})
+
+
+@migration
+def m111_page(db: Database) -> None:
+    """Full-text search over message text (FTS5, kept in sync by triggers), per-user settings, disabled accounts."""
+    # one statement at a time: executescript() would commit the migration's transaction half-way
+    statements = [
+        "create virtual table messages_fts using fts5(content, content='messages', content_rowid='id',"
+        " tokenize='unicode61 remove_diacritics 2')",
+        "create trigger messages_fts_ai after insert on messages begin"
+        " insert into messages_fts(rowid, content) values (new.id, coalesce(new.content, '')); end",
+        "create trigger messages_fts_ad after delete on messages begin"
+        " insert into messages_fts(messages_fts, rowid, content) values ('delete', old.id, coalesce(old.content, ''));"
+        " end",
+        "create trigger messages_fts_au after update of content on messages begin"
+        " insert into messages_fts(messages_fts, rowid, content) values ('delete', old.id, coalesce(old.content, ''));"
+        " insert into messages_fts(rowid, content) values (new.id, coalesce(new.content, '')); end",
+        "insert into messages_fts(messages_fts) values ('rebuild')",
+    ]
+    for statement in statements:
+        db.execute(statement)
+    db["user_settings"].create({"owner": str, "key": str, "value": str, "updated_at": float},
+                               pk=("owner", "key"), not_null={"owner", "key"})
+    db["users"].add_column("disabled_at", float)

@@ -5,9 +5,13 @@ import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
 import { ContextControls } from "./context_controls.js";
+import { button } from "./dom.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
 import { ReplyView, UserView } from "./render.js";
 import { openResearchList, researchToggle } from "./research.js";
+import { Search } from "./search.js";
+import { runStreamCheck } from "./selftest.js";
+import { openSettings } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
 import { Workflows } from "./workflows.js";
@@ -21,10 +25,14 @@ const ui = {
   account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
   research: $("research-toggle"), researchList: $("research-list"),
   workflow: $("workflow-picker"), manageWorkflows: $("manage-workflows"),
+  search: $("search"), searchResults: $("search-results"), settings: $("open-settings"), importFile: $("import-file"),
+  export: $("export"), exportMd: $("export-md"), exportJson: $("export-json"), note: $("composer-note"),
+  charCount: $("char-count"), streamWarning: $("stream-warning"),
 };
 
 // answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
-const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set() };
+const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [] };
+const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
 const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
 const attachments = new Attachments({ // composer uploads (attachments.js)
   tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
@@ -94,6 +102,12 @@ function updateComposer() {
 function setUrl(sessionId) {
   const url = sessionId ? `/?session=${encodeURIComponent(sessionId)}` : "/";
   if (location.pathname + location.search !== url) history.replaceState(null, "", url);
+  ui.export.hidden = !sessionId;
+  if (sessionId) {
+    const base = `/api/sessions/${encodeURIComponent(sessionId)}/export?format=`;
+    ui.exportMd.href = base + "md";
+    ui.exportJson.href = base + "json";
+  }
 }
 
 function showEmpty() {
@@ -344,6 +358,19 @@ function makeTurn(options) {
       sidebar.setRunning(sessionId, true);
       refreshSessions();
     },
+    onRefused: (error, turn) => {
+      // Nothing was stored: take the optimistic bubbles away and give the text back with the reason.
+      turn.userView?.el.remove();
+      turn.reply.el.remove();
+      showEmpty();
+      if (!ui.input.value.trim() && turn.text) {
+        ui.input.value = turn.text;
+        autosize();
+        updateCount();
+      }
+      note(`Not sent: ${error.message}. Your message is back in the box.`, "error");
+      ui.note.dataset.reason = "refused";
+    },
     onReplaced: (saved, turn) => {
       const view = ReplyView.fromMessage(saved, ctx);
       turn.reply.el.replaceWith(view.el);
@@ -353,6 +380,7 @@ function makeTurn(options) {
       if (state.turn === turn) updateComposer();
       sidebar.setRunning(turn.sessionId, false); // also reloads the list (titles, order, runs)
       if (turn.sessionId === state.sessionId) assignIds(turn);
+      if (turn.newSession && turn.sessionId && !turn.refused) watchTitle(turn.sessionId);
     },
   });
 }
@@ -397,6 +425,8 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   grow();
   const turn = makeTurn({ sessionId: state.sessionId, reply });
   turn.userView = userView;
+  turn.text = text;
+  turn.newSession = !state.sessionId;
   state.turn = turn;
   updateComposer();
   const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
@@ -413,6 +443,21 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   return true;
 }
 
+/** A line under the composer: why a send did not happen (the text stays in the box). */
+function note(text, kind = "info") {
+  ui.note.textContent = text || "";
+  ui.note.dataset.kind = kind;
+}
+
+/** The character count, shown from 80 % of MAX_MESSAGE_CHARS and marked when over it. */
+function updateCount() {
+  const length = ui.input.value.length;
+  const show = length >= MAX_CHARS * 0.8;
+  ui.charCount.textContent = show ? `${length.toLocaleString()} / ${MAX_CHARS.toLocaleString()} characters` : "";
+  ui.charCount.dataset.over = length > MAX_CHARS ? "true" : "false";
+  if (ui.note.dataset.kind === "error" && length <= MAX_CHARS && ui.note.dataset.reason === "length") note("");
+}
+
 ui.composer.addEventListener("submit", (event) => {
   event.preventDefault();
   if (running()) {
@@ -421,15 +466,26 @@ ui.composer.addEventListener("submit", (event) => {
   }
   const text = ui.input.value;
   if (!text.trim()) return;
+  if (text.length > MAX_CHARS) {
+    note(`This message is ${text.length.toLocaleString()} characters; the limit is ${MAX_CHARS.toLocaleString()}. ` +
+         "Shorten it or split it; your text stays here.", "error");
+    ui.note.dataset.reason = "length";
+    return;
+  }
+  note("");
   if (!send(text)) return; // refused (e.g. uploads still going): keep the text
   ui.input.value = "";
   autosize();
+  updateCount();
 });
 
 ui.input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     if (!running()) ui.composer.requestSubmit();
+    else if (ui.input.value.trim()) {
+      note("A reply is still being written: wait for it to finish or press Stop, then send. Your message stays here.");
+    }
   }
 });
 
@@ -437,7 +493,7 @@ function autosize() {
   ui.input.style.height = "auto";
   ui.input.style.height = `${Math.min(ui.input.scrollHeight, 240)}px`;
 }
-ui.input.addEventListener("input", autosize);
+ui.input.addEventListener("input", () => { autosize(); updateCount(); });
 
 // ---- models, layout, theme ---------------------------------------------------------------------
 
@@ -445,6 +501,7 @@ async function loadModels() {
   try {
     const data = await api("GET", "/api/models");
     ui.model.textContent = "";
+    state.models = data.models.map((m) => m.id);
     for (const model of data.models) {
       ui.model.appendChild(new Option(model.id, model.id));
     }
@@ -490,6 +547,7 @@ document.addEventListener("odysseus:theme", themeLabel);
 async function loadAccount() {
   try {
     const status = await api("GET", "/api/auth/status");
+    state.status = status;
     const user = status.mode === "password" && status.signed_in ? status.user : null;
     ui.account.hidden = !user;
     ui.accountName.textContent = user ? user.username : "";
@@ -513,18 +571,118 @@ ui.signOut.addEventListener("click", async () => {
   location.assign("/login");
 });
 
+// ---- titles, search, export and import, settings, the streaming check ---------------------------
+
+/** The server writes a title after the first reply (in the background): look a few times, then stop. */
+async function watchTitle(sessionId) {
+  const before = sidebar.sessions.find((s) => s.id === sessionId)?.title;
+  for (const wait of [800, 1500, 3000, 6000]) {
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    try {
+      const session = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}`);
+      if (before === undefined || session.title !== before) {
+        await refreshSessions();
+        if (session.title !== before) return;
+      }
+    } catch (err) {
+      return;
+    }
+  }
+}
+
+const search = new Search({
+  input: ui.search, list: ui.searchResults, sessions: ui.sessionList, toast,
+  onOpen: async (sessionId, messageId) => {
+    await openSession(sessionId);
+    const node = ui.messages.querySelector(`.msg[data-message-id="${CSS.escape(String(messageId))}"]`);
+    if (node) {
+      node.scrollIntoView({ block: "center" });
+      node.classList.add("found");
+      setTimeout(() => node.classList.remove("found"), 2500);
+    }
+  },
+});
+
+ui.importFile.addEventListener("change", async () => {
+  const file = ui.importFile.files[0];
+  ui.importFile.value = "";
+  if (!file) return;
+  let doc;
+  try {
+    doc = JSON.parse(await file.text());
+  } catch (err) {
+    toast("Could not import: the file is not JSON (export a chat as .json first).");
+    return;
+  }
+  try {
+    const session = await api("POST", "/api/sessions/import", doc);
+    await refreshSessions();
+    await openSession(session.id);
+    toast(`Imported "${session.title}".`);
+  } catch (err) {
+    toast(`Could not import: ${err.message}`);
+  }
+});
+
+/** Apply saved preferences to this page: theme, and the default model and mode. */
+function applySettings(settings, { initial = false } = {}) {
+  if (!settings) return;
+  if (!initial || !localStorage.getItem("odysseus-theme")) {
+    if (!initial || settings.theme !== "auto") window.odysseusTheme.set(settings.theme === "auto" ? "" : settings.theme);
+  }
+  if (!initial || !localStorage.getItem("odysseus-mode")) setMode(settings.default_mode);
+  if (settings.default_model && (!initial || !localStorage.getItem("odysseus-model"))
+      && [...ui.model.options].some((o) => o.value === settings.default_model)) {
+    ui.model.value = settings.default_model;
+    localStorage.setItem("odysseus-model", settings.default_model);
+  }
+}
+
+ui.settings.addEventListener("click", async () => {
+  try {
+    await openSettings(openModal, {
+      status: state.status, models: state.models,
+      onSaved: (settings) => applySettings(settings),
+      onStreamCheck: showStreamVerdict,
+    });
+  } catch (err) {
+    toast(`Could not open the settings: ${err.message}`);
+  }
+});
+
+function showStreamVerdict(verdict) {
+  document.body.dataset.streamCheck = verdict.verdict;
+  if (verdict.verdict !== "buffered") {
+    ui.streamWarning.hidden = true;
+    return;
+  }
+  ui.streamWarning.textContent = verdict.message;
+  ui.streamWarning.appendChild(button("Dismiss", "ghost", () => { ui.streamWarning.hidden = true; }));
+  ui.streamWarning.hidden = false;
+}
+
+/** Once per browser session after sign-in: warn when a proxy buffers the event stream. */
+async function checkStreamingOnce() {
+  if (sessionStorage.getItem("odysseus-stream-checked")) return;
+  sessionStorage.setItem("odysseus-stream-checked", "1");
+  showStreamVerdict(await runStreamCheck());
+}
+
 // ---- start -------------------------------------------------------------------------------------
 
 async function start() {
   themeLabel();
   updateComposer();
   showEmpty();
-  await Promise.all([loadModels(), refreshSessions(), loadAccount(), workflows.load()]);
+  const [, , , prefs] = await Promise.all([loadModels(), refreshSessions(), loadAccount(),
+                                          api("GET", "/api/user/settings").catch(() => null), workflows.load()]);
+  applySettings(prefs && prefs.settings, { initial: true });
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";
+  checkStreamingOnce();
 }
 
 // Test and debugging handle; the page never reads it itself.
-window.odysseus = { state, send, openSession, newChat, documents, controls };
+window.odysseus = { state, send, openSession, newChat, documents, controls, search };
 start();

@@ -8,8 +8,10 @@ import { contextHandlers } from "./context_render.js";
 import { fileContextHandlers } from "./file_context_render.js";
 import { delegationHandlers } from "./delegation_render.js";
 import { button, el } from "./dom.js";
+import { copyText } from "./clipboard.js";
 import { setMarkdown } from "./markdown.js";
 import { researchHandlers } from "./research_render.js";
+import { dispatch } from "./stream_events.js";
 
 /** "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map. */
 export function metricsText(metrics) {
@@ -36,12 +38,22 @@ function errorText(error) {
 
 /** A user's message bubble. */
 
-/** Give a message view its database id and its Edit and Delete buttons. */
+/** A "Copy" button that copies the message's markdown source (the whole message, not only code). */
+function copyButton(view) {
+  const copy = button("Copy", "copy-message", async () => {
+    const ok = await copyText(view.text);
+    copy.textContent = ok ? "Copied" : "Copy failed";
+    setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+  }, "Copy the whole message");
+  return copy;
+}
+
+/** Give a message view its database id and its Copy, Edit and Delete buttons. */
 function enableActions(view, id) {
   view.id = id;
   view.el.dataset.messageId = String(id);
   view.actions.textContent = "";
-  view.actions.append(button("Edit", "edit", () => view.ctx.onEdit(view)),
+  view.actions.append(copyButton(view), button("Edit", "edit", () => view.ctx.onEdit(view)),
                       button("Delete", "delete", () => view.ctx.onDelete(view)));
 }
 
@@ -182,15 +194,15 @@ export class ReplyView {
     this.label.title = info.route || "";
   }
 
-  /** Apply one chat-stream event. */
+  /** Apply one chat-stream event (through the table in stream_events.js). */
   handle(event) {
-    const handler = this[`on_${event.type}`];
-    if (typeof handler === "function") handler.call(this, event);
+    dispatch(this, event); // the explicit event -> handler table (stream_events.js)
     this.ctx.documents?.observe(event); // the document panel follows the same stream
     if (this.statusLine.dataset.kind === "waiting" && event.type !== "done") this.setStatus(null, null);
   }
 
   on_delta(event) {
+    this.deltas = (this.deltas || 0) + 1;
     if (event.thinking) {
       this.thinking += event.delta;
       this.reasoning.hidden = false;
@@ -233,8 +245,19 @@ export class ReplyView {
     this.terminal(event.data || {});
   }
 
+  /** A notice for the user (a context source that was unavailable, ...). */
+  on_notice(event) {
+    this.addBlock(el("p", "notice", event.message || ""), this.notices);
+  }
+
   terminal(data) {
     if (data.message_id != null && this.id === null) this.setMessageId(data.message_id);
+    if (!this.footer.textContent) {
+      // A stopped or failed reply gets no metrics event: keep its time and tokens from the terminal record.
+      const usage = data.usage || {};
+      const counted = usage.output_tokens == null && this.deltas ? { output_tokens: this.deltas, tokens_estimated: true } : {};
+      this.footer.textContent = metricsText({ ...usage, ...counted, total_time_ms: (data.timing || {}).total_time_ms });
+    }
     if (data.status === "stopped") this.finish("stopped");
     else if (FAILED.has(data.status)) this.finish("failed", errorText(data.error) || data.stop_reason || data.status);
     else this.finish("ok"); // done, or a pause such as waiting for an approval
@@ -265,7 +288,7 @@ export class ReplyView {
     view.restoreResearch(meta);
     view.restoreDelegations(meta);
     view.setText(message.content || "");
-    view.footer.textContent = metricsText(meta.metrics || meta.usage);
+    view.footer.textContent = metricsText(meta.metrics || { ...(meta.usage || {}), total_time_ms: meta.total_time_ms });
     view.setMessageId(message.id);
     if (meta.stopped || meta.status === "stopped") view.finish("stopped");
     else if (FAILED.has(meta.status)) view.finish("failed", errorText(meta.error) || meta.status);
