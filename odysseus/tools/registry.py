@@ -54,13 +54,22 @@ class ToolContext:
     progress: Callable[[str], None] = lambda line: None
     #: save_image(data, mime) -> URL served by us; None when images cannot be stored
     save_image: Optional[Callable[[bytes, str], str]] = None
+    #: whether code tools may reach the network (an admin's per-profile setting)
+    network: bool = False
 
     def workspace(self) -> str:
-        """The session's working directory (created on first use)."""
+        """The session's working directory, created on first use with mode 0700 at every level."""
         if not self.workspace_root:
             raise ToolError("no workspace directory is configured")
-        path = os.path.join(self.workspace_root, safe_segment(self.owner), safe_segment(self.session_id))
-        os.makedirs(path, exist_ok=True)
+        path = self.workspace_root
+        for segment in (safe_segment(self.owner), safe_segment(self.session_id)):
+            if not os.path.isdir(path):
+                os.makedirs(path, mode=0o700, exist_ok=True)
+            path = os.path.join(path, segment)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
         return path
 
 
