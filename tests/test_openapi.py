@@ -88,6 +88,7 @@ def _existing_ids(base: str) -> dict:
     ids["job_id"] = requests.post(base + "/api/chat/background", json={"message": "fuzz job"}, headers=origin,
                                   timeout=10).json()["job_id"]
     ids["token_id"] = "tok_unknown"
+    ids["user_id"] = "u_unknown"  # single-user mode has no account: the admin routes answer 409
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404
     return ids
 

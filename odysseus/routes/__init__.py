@@ -14,11 +14,11 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Register every blueprint and the error handlers."""
-    from . import (agent_routes, auth, auth_routes, background_routes, chat_routes, history_routes, meta_routes,
-                   page_routes, profile_routes)
+    from . import (agent_routes, auth, auth_routes, background_routes, chat_routes, code_tools_routes, history_routes,
+                   meta_routes, page_routes, profile_routes)
 
     for module in (chat_routes, history_routes, meta_routes, auth_routes, agent_routes, background_routes,
-                   profile_routes, page_routes):
+                   profile_routes, code_tools_routes, page_routes):
         app.register_blueprint(module.bp)
     auth.init_app(app)
     background_routes.init_app(app)

@@ -33,7 +33,10 @@ from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
 from ..tools import ToolContext, ToolRegistry, build_registry
+from ..tools.code import CODE_TOOL_NAMES
 from ..tools.registry import safe_segment
+from ..tools.sandbox import startup_status
+from . import code_tools_routes
 from .auth import current_owner
 from .params import optional_str
 from .turn_registry import PreparedTurn, register_mode
@@ -53,6 +56,10 @@ class AgentService:
         self.store = app.extensions["odysseus.store"]
         self.settings = AgentSettings.from_config(app.config)
         self.registry = build_registry(app.config)
+        # Fail closed: without a working sandbox the code tools are not offered at all.
+        self.sandbox = startup_status(app.config)
+        if not self.sandbox.available:
+            self.registry = ToolRegistry(t for n, t in self.registry.tools.items() if n not in CODE_TOOL_NAMES)
         self.data_dir = app.config["DATA_DIR"]
         self.hooks = AgentHooks(request_approval=self.request_approval, tool_context=self.tool_context,
                                 amend_exhibit=self.amend_exhibit)
@@ -68,11 +75,12 @@ class AgentService:
                                           ttl=self.settings.approval_ttl)
         return {"approval_id": row["id"], "expires_at": row["expires_at"]}
 
-    def tool_context(self, ctx: RunContext) -> ToolContext:
-        """The context tools of this run get: workspace root, config, image storage."""
+    def tool_context(self, ctx: RunContext, network: bool = False) -> ToolContext:
+        """The context tools of this run get: workspace root, config, image storage, sandbox network."""
         return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
                            workspace_root=os.path.join(self.data_dir, "workspaces"),
-                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime))
+                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime),
+                           network=network)
 
     def forget_session(self, app: Flask, owner: str, session_id: str, images: List[str]) -> None:
         """A session was deleted: remove its image files and its workspace directory."""
@@ -130,7 +138,8 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         state, resolution = row["state"], Resolution(approval_id, decision, row["call"])
         message = f"{DECISION_LABELS[decision]}: {row['call'].get('name')}"
         user_metadata = {"agent_action": {"tool_approval": {"approval_id": approval_id, "decision": decision,
-                                                            "call_id": row["call"].get("id")}}}
+                                                            "call_id": row["call"].get("id"),
+                                                            "server_id": row["call"].get("server_id")}}}
     elif _flag(data.get("continue")):
         if not session_id:
             raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
@@ -153,10 +162,13 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         registry = ToolRegistry(t for name, t in service.registry.tools.items() if name in set(req["tools"]))
     if req.get("system_prompt"):  # an agent profile's prompt comes first; the tool guidance stays
         settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
+    # Code tools only for whom the admin allows them; network only where a profile allows it.
+    registry, network = code_tools_routes.offer(registry, owner, (req.get("agent") or {}).get("profile_id"))
+    hooks = dataclasses.replace(service.hooks, tool_context=lambda ctx: service.tool_context(ctx, network=network))
 
     def make_turn(history):
         start = state if state is not None else initial_state(history, settings)
-        return agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        return agent_turn(candidates, registry, settings, hooks, start, resolution, req.get("temperature"))
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
                         user_metadata=user_metadata)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify, request
 
 from .. import openapi
+from . import code_tools_routes
 from ..llm.catalog import ModelCatalog
 from .auth import public
 
@@ -13,10 +14,10 @@ bp = Blueprint("meta", __name__)
 
 @bp.get("/api/health")
 def health():
-    """Liveness plus a few engine counters."""
+    """Liveness plus a few engine counters, and whether the code tools work (and why not)."""
     manager = current_app.extensions["odysseus.runs"]
     return jsonify({"ok": True, "active_runs": manager.active_count(), "runs_in_memory": len(manager.runs),
-                    "log_bytes": manager.budget.used})
+                    "log_bytes": manager.budget.used, "code_tools": code_tools_routes.health_info()})
 
 
 @bp.get("/api/models")

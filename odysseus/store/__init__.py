@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .approvals import ApprovalRepo, ImageRepo
 from .agents import AgentRepo, ProfileRepo
+from .code_access import CodeAccessRepo
 from .database import Locked, open_database
 from .jobs import JobRepo
 from .messages import MessageRepo
@@ -30,6 +31,7 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.code_access = CodeAccessRepo(self.locked)
 
     @property
     def db(self):

@@ -106,3 +106,11 @@ def m004_agent_api(db: Database) -> None:
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+
+
+@migration
+def m105_code_tools_access(db: Database) -> None:
+    """Who may use the code tools: an admin's per-user and per-profile settings (no row = the default)."""
+    db["code_tools_access"].create({
+        "kind": str, "target_id": str, "code_tools": int, "network": int, "updated_by": str, "updated_at": float,
+    }, pk=("kind", "target_id"), not_null={"kind", "target_id"})

@@ -34,6 +34,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import List, Optional
 
+from ..errors import OdysseusError
+
 #: where the session workspace appears inside the sandbox (and its cwd and HOME)
 WORKSPACE = "/workspace"
 #: host top-level entries that are bound (read-only) or re-created as symlinks when present
@@ -255,3 +257,17 @@ def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
         return SandboxStatus(False, "off", "bubblewrap cannot create its namespaces here: "
                              + (detail[-1][:200] if detail else f"exit {done.returncode}"))
     return SandboxStatus(True, "bubblewrap")
+
+
+def startup_status(config: dict) -> SandboxStatus:
+    """At start-up: refuse ``CODE_TOOLS_UNSANDBOXED`` in password mode, else probe the sandbox once."""
+    settings = SandboxSettings.from_config(config)
+    raw = config.get("AGENT_TOOLS")
+    names = raw if isinstance(raw, (list, tuple)) else str(raw or "").split(",")
+    enabled = {str(n).strip() for n in names} & {"run_python", "shell"}
+    if settings.unsandboxed and config.get("AUTH") != "none":
+        raise OdysseusError("CODE_TOOLS_UNSANDBOXED=1 is only allowed in single-user mode (AUTH=none): with "
+                            "accounts, code must run in the bubblewrap sandbox. Unset it, or install bubblewrap.")
+    if not enabled:
+        return SandboxStatus(False, "off", "run_python and shell are not in AGENT_TOOLS")
+    return probe(settings)
