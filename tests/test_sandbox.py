@@ -1,0 +1,183 @@
+"""The sandbox's own parts: fail closed at start-up, the layout checks, the bounded reader, workspaces.
+
+The attacks through the agent loop are in test_sandbox_attacks.py.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+
+import pytest
+from agent_fakes import calls, say
+from test_agent_approvals import of, post, use_script
+
+from odysseus import create_app
+from odysseus.cancel import CancelToken
+from odysseus.errors import OdysseusError
+from odysseus.tools import sandbox
+from odysseus.tools.code import run_python, shell
+from odysseus.tools.process import run_bounded
+from odysseus.tools.registry import ToolContext, ToolError
+
+
+def make_ctx(tmp_path, session="s1", **config):
+    return ToolContext(owner="u1", session_id=session, cancel=CancelToken(), config={"DATA_DIR": str(tmp_path), **config},
+                       workspace_root=str(tmp_path / "workspaces"))
+
+
+def close(app):
+    app.extensions["odysseus.runs"].close()
+
+
+# ------------------------------------------------------------------------------------------ fail closed
+def test_a_missing_bwrap_means_no_code_tools_and_the_reason_is_reported(tmp_path):
+    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none",
+                      "AGENT_TOOLS": "shell,run_python,update_plan", "SANDBOX_BWRAP": str(tmp_path / "no-bwrap")})
+    try:
+        client = app.test_client()
+        health = client.get("/api/health").get_json()["code_tools"]
+        assert health["available"] is False and health["allowed"] is False and health["sandbox"] == "off"
+        assert "bubblewrap not found" in health["reason"] and "no-bwrap" in health["reason"]
+        provider = use_script(app, [calls(("c1", "shell", {"command": "id"})), say("ok")])
+        response, frames = post(client, message="run id")
+        assert [t["function"]["name"] for t in provider.requests[0].tools] == ["update_plan"]
+        assert of(frames, "agent_prep")[0]["data"]["tools"] == ["update_plan"]
+        # a call of the unoffered tool is answered with an error, never run
+        assert "no tool named 'shell'" in of(frames, "tool_output")[0]["output"]
+    finally:
+        close(app)
+
+
+def test_a_bwrap_that_cannot_create_namespaces_is_reported(tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    status = sandbox.probe(sandbox.SandboxSettings(bwrap=str(fake), data_dir=str(tmp_path)))
+    assert status.available is False and "cannot create its namespaces" in status.reason
+    assert "No permissions" in status.reason
+
+
+def test_the_real_probe_works_here(tmp_path):
+    status = sandbox.probe(sandbox.SandboxSettings(data_dir=str(tmp_path)))
+    assert status.available is True and status.mode == "bubblewrap", status.reason
+
+
+def test_unsandboxed_is_refused_in_password_mode(tmp_path):
+    with pytest.raises(OdysseusError, match="only allowed in single-user mode"):
+        create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password", "CODE_TOOLS_UNSANDBOXED": True})
+
+
+def test_unsandboxed_in_single_user_mode_runs_directly_and_says_so(tmp_path):
+    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "AGENT_TOOLS": "shell",
+                      "CODE_TOOLS_UNSANDBOXED": True, "SANDBOX_BWRAP": str(tmp_path / "no-bwrap")})
+    try:
+        health = app.test_client().get("/api/health").get_json()["code_tools"]
+        assert health["available"] is True and health["sandbox"] == "unsandboxed" and "without a sandbox" in health["reason"]
+    finally:
+        close(app)
+    ctx = make_ctx(tmp_path, CODE_TOOLS_UNSANDBOXED=True)
+    assert shell({"command": "pwd"}, ctx).output.strip() == ctx.workspace()
+
+
+def test_a_data_dir_under_a_read_only_bind_is_refused(tmp_path):
+    with pytest.raises(sandbox.SandboxError, match="DATA_DIR is inside /usr"):
+        sandbox.check_layout(sandbox.SandboxSettings(data_dir="/usr/local/var/odysseus"))
+    prefix = sandbox.python_prefix()
+    if prefix != "/usr" and not prefix.startswith("/usr/"):
+        with pytest.raises(sandbox.SandboxError):
+            sandbox.check_layout(sandbox.SandboxSettings(data_dir=os.path.join(prefix, "data")))
+    sandbox.check_layout(sandbox.SandboxSettings(data_dir=str(tmp_path)))
+
+
+def test_the_command_line_has_the_isolation_flags(tmp_path):
+    argv = sandbox.sandbox_argv(sandbox.SandboxSettings(data_dir=str(tmp_path)), str(tmp_path), ["true"])
+    inner = argv[len(argv) - argv[::-1].index(argv[0]) - 1:]  # the last bwrap is the sandbox itself
+    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--disable-userns",
+                 "--die-with-parent", "--new-session", "--clearenv"):
+        assert flag in inner, flag
+    assert inner[inner.index("--uid") + 1] != "0" and inner[inner.index("--chdir") + 1] == "/workspace"
+    assert str(tmp_path) not in inner or os.geteuid() != 0  # as root only the outer bwrap names host paths
+    limits = inner[inner.index("--") + 1:]
+    assert limits[0].endswith("prlimit") and "--nproc=64" in limits and limits[-1] == "true"
+    networked = sandbox.sandbox_argv(sandbox.SandboxSettings(data_dir=str(tmp_path)), str(tmp_path), ["true"],
+                                     network=True)
+    assert "--unshare-net" not in networked
+
+
+# ------------------------------------------------------------------------------------------ output and time
+def test_output_without_newlines_is_capped_in_bytes_and_the_rest_counted(tmp_path):
+    ctx = make_ctx(tmp_path, TOOL_OUTPUT_MAX_BYTES=4096)
+    result = run_python({"code": "import sys\nfor _ in range(50): sys.stdout.write('y' * 1000000)"}, ctx)
+    head, marker = result.output.split("\n[output truncated: ")
+    assert head == "y" * 4096 and marker == f"{50_000_000 - 4096} more bytes were dropped]"
+    assert result.exit_code == 0 and result.meta["truncated"] is True
+
+
+def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
+    result = shell({"command": "printf 'ok \\377\\376 end'"}, make_ctx(tmp_path))
+    assert result.output == "ok \ufffd\ufffd end"
+
+
+def test_reading_stops_when_a_grandchild_holds_the_pipe(tmp_path):
+    """Unsandboxed (no PID namespace): the process exits, a setsid child keeps stdout open."""
+    started = time.monotonic()
+    done = run_bounded(["/bin/sh", "-c", "setsid sleep 30 & echo parent-done"], cancel=CancelToken(),
+                       max_bytes=1000, timeout=20)
+    assert time.monotonic() - started < 5
+    assert done.exit_code == 0 and done.output == b"parent-done\n" and done.reason == ""
+
+
+def test_the_deadline_ends_a_silent_process(tmp_path):
+    started = time.monotonic()
+    done = run_bounded(["/bin/sh", "-c", "sleep 30"], cancel=CancelToken(), max_bytes=1000, timeout=0.5)
+    assert done.reason == "timeout" and done.exit_code is None and time.monotonic() - started < 5
+
+
+def test_a_cancelled_token_refuses_to_start(tmp_path):
+    token = CancelToken()
+    token.cancel("stopped")
+    with pytest.raises(Exception):
+        run_bounded(["true"], cancel=token, max_bytes=10, timeout=5)
+
+
+def test_the_cpu_limit_ends_a_busy_loop(tmp_path):
+    ctx = make_ctx(tmp_path, SANDBOX_CPU_SECONDS=1)
+    started = time.monotonic()
+    result = run_python({"code": "while True: pass"}, ctx)
+    assert result.exit_code != 0 and time.monotonic() - started < 20
+
+
+def test_the_file_size_limit_applies(tmp_path):
+    ctx = make_ctx(tmp_path, SANDBOX_MAX_FILE_BYTES=100_000)
+    result = shell({"command": "head -c 1000000 /dev/zero > big; echo rc=$?; wc -c < big"}, ctx)
+    assert "rc=0" not in result.output and result.output.split()[-1] == "100000"
+
+
+# ------------------------------------------------------------------------------------------ workspaces
+def test_workspaces_are_0700_at_every_level_and_the_server_writes_nothing_into_them(tmp_path):
+    ctx = make_ctx(tmp_path)
+    result = run_python({"code": "import os; print(sorted(os.listdir('.')))"}, ctx)
+    assert result.output.strip() == "[]"  # no snippet file: the program came in on stdin
+    path = ctx.workspace()
+    for level in (path, os.path.dirname(path), os.path.dirname(os.path.dirname(path))):
+        assert stat.S_IMODE(os.stat(level).st_mode) == 0o700, level
+    if os.geteuid() == 0:
+        assert os.stat(path).st_uid == 65534
+
+
+def test_a_symlink_planted_in_the_workspace_does_not_redirect_the_server(tmp_path):
+    ctx = make_ctx(tmp_path)
+    target = tmp_path / "outside.txt"
+    target.write_text("untouched")
+    shell({"command": f"ln -s {target} _odysseus_snippet.py; ln -s / root-link"}, ctx)
+    result = run_python({"code": "print(open('/workspace/root-link/etc/passwd').read())"}, ctx)
+    assert result.exit_code == 1 and "FileNotFoundError" in result.output
+    assert target.read_text() == "untouched"
+
+
+def test_bad_arguments_are_tool_errors_before_anything_runs(tmp_path):
+    for args in ({"command": 5}, {"command": ""}, {}):
+        with pytest.raises(ToolError):
+            shell(args, make_ctx(tmp_path))
