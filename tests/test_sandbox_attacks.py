@@ -362,3 +362,44 @@ def test_a_fork_loop_is_bounded_by_the_process_limit(server, model, people):
     assert "fork" in out["f2"]["output"].lower()
     assert int(out["f2"]["output"].split()[-1]) <= 34
     wait_for(lambda: not host_processes("1000.3"), timeout=10, what="the forked processes to be gone")
+
+
+def test_network_only_where_an_admin_enabled_it_on_the_profile(server, model, people):
+    admin, bob = people
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    profile = bob.call("POST", "/api/agent/profiles", json={"name": "online"}).json()
+    code = ("import socket\ntry:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=3).close()\n    print('CONNECTED')\n"
+            "except OSError as exc:\n    print('refused', type(exc).__name__)\n")
+
+    def run_with_profile():
+        with model.lock:
+            model.replies = [reply(tool_calls=[tool("n2", "run_python", code=code)]), reply("done")]
+            model.requests.clear()
+        response = bob.http.post(server.url + "/api/agent/chat/stream", json={"message": "go",
+                                 "profile_id": profile["id"]}, headers=bob.headers, stream=True, timeout=120)
+        assert response.status_code == 200, response.text
+        stream = Stream(response)
+        try:
+            return [f["data"]["content"] for f in stream.events() if f.get("event") == "tool_result"]
+        finally:
+            stream.close()
+
+    try:
+        assert "refused" in run_with_profile()[0]
+        path = f"/api/admin/profiles/{profile['id']}/code-tools"
+        assert bob.call("PATCH", path, json={"network": True}).status_code == 403
+        assert admin.call("PATCH", "/api/admin/profiles/prof_nope/code-tools", json={"network": True}).status_code == 404
+        assert admin.call("PATCH", path, json={"network": "on"}).status_code == 400
+        changed = admin.call("PATCH", path, json={"network": True})
+        assert changed.json()["network"] is True and changed.json()["owner"] == bob.id
+        assert "CONNECTED" in run_with_profile()[0]
+        # the admin can also take the code tools away for this profile
+        assert admin.call("PATCH", path, json={"code_tools": False}).json()["code_tools"] is False
+        run_with_profile()
+        assert "run_python" not in offered(model)
+    finally:
+        listener.close()

@@ -136,19 +136,25 @@ def _ancestors(path: str) -> List[str]:
     return out
 
 
-def _read_only_binds(network: bool) -> List[str]:
-    """System directories, the interpreter prefix, and (with network) the resolver and CA files."""
+def _read_only_binds(network: bool, nested: bool = False) -> List[str]:
+    """System directories, the interpreter prefix, and (with network) the resolver and CA files.
+
+    ``nested``: for the inner bwrap under the root wrapper, whose sources are the wrapper's targets.
+    """
     args = _system_binds()
+    binds = []
     prefix = python_prefix()
     if not _under(prefix, "/usr"):
-        for parent in _ancestors(prefix):
-            if not _under(parent, "/usr"):
-                args += ["--perms", "0755", "--dir", parent]  # bwrap would create them 0700
-        args += ["--ro-bind", prefix, prefix]
+        binds.append((prefix, prefix))
     if network:
-        for path in NETWORK_ETC:
-            if os.path.exists(path):
-                args += ["--ro-bind-try", os.path.realpath(path), path]
+        binds += [(os.path.realpath(path), path) for path in NETWORK_ETC if os.path.exists(path)]
+    made = set()
+    for source, target in binds:
+        for parent in _ancestors(target):
+            if parent not in made and not _under(parent, "/usr"):
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]  # bwrap would create them 0700
+        args += ["--ro-bind", target if nested else source, target]
     return args
 
 
@@ -191,7 +197,7 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
     if not network:
         inner.append("--unshare-net")
     inner += ["--hostname", "sandbox", "--uid", str(uid), "--gid", str(gid), "--die-with-parent", "--new-session"]
-    inner += _read_only_binds(network)
+    inner += _read_only_binds(network, nested=outer)
     inner += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings.tmp_bytes), "--tmpfs", "/tmp",
               "--bind", WORKSPACE if outer else workspace, WORKSPACE, "--chdir", WORKSPACE, "--clearenv"]
     for key, value in env.items():
