@@ -234,7 +234,7 @@ class SandboxStatus:
     """Whether the code tools can be offered, and why not."""
 
     available: bool
-    mode: str  # "bubblewrap", "unsandboxed" or "off"
+    mode: str  # "bubblewrap", "unsandboxed", "off" (unusable) or "disabled" (not in AGENT_TOOLS)
     reason: str = ""
 
     def to_dict(self) -> dict:
@@ -275,5 +275,5 @@ def startup_status(config: dict) -> SandboxStatus:
         raise OdysseusError("CODE_TOOLS_UNSANDBOXED=1 is only allowed in single-user mode (AUTH=none): with "
                             "accounts, code must run in the bubblewrap sandbox. Unset it, or install bubblewrap.")
     if not enabled:
-        return SandboxStatus(False, "off", "run_python and shell are not in AGENT_TOOLS")
+        return SandboxStatus(False, "disabled", "run_python and shell are not in AGENT_TOOLS")
     return probe(settings)

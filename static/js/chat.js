@@ -13,9 +13,10 @@ const ui = {
   model: $("model-picker"), messages: $("messages"), composer: $("composer"), input: $("input"),
   send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
   account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
+  codeNotice: $("code-tools-notice"),
 };
 
-const state = { sessionId: null, turn: null, loadToken: 0 };
+const state = { sessionId: null, turn: null, loadToken: 0, codeToolsOff: "" };
 
 // ---- small helpers -------------------------------------------------------------------------
 
@@ -48,6 +49,7 @@ function setMode(value) {
     radio.checked = true;
     localStorage.setItem("odysseus-mode", radio.value);
   }
+  showCodeNotice();
 }
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
 for (const radio of document.querySelectorAll('input[name="mode"]')) {
@@ -454,13 +456,33 @@ ui.signOut.addEventListener("click", async () => {
   location.assign("/login");
 });
 
+// ---- code tools notice (agent mode) -------------------------------------------------------------
+
+/** In agent mode, say when run_python / shell are not offered, and why (from /api/health). */
+function showCodeNotice() {
+  const off = state.codeToolsOff;
+  ui.codeNotice.textContent = off ? `Code tools are off: ${off}` : "";
+  ui.codeNotice.hidden = !off || mode() !== "agent";
+}
+async function loadCodeTools() {
+  try {
+    const info = (await api("GET", "/api/health")).code_tools || {};
+    const off = info.sandbox !== "disabled" && (!info.available || info.allowed === false);
+    state.codeToolsOff = off ? (info.reason || "unavailable") : "";
+  } catch (err) {
+    state.codeToolsOff = "";
+  }
+  showCodeNotice();
+}
+for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", showCodeNotice);
+
 // ---- start -------------------------------------------------------------------------------------
 
 async function start() {
   themeLabel();
   updateComposer();
   showEmpty();
-  await Promise.all([loadModels(), refreshSessions(), loadAccount()]);
+  await Promise.all([loadModels(), refreshSessions(), loadAccount(), loadCodeTools()]);
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";
