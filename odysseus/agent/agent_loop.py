@@ -316,8 +316,9 @@ class AgentLoop:
                 result = yield from run_tool(tool, call["arguments"], self.tool_ctx, self.ctx.cancel, timeout=timeout,
                                              progress_interval=self.settings.progress_interval, round_no=round_no)
             except Cancelled:  # the run was stopped mid-tool: the saved reply still shows the row
-                self.meta["tools"].append({"call_id": call["id"], "tool": call["name"], "command": command,
-                                           "full_command": full, "round": round_no, "cancelled": True})
+                self.meta["tools"].append({"call_id": call["id"], "server_id": call.get("server_id"),
+                                           "tool": call["name"], "command": command, "full_command": full,
+                                           "round": round_no, "cancelled": True})
                 raise
         self.tools_ms += (time.monotonic() - started) * 1000
         self.used += 1

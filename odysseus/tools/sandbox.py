@@ -249,7 +249,7 @@ def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
     scratch = tempfile.mkdtemp(prefix="odysseus-probe-")
     try:
         prepare_workspace(scratch, settings)
-        argv = sandbox_argv(settings, scratch, [interpreter(), "-I", "-c", "print('sandbox-ok')"])
+        argv = sandbox_argv(settings, scratch, [interpreter(), "-I", "-S", "-c", "print('sandbox-ok')"])
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
                               env={"PATH": SAFE_PATH}, start_new_session=True)
     except SandboxError as exc:
