@@ -6,6 +6,7 @@ The attacks through the agent loop are in test_sandbox_attacks.py.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import time
 
@@ -181,3 +182,60 @@ def test_bad_arguments_are_tool_errors_before_anything_runs(tmp_path):
     for args in ({"command": 5}, {"command": ""}, {}):
         with pytest.raises(ToolError):
             shell(args, make_ctx(tmp_path))
+
+
+NON_ROOT_CHECK = """
+import json, sys
+from odysseus.cancel import CancelToken
+from odysseus.tools import sandbox
+from odysseus.tools.code import shell
+from odysseus.tools.registry import ToolContext
+data = sys.argv[1]
+status = sandbox.probe(sandbox.SandboxSettings(data_dir=data + '/data'))
+ctx = ToolContext(owner='u', session_id='s', cancel=CancelToken(), workspace_root=data + '/ws',
+                  config={'DATA_DIR': data + '/data', 'SANDBOX_MAX_PROCESSES': 10})
+out = shell({'command': 'id -u; pwd; i=0; while [ $i -lt 50 ]; do sleep 5 >/dev/null 2>&1 & i=$((i+1)); done 2>&1 '
+                        '| tail -1; ls /proc | grep -c "^[0-9]"'}, ctx).output
+print(json.dumps({'available': status.available, 'reason': status.reason, 'out': out}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/setpriv"), reason="needs root to become nobody")
+def test_a_server_running_as_an_ordinary_user_gets_the_same_sandbox(tmp_path):
+    """The non-root path (no outer wrapper): here as uid 65534 with Debian's python3 and our venv's packages."""
+    import json
+    import subprocess
+    import sys
+
+    system_python = "/usr/bin/python3"
+    if not os.path.exists(system_python):
+        pytest.skip("no /usr/bin/python3")
+    version = subprocess.run([system_python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True).stdout.strip()
+    if version != str(tuple(sys.version_info[:2])):
+        pytest.skip("the system python is another version than the venv's")
+    site = next(p for p in sys.path if p.endswith("site-packages") and sys.prefix in p)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    scratch = tempfile_dir(tmp_path)
+    try:
+        done = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                               "/usr/bin/env", f"PYTHONPATH={site}:{root}", system_python, "-c", NON_ROOT_CHECK,
+                               scratch], capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if done.returncode != 0 and "Permission denied" in done.stderr:
+        pytest.skip("the checkout is not readable by uid 65534")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["available"] is True, result["reason"]
+    lines = result["out"].split()
+    assert lines[0] == "65534" and lines[1] == "/workspace" and "fork" in result["out"].lower()
+    assert int(lines[-1]) <= 12
+
+
+def tempfile_dir(tmp_path) -> str:
+    """A directory uid 65534 can use, outside the 0700 pytest tree."""
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="odysseus-nonroot-")
+    os.chmod(path, 0o777)
+    return path

@@ -315,6 +315,7 @@ def test_400_mb_without_a_newline_leaves_the_server_memory_bounded(server, model
     code = ("import sys\nchunk = 'x' * (1 << 20)\n"
             "for _ in range(400):\n    sys.stdout.write(chunk)\nsys.stdout.flush()\nprint('', end='')\n")
     peak = [before]
+    slowest = [0.0]
     done = threading.Event()
 
     def sample():
@@ -323,6 +324,9 @@ def test_400_mb_without_a_newline_leaves_the_server_memory_bounded(server, model
                 peak[0] = max(peak[0], sum(rss_kib(pid) for pid in workers))
             except OSError:
                 pass
+            asked = time.monotonic()  # the server keeps answering while it drains the output
+            requests.get(server.url + "/api/health", timeout=30)
+            slowest[0] = max(slowest[0], time.monotonic() - asked)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -337,6 +341,7 @@ def test_400_mb_without_a_newline_leaves_the_server_memory_bounded(server, model
     tool_message = next(m for m in model.requests[-1]["messages"] if m["role"] == "tool")
     assert len(tool_message["content"]) < 50_000  # what the model got is capped too
     assert (peak[0] - before) < 200 * 1024, f"server RSS grew by {(peak[0] - before) // 1024} MiB"
+    assert slowest[0] < 5, f"/api/health took {slowest[0]:.1f} s while the tool ran"
 
 
 def test_a_fork_loop_is_bounded_by_the_process_limit(server, model, people):
