@@ -24,8 +24,8 @@ from odysseus.tools.registry import ToolContext, ToolError
 
 
 def make_ctx(tmp_path, session="s1", **config):
-    return ToolContext(owner="u1", session_id=session, cancel=CancelToken(), config={"DATA_DIR": str(tmp_path), **config},
-                       workspace_root=str(tmp_path / "workspaces"))
+    return ToolContext(owner="u1", session_id=session, cancel=CancelToken(),
+                       config={"DATA_DIR": str(tmp_path), **config}, workspace_root=str(tmp_path / "workspaces"))
 
 
 def close(app):
@@ -75,7 +75,8 @@ def test_unsandboxed_in_single_user_mode_runs_directly_and_says_so(tmp_path):
                       "CODE_TOOLS_UNSANDBOXED": True, "SANDBOX_BWRAP": str(tmp_path / "no-bwrap")})
     try:
         health = app.test_client().get("/api/health").get_json()["code_tools"]
-        assert health["available"] is True and health["sandbox"] == "unsandboxed" and "without a sandbox" in health["reason"]
+        assert health["available"] is True and health["sandbox"] == "unsandboxed"
+        assert "without a sandbox" in health["reason"]
     finally:
         close(app)
     ctx = make_ctx(tmp_path, CODE_TOOLS_UNSANDBOXED=True)
@@ -225,11 +226,12 @@ def test_a_server_running_as_an_ordinary_user_gets_the_same_sandbox(tmp_path):
         shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode != 0 and "Permission denied" in done.stderr:
         pytest.skip("the checkout is not readable by uid 65534")
+    assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["available"] is True, result["reason"]
     lines = result["out"].split()
-    assert lines[0] == "65534" and lines[1] == "/workspace" and "fork" in result["out"].lower()
-    assert int(lines[-1]) <= 12
+    assert lines[0] == "65534" and lines[1] == "/workspace" and "fork" in result["out"].lower(), result["out"]
+    assert int(lines[-1]) <= 12, result["out"]
 
 
 def tempfile_dir(tmp_path) -> str:

@@ -397,7 +397,8 @@ def test_network_only_where_an_admin_enabled_it_on_the_profile(server, model, pe
         assert "refused" in run_with_profile()[0]
         path = f"/api/admin/profiles/{profile['id']}/code-tools"
         assert bob.call("PATCH", path, json={"network": True}).status_code == 403
-        assert admin.call("PATCH", "/api/admin/profiles/prof_nope/code-tools", json={"network": True}).status_code == 404
+        missing = admin.call("PATCH", "/api/admin/profiles/prof_nope/code-tools", json={"network": True})
+        assert missing.status_code == 404
         assert admin.call("PATCH", path, json={"network": "on"}).status_code == 400
         changed = admin.call("PATCH", path, json={"network": True})
         assert changed.json()["network"] is True and changed.json()["owner"] == bob.id
