@@ -6,9 +6,10 @@ engine drives the generator this returns.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
-from .events import Event
+from .context import Injection, apply_injections
+from .events import NOTICE, Event
 from .llm.base import ChatRequest
 from .llm.llm_core import Candidate, stream_route
 from .runs.run import RunContext
@@ -31,13 +32,30 @@ def model_messages(history: List[dict], system_prompt: Optional[str] = None) -> 
     return messages
 
 
+#: Gathers this turn's context injections inside the run (see ``odysseus.context``).
+Gather = Callable[[RunContext], List[Injection]]
+
+
+def announce(injections: List[Injection], context: RunContext) -> Iterator[Event]:
+    """The injections' events and notices, in order, and their metadata folded into the saved reply."""
+    for injection in injections:
+        if injection.event is not None:
+            yield injection.event
+        if injection.notice:
+            yield Event(NOTICE, {"message": injection.notice, "source": injection.source})
+        context.metadata.update(injection.metadata)
+
+
 def chat_turn(candidates: List[Candidate], history: List[dict], temperature: Optional[float] = None,
-              system_prompt: Optional[str] = None):
+              system_prompt: Optional[str] = None, gather: Optional[Gather] = None):
     """Return a turn generator function for the run engine."""
-    request = ChatRequest(model=candidates[0].model, messages=model_messages(history, system_prompt),
-                          temperature=temperature)
+    messages = model_messages(history, system_prompt)
 
     def turn(context: RunContext) -> Iterator[Event]:
+        injections = gather(context) if gather is not None else []
+        yield from announce(injections, context)
+        request = ChatRequest(model=candidates[0].model, messages=apply_injections(messages, injections),
+                              temperature=temperature)
         yield from stream_route(candidates, request, context.cancel)
 
     return turn

@@ -31,7 +31,12 @@ DEFAULTS: Dict[str, Any] = {
     "MAX_ACTIVE_RUNS": 5000,
     "RUN_WALL_TIMEOUT": 1800.0,  # seconds a run may take in all
     "RUN_IDLE_TIMEOUT": 300.0,  # seconds a run may go without an event
-    "CHECKPOINT_INTERVAL": 1.0,  # seconds between partial-output checkpoints
+    "EVENT_FLUSH_INTERVAL": 0.2,  # seconds between group commits of the durable run log (text lost on a crash)
+    "DURABLE_EVENTS": True,  # write every logged event through to SQLite (off only for benchmarks)
+    "RUN_LEASE_SECONDS": 15.0,  # a run's lease; a run whose worker stopped renewing it is recovered after this
+    "FINAL_SAVE_PATIENCE": 20.0,  # seconds a run waits for its final save before ending in memory (save retried)
+    "SHUTDOWN_GRACE": 20.0,  # seconds running runs may go on after SIGTERM/reload before ending as interrupted
+    "RUN_BACKEND": "memory",  # "memory": runs live in the worker process (one worker only)
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
     "BACKGROUND_WORKERS": 2,  # background jobs running at once
     # Demo model
@@ -81,6 +86,27 @@ DEFAULTS: Dict[str, Any] = {
     "IMAGES_API_KEY": "",
     "IMAGES_MODEL": "",
     "IMAGES_TIMEOUT": 120.0,
+    # Editor documents (odysseus.documents)
+    "DOCUMENT_MAX_BYTES": 1024 * 1024,  # UTF-8 bytes one document may hold; a larger write is refused
+    "DOCUMENT_CONTEXT_CHARS": 60_000,  # characters of the active document (line-numbered) sent to the model
+    "DOCUMENT_FOLD_SECONDS": 60.0,  # a user save within this of the user's previous version replaces it
+    "DOCUMENT_PREVIEW_INTERVAL": 0.1,  # seconds between doc_stream_delta previews, at least
+    # Uploads, attachments and retrieval (odysseus.context.attachments / retrieval; README "Uploads")
+    "UPLOAD_MAX_BYTES": 10 * 1024 * 1024,  # bytes per uploaded file
+    "UPLOAD_MAX_FILES": 10,  # files per upload request (and attachments per turn)
+    "UPLOAD_QUOTA_BYTES": 200 * 1024 * 1024,  # bytes of uploads each user may keep
+    "ATTACH_TEXT_BUDGET": 24_000,  # characters of attached text inlined per turn (shared by all files)
+    "VISION_MODELS": "",  # comma-separated globs (provider/model or model) that accept images; see also vision=
+    "RAG_CHUNK_CHARS": 1000,  # target characters per indexed chunk
+    "RAG_CHUNK_OVERLAP": 150,  # characters repeated between neighbouring chunks
+    "RAG_TOP_K": 4,  # chunks retrieved per turn at most
+    "RAG_MIN_SCORE": 0.25,  # chunks scoring below this (0..1) are not used
+    "RAG_MAX_CHARS": 6000,  # characters of retrieved text per turn
+    "RAG_INDEX_MAX_CHARS": 2_000_000,  # characters of one file's text that are indexed
+    "EMBEDDING_MODEL": "",  # provider/model serving embeddings (OpenAI /v1/embeddings, Ollama /api/embed); "" = FTS only
+    "EMBEDDING_WEIGHT": 0.5,  # share of the vector similarity in the blended score
+    "EMBEDDING_TIMEOUT": 30.0,  # seconds per embeddings request
+    "EMBEDDING_BATCH": 32,  # chunks per embeddings request
     # Accounts (see README "Accounts and single-user mode")
     "AUTH": "password",  # "password": sign-in required; "none": one implicit owner, loopback only
     "AUTH_FORCE": False,  # allow AUTH=none on a non-loopback bind (explicit opt-out)

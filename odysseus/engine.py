@@ -1,4 +1,4 @@
-"""Wires the per-app parts into ``app.extensions``: store, providers/router, run engine."""
+"""Wires the per-app parts into ``app.extensions``: store, accounts, providers/router, run engine."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from flask import Flask
 from .accounts import Accounts, load_or_create_secret
 from .llm.llm_core import ModelRouter
 from .llm.registry import build_providers
-from .runs.agent_runs import RunManager
+from .runs.engine import RunEngine
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,12 @@ def init_app(app: Flask) -> None:
         config["SECRET_KEY"] = load_or_create_secret(config["DATA_DIR"])
     store = Store(database_path(config))
     router = ModelRouter(build_providers(config), config.get("ROUTES"), config.get("DEFAULT_MODEL", ""))
-    manager = RunManager(store, config)
-    recovered = manager.recover_interrupted()
+    engine = RunEngine(store, config)
+    try:
+        recovered = engine.recover_interrupted()
+    except Exception:  # the server still boots when recovery fails; the janitor tries again
+        log.exception("recovering interrupted runs failed")
+        recovered = []
     if recovered:
         log.warning("marked %d interrupted run(s) from a previous process", len(recovered))
     app.extensions["odysseus.store"] = store
@@ -38,4 +42,5 @@ def init_app(app: Flask) -> None:
     accounts.adopt_single_user_data()
     app.extensions["odysseus.accounts"] = accounts
     app.extensions["odysseus.router"] = router
-    app.extensions["odysseus.runs"] = manager
+    app.extensions["odysseus.runs"] = engine
+    engine.start_background()

@@ -93,9 +93,10 @@ class Conflict(OdysseusError):
 
 
 class CapacityError(OdysseusError):
-    """The run engine has no room for another run."""
+    """The run engine has no room for another run (or is draining): answered 503 with ``Retry-After``."""
 
     status = 503
+    retry_after = 2
 
 
 class ProviderError(OdysseusError):

@@ -27,6 +27,7 @@ TOOLS = {"type": ["array", "null"], "items": STR}
 PAGE = (("limit", INT), ("offset", INT))
 
 MESSAGE_ID = "<int(max=9223372036854775807):message_id>"  # as routes/history_routes.py registers it
+DOC_VERSION = "<int(max=1000000000):number>"  # as routes/document_routes.py registers it
 TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/background
     "message": {"type": "string", "minLength": 1}, "session": ID, "session_id": ID,
     "mode": {"type": "string", "enum": ["chat", "agent", "compare"]}, "model": ID,
@@ -34,7 +35,13 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     # agent mode: answer an approval card, or continue after rounds_exhausted
     "tool_approval_id": ID, "tool_approval_decision": {"type": "string", "enum": ["approve", "approve_task", "deny"]},
     "continue": BOOL,
+    "active_doc_id": ID,  # an open editor document: the model sees it and gets the document tools
+    # context (odysseus.context): upload ids to attach; retrieval over the user's files on/off
+    "attachments": {"type": "array", "items": ID, "maxItems": 50}, "use_rag": BOOL,
 }
+UPLOAD_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+    "required": ["files"]}}}}
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
 PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
            "tools": TOOLS, "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
@@ -103,6 +110,20 @@ OPERATIONS: List[Op] = [
     Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR},
        ("content",)),
     Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),
+    # editor documents
+    Op("POST", "/api/document", "Create a document (in a session when session_id names one).", "documents",
+       {"session_id": ID, "title": {"type": "string", "minLength": 1, "maxLength": 200}, "language": STR,
+        "content": STR}, ("title",), status=201),
+    Op("GET", "/api/documents/<session_id>", "The session's documents (no content).", "documents"),
+    Op("GET", "/api/document/<doc_id>", "One document with its content.", "documents"),
+    Op("PUT", "/api/document/<doc_id>", "Save the content (new user version; no-op when unchanged).", "documents",
+       {"content": STR, "summary": STR}, ("content",)),
+    Op("PATCH", "/api/document/<doc_id>", "Rename a document or change its language.", "documents",
+       {"title": {"type": "string", "minLength": 1, "maxLength": 200}, "language": STR}),
+    Op("DELETE", "/api/document/<doc_id>", "Delete a document and its versions.", "documents"),
+    Op("GET", "/api/document/<doc_id>/versions", "The document's versions, newest first.", "documents"),
+    Op("GET", f"/api/document/<doc_id>/version/{DOC_VERSION}", "One version with its content.", "documents"),
+    Op("POST", f"/api/document/<doc_id>/restore/{DOC_VERSION}", "Restore a version as a new version.", "documents"),
     # accounts
     Op("GET", "/api/auth/status", "Who is signed in, the mode and the CSRF token.", "auth", public=True),
     Op("POST", "/api/auth/setup", "Create the first (admin) account.", "auth", CREDENTIALS, public=True),
@@ -121,6 +142,14 @@ OPERATIONS: List[Op] = [
        status=201),
     Op("GET", "/api/auth/settings", "Instance settings (admin).", "auth"),
     Op("POST", "/api/auth/settings", "Change instance settings (admin).", "auth", {"allow_signup": BOOL}),
+    # uploads (README "Uploads, attachments and retrieval")
+    Op("POST", "/api/upload", "Upload files (multipart field files); same bytes give the existing record.", "uploads",
+       extra={"requestBody": UPLOAD_BODY}),
+    Op("GET", "/api/upload", "The caller's uploads, newest first.", "uploads", query=PAGE),
+    Op("GET", "/api/upload/<upload_id>", "One upload's record, with its index status.", "uploads"),
+    Op("GET", "/api/upload/<upload_id>/content", "An upload's bytes (images inline, other files as downloads).",
+       "uploads"),
+    Op("DELETE", "/api/upload/<upload_id>", "Delete an upload with its file and indexed chunks.", "uploads"),
     # code tools: the sandbox status and who may use run_python / shell
     Op("GET", "/api/admin/code-tools", "The code sandbox's status and every code-tools setting (admin).", "auth"),
     Op("PATCH", "/api/admin/users/<user_id>/code-tools", "Allow or refuse the code tools for one user (admin).",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Dict, Iterable, Iterator, List, Optional
 
-from .events import CLOSE, DELTA, DONE, ERROR, PROVIDER_ONLY, RUN_STARTED, Event
+from .events import CLOSE, DELTA, DOC_EVENTS, DONE, ERROR, PROVIDER_ONLY, RUN_STARTED, Event
 
 #: Events the chat projection does not send (they exist for the agent projection).
 CHAT_HIDDEN = frozenset({RUN_STARTED, CLOSE}) | PROVIDER_ONLY
@@ -85,6 +85,8 @@ AGENT_NAMES = {
     RUN_STARTED: "run_started", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
     "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
     "run_missing": "run_missing",
+    **{name: name for name in DOC_EVENTS},  # editor documents: the same names on both projections
+    "attachments": "attachments", "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
 }
 TOOL_RESULT_PREVIEW = 500
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import requests
 
@@ -39,7 +40,9 @@ class LiveServer:
                if not k.startswith(("ODYSSEUS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_"))}
         env.update({"PORT": str(self.port), "HOST": "127.0.0.1", "ODYSSEUS_DATA_DIR": self.data_dir,
                     "ODYSSEUS_LOG_LEVEL": "warning",
-                    "ODYSSEUS_AUTH": "none"})  # single-user on loopback unless the test asks for accounts
+                    "ODYSSEUS_AUTH": "none",  # single-user on loopback unless the test asks for accounts
+                    # a test server stops within about two seconds
+                    "ODYSSEUS_SHUTDOWN_GRACE": "1", "ODYSSEUS_GRACEFUL_MARGIN": "1"})
         env.update(self.env)
         os.makedirs(self.data_dir, exist_ok=True)
         self._log = open(self.log_path, "ab")
@@ -65,12 +68,29 @@ class LiveServer:
         except OSError:
             return ""
 
+    def worker_pids(self) -> List[int]:
+        """The gunicorn workers: the master's child processes, read from /proc (never by a name pattern)."""
+        if not self.proc:
+            return []
+        pids: List[int] = []
+        for task in os.listdir(f"/proc/{self.proc.pid}/task"):
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{self.proc.pid}/task/{task}/children") as fh:
+                    pids += [int(p) for p in fh.read().split()]
+        return pids
+
     def kill(self) -> None:
-        """kill -9 the whole server (master and worker), as a crash would."""
+        """kill -9 the whole server (master and workers) at once, as a crash would."""
         if self.proc and self.proc.poll() is None:
+            workers = self.worker_pids()
             os.kill(self.proc.pid, signal.SIGKILL)
-            subprocess.run(["pkill", "-9", "-f", f"127.0.0.1:{self.port}"], check=False)
+            for pid in workers:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             self.proc.wait(5)
+            deadline = time.monotonic() + 5
+            while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+                time.sleep(0.02)
 
     def stop(self) -> None:
         """Stop gracefully (then forcefully)."""
@@ -83,3 +103,12 @@ class LiveServer:
                 self.proc.wait(5)
         if getattr(self, "_log", None):
             self._log.close()
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -11,7 +11,7 @@ from odysseus.cancel import CancelToken
 from odysseus.config import load_config
 from odysseus.errors import ProviderHTTPError
 from odysseus.llm.llm_core import Candidate
-from odysseus.runs.agent_runs import RunManager
+from odysseus.runs.engine import RunEngine, StartSpec
 from odysseus.runs.run import RunContext
 from odysseus.store import Store
 from odysseus.tools.registry import ToolContext, ToolRegistry
@@ -261,7 +261,7 @@ def test_provider_failure_mid_run_leaves_one_sanitized_terminal_after_the_saved_
                                                    status=502)])
     config = load_config(env={})
     store = Store(str(tmp_path / "db.sqlite"))
-    manager = RunManager(store, config)
+    manager = RunEngine(store, config)
     settings = AgentSettings()
     hooks = AgentHooks(request_approval=lambda *a: {}, tool_context=lambda ctx: ToolContext(
         owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config={}))
@@ -269,8 +269,8 @@ def test_provider_failure_mid_run_leaves_one_sanitized_terminal_after_the_saved_
     state = initial_state([{"role": "user", "content": "go"}], settings)
     from odysseus.agent.agent_loop import agent_turn
     turn = agent_turn([Candidate(provider, "script-1")], ToolRegistry([echo_tool()]), settings, hooks, state)
-    run = manager.start(owner="local", session_id=session, turn=turn, mode="agent", model="scripted/script-1",
-                        terminal_type="agent_terminal")
+    run = manager.start(StartSpec(owner="local", session_id=session, make_turn=lambda history: turn, mode="agent",
+                                  model="scripted/script-1", message="go", terminal_type="agent_terminal")).run
     assert run.settled.wait(10)
     manager.close()
     events = [e for e, _ in run.log.read_after(0)]

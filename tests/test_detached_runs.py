@@ -225,13 +225,13 @@ def test_compare_mode_is_not_detached_and_stores_nothing(live):
 
 
 def test_restart_recovers_an_interrupted_run(server_factory, tmp_path):
-    env = {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.05", "ODYSSEUS_CHECKPOINT_INTERVAL": "0.2"}
+    env = {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.05", "ODYSSEUS_EVENT_FLUSH_INTERVAL": "0.2"}
     server = server_factory(env, data_dir=str(tmp_path / "crash"))
     stream = post_chat(server.url, "crash during this reply")
     session_id = stream.headers["X-Odysseus-Session-Id"]
     _read_until(stream, 20)
     import time
-    time.sleep(0.5)  # let a checkpoint land
+    time.sleep(0.5)  # let a flush land
     server.kill()
     stream.close()
     again = server_factory(env, data_dir=str(tmp_path / "crash"))
@@ -241,7 +241,9 @@ def test_restart_recovers_an_interrupted_run(server_factory, tmp_path):
     assert len(assistant) == 1
     assert assistant[0]["metadata"]["interrupted"] is True
     assert assistant[0]["content"] and demo_reply("crash during this reply").startswith(assistant[0]["content"])
-    assert requests.get(f"{again.url}/api/chat/resume/{session_id}", timeout=5).status_code == 404
+    replay = open_stream("GET", f"{again.url}/api/chat/resume/{session_id}", timeout=10).events()
+    assert text_of(replay) == assistant[0]["content"]  # the durable log, replayed to its terminal record
+    assert types_of(replay)[-1] == "error"
 
 
 def test_idempotent_retry_after_eviction_replays_the_saved_reply(server_factory):

@@ -1,7 +1,8 @@
 """Crash: ``kill -9`` of the server while several runs stream, then a restart on the same data.
 
-Every run reads ``interrupted`` in stream_status, its checkpointed partial reply is in
-history exactly once, and nothing is left ``running`` in the agent API's run list.
+Every run reads ``interrupted`` in stream_status, its partial reply (the deltas the durable
+log had flushed) is in history exactly once, a resume replays that log to its terminal
+record, and nothing is left ``running`` in the agent API's run list.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import time
 
 import requests
-from sseclient import post_chat
+from sseclient import open_stream, post_chat, text_of, types_of
 from waiting import wait_for
 
 from odysseus.llm.demo import demo_reply
@@ -18,7 +19,7 @@ RUNS = 5
 
 
 def test_kill_during_several_runs_leaves_them_interrupted_with_partials(server_factory, tmp_path):
-    env = {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.05", "ODYSSEUS_CHECKPOINT_INTERVAL": "0.1"}
+    env = {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.05", "ODYSSEUS_EVENT_FLUSH_INTERVAL": "0.1"}
     data_dir = str(tmp_path / "crash")
     server = server_factory(env, data_dir=data_dir)
     streams = [post_chat(server.url, f"crash run {i}") for i in range(RUNS)]
@@ -29,7 +30,7 @@ def test_kill_during_several_runs_leaves_them_interrupted_with_partials(server_f
         return all(r["status"] == "running" and r["event_count"] > 25 for r in rows)
 
     wait_for(all_checkpointed, 20, what="every run past its reasoning")
-    time.sleep(0.4)  # a few checkpoints land after the reply text began
+    time.sleep(0.4)  # a few flushes land after the reply text began
     server.kill()
     for stream in streams:
         stream.close()
@@ -38,14 +39,16 @@ def test_kill_during_several_runs_leaves_them_interrupted_with_partials(server_f
     for index, session_id in enumerate(sessions):
         status = requests.get(f"{again.url}/api/chat/stream_status/{session_id}", timeout=5).json()
         assert status["status"] == "interrupted", status
-        assert status["resumable"] is False
+        assert status["resumable"] is True  # the durable log is kept for the replay window
         messages = requests.get(f"{again.url}/api/sessions/{session_id}/messages", timeout=5).json()["messages"]
         assistant = [m for m in messages if m["role"] == "assistant"]
         assert len(assistant) == 1
         assert assistant[0]["metadata"]["interrupted"] is True and assistant[0]["metadata"]["partial"] is True
         content = assistant[0]["content"]
         assert content and demo_reply(f"crash run {index}").startswith(content[:40])
-        assert requests.get(f"{again.url}/api/chat/resume/{session_id}", timeout=5).status_code == 404
+        replay = open_stream("GET", f"{again.url}/api/chat/resume/{session_id}", timeout=10).events()
+        assert text_of(replay) == content
+        assert types_of(replay)[-3:] == ["message_saved", "chat_terminal", "error"]
     runs = requests.get(f"{again.url}/api/agent/chat/runs", timeout=5).json()["runs"]
     mine = [r for r in runs if r["session_id"] in sessions]
     assert len(mine) == RUNS

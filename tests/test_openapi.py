@@ -87,6 +87,12 @@ def _existing_ids(base: str) -> dict:
                                     timeout=10).json()["agent_id"]
     ids["job_id"] = requests.post(base + "/api/chat/background", json={"message": "fuzz job"}, headers=origin,
                                   timeout=10).json()["job_id"]
+    ids["doc_id"] = requests.post(base + "/api/document", json={"title": "fuzz", "content": "a\nb",
+                                                               "session_id": ids["session_id"]},
+                                  headers=origin, timeout=10).json()["id"]
+    ids["number"] = 1
+    ids["upload_id"] = requests.post(base + "/api/upload", files={"files": ("fuzz.txt", b"fuzz text")}, headers=origin,
+                                     timeout=10).json()["files"][0]["id"]
     ids["token_id"] = "tok_unknown"
     ids["user_id"] = "u_unknown"  # single-user mode has no account: the admin routes answer 409
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404

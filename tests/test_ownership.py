@@ -73,8 +73,30 @@ ROUTES = [
           json={"message": "pwned", "target_agent_id": "{agent}"}, needs=("agent",)),
     Route("agent turn with victim's profile", "POST", "/api/agent/chat/stream",
           json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
+    Route("get upload", "GET", "/api/upload/{upload}", needs=("upload",)),
+    Route("upload content", "GET", "/api/upload/{upload}/content", needs=("upload",)),
+    Route("delete upload", "DELETE", "/api/upload/{upload}", needs=("upload",)),
+    Route("chat with upload", "POST", "/api/chat_stream", json={"message": "pwned", "attachments": ["{upload}"]},
+          needs=("upload",)),
+    Route("agent with upload", "POST", "/api/agent/chat/stream", rule="/api/agent/chat/stream",
+          json={"message": "pwned", "attachments": ["{upload}"]}, needs=("upload",)),
     Route("background job into session", "POST", "/api/chat/background",
           json={"message": "pwned", "session_id": "{session}"}),
+    # editor documents
+    Route("get document", "GET", "/api/document/{document}", needs=("document",)),
+    Route("save document", "PUT", "/api/document/{document}", json={"content": "pwned"}, needs=("document",)),
+    Route("rename document", "PATCH", "/api/document/{document}", json={"title": "pwned"}, needs=("document",)),
+    Route("delete document", "DELETE", "/api/document/{document}", needs=("document",)),
+    Route("document versions", "GET", "/api/document/{document}/versions", needs=("document",)),
+    Route("document version", "GET", "/api/document/{document}/version/1", needs=("document",)),
+    Route("restore document version", "POST", "/api/document/{document}/restore/1", needs=("document",)),
+    Route("list session documents", "GET", "/api/documents/{session}", rule="/api/documents/<session_id>"),
+    Route("create document in session", "POST", "/api/document", json={"title": "pwned", "session_id": "{session}"},
+          rule="/api/document"),
+    Route("chat with victim's document", "POST", "/api/chat_stream",
+          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
+    Route("agent with victim's document", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
 ]
 
 # attacker -> the status every route must answer
@@ -140,6 +162,15 @@ class User:
                                json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"})
         if agent.status_code == 201:
             self.ids["agent"] = agent.json()["agent_id"]
+        document = self.http.post(self.base + "/api/document", timeout=10,
+                                  json={"title": f"{self.name} doc", "content": self.secret,
+                                        "session_id": self.ids["session"]})
+        if document.status_code == 201:
+            self.ids["document"] = document.json()["id"]
+        upload = self.http.post(self.base + "/api/upload", timeout=10,
+                                files={"files": ("notes.txt", f"private notes {self.secret}".encode())})
+        if upload.status_code == 200:
+            self.ids["upload"] = upload.json()["files"][0]["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -151,7 +182,15 @@ class User:
         status = self.get(f"/api/chat/stream_status/{self.ids['session']}").json()
         profile = self.get(f"/api/agent/profiles/{self.ids['profile']}").json() if "profile" in self.ids else None
         agent = self.get(f"/api/agents/{self.ids['agent']}").json() if "agent" in self.ids else None
+        document = self.get(f"/api/document/{self.ids['document']}").json() if "document" in self.ids else None
+        versions = self.get(f"/api/document/{self.ids['document']}/versions").json() if document else None
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
+                "document": document, "versions": versions}
+        upload = self.get(f"/api/upload/{self.ids['upload']}").json() if "upload" in self.ids else None
+        if upload:
+            upload.pop("index_status", None), upload.pop("chunk_count", None)  # the indexer moves on meanwhile
+        return {"upload": upload, "title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
                 "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
 
 
@@ -214,6 +253,8 @@ def fill(value, ids: Dict[str, str]):
         return value.format(**ids)
     if isinstance(value, dict):
         return {k: fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids) for v in value]
     return value
 
 

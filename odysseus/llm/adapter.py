@@ -107,6 +107,13 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
+def image_parts(message: dict) -> List[dict]:
+    """The provider-neutral image parts ``{"type": "image", "mime", "data": <base64>}`` of a message
+    (added by ``odysseus.context``; each adapter translates them to its own wire shape)."""
+    return [part for part in message.get("parts") or []
+            if isinstance(part, dict) and part.get("type") == "image" and part.get("data")]
+
+
 def normalise_finish(reason: Optional[str], had_tool_calls: bool) -> Optional[str]:
     """OpenAI vocabulary; ``tool_calls`` whenever the model asked for tools."""
     mapped = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",

@@ -7,7 +7,7 @@ import logging
 from flask import Flask, jsonify
 from werkzeug.exceptions import HTTPException
 
-from ..errors import OdysseusError
+from ..errors import CapacityError, OdysseusError
 
 log = logging.getLogger(__name__)
 
@@ -21,14 +21,26 @@ def init_app(app: Flask) -> None:
                    profile_routes, code_tools_routes, page_routes):
         app.register_blueprint(module.bp)
     auth.init_app(app)
+    from . import agent_mode, document_routes, turn_registry
+
+    turn_registry.init_app(app)
     background_routes.init_app(app)
-    from . import agent_mode
+    from . import upload_routes  # uploads + the attachments and retrieval context sources
+
+    upload_routes.init_app(app)
 
     agent_mode.init_app(app)
+    document_routes.init_app(app)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):
         return jsonify(exc.to_dict()), exc.status
+
+    @app.errorhandler(CapacityError)
+    def _capacity(exc: CapacityError):
+        response = jsonify({**exc.to_dict(), "retry_after": exc.retry_after})
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response, exc.status
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

@@ -29,17 +29,20 @@ from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
+from ..context.turn_hook import with_context
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
+from ..store.approvals import ApprovalRepo
 from ..tools import ToolContext, ToolRegistry, build_registry
 from ..tools.code import CODE_TOOL_NAMES
 from ..tools.registry import safe_segment
 from ..tools.sandbox import startup_status
 from . import code_tools_routes
 from .auth import current_owner
+from .document_mode import add_context, with_document_tools
 from .params import optional_str
-from .turn_registry import PreparedTurn, register_mode
+from .turn_registry import PreparedTurn, context_gather, register_mode
 
 bp = Blueprint("agent_mode", __name__)
 
@@ -123,6 +126,7 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     resolution: Optional[Resolution] = None
     message = req["message"]
     user_metadata: Optional[dict] = None
+    in_transaction: list = []
     if approval_id:
         decision = data.get("tool_approval_decision")
         row = service.store.approvals.get(approval_id)
@@ -133,8 +137,8 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
             return PreparedTurn("", req["client_message_id"], lambda history: None, terminal_type=AGENT_TERMINAL)
         check(row, owner=owner, session_id=session_id, decision=decision,
               presented=data.get("tool_approval_call"), now=time.time())
-        if not service.store.approvals.consume(approval_id, owner, decision):
-            raise refused("invalid", "this approval has already been answered")
+        # consumed inside the start transaction: a start that fails (503 at capacity) leaves it unused
+        in_transaction.append(lambda db: consume_in(db, approval_id, owner, decision))
         state, resolution = row["state"], Resolution(approval_id, decision, row["call"])
         message = f"{DECISION_LABELS[decision]}: {row['call'].get('name')}"
         user_metadata = {"agent_action": {"tool_approval": {"approval_id": approval_id, "decision": decision,
@@ -157,9 +161,10 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     elif not (message or "").strip():
         raise BadRequest("message is required and must be a non-empty string")
 
-    registry, settings = service.registry, service.settings
+    settings = service.settings
+    registry, active_doc = with_document_tools(service.registry, data, owner)  # + the document tools of this turn
     if req.get("tools") is not None:  # an agent profile limits the tools
-        registry = ToolRegistry(t for name, t in service.registry.tools.items() if name in set(req["tools"]))
+        registry = ToolRegistry(t for name, t in registry.tools.items() if name in set(req["tools"]))
     if req.get("system_prompt"):  # an agent profile's prompt comes first; the tool guidance stays
         settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
     # Code tools only for whom the admin allows them; network only where a profile allows it.
@@ -168,10 +173,22 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
 
     def make_turn(history):
         start = state if state is not None else initial_state(history, settings)
-        return agent_turn(candidates, registry, settings, hooks, start, resolution, req.get("temperature"))
+        if state is None:
+            start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
+        turn = agent_turn(candidates, registry, settings, hooks, start, resolution, req.get("temperature"))
+        if state is None:  # a new task: the context pipeline (attachments, retrieval, ...) runs first
+            turn = with_context(turn, start["messages"], context_gather(
+                dict(req, data={**req["data"], "model": req.get("model")}), owner))
+        return turn
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
-                        user_metadata=user_metadata)
+                        user_metadata=user_metadata, in_transaction=in_transaction)
+
+
+def consume_in(db, approval_id: str, owner: str, decision: str) -> None:
+    """Mark the approval used inside the caller's transaction; a racing answer that won rolls this start back."""
+    if not ApprovalRepo.consume_with(db, approval_id, owner, decision, time.time()):
+        raise refused("invalid", "this approval has already been answered")
 
 
 @bp.get("/api/images/<name>")
@@ -194,5 +211,5 @@ def init_app(app: Flask) -> None:
     """Build the agent service from app config, register agent mode and the image route."""
     service = app.extensions["odysseus.agent"] = AgentService(app)
     signals.session_deleted.connect(service.forget_session, sender=app, weak=False)
-    register_mode("agent", build_agent_turn)
+    register_mode(app, "agent", build_agent_turn)
     app.register_blueprint(bp)

@@ -15,9 +15,9 @@ from ..events import AGENT_TERMINAL, CLOSE, Event
 from ..sse import agent_frame
 from .agent_routing import apply_agent_routing
 from .auth import current_owner
-from .history_replay import stream_started_turn
+from ..runs.views import run_view
 from .params import body, cursor, page_args
-from .streaming import project, run_stream, sse_response
+from .streaming import project, sse_response, stream_row, stream_started_turn
 from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("agent_api", __name__)
@@ -45,23 +45,23 @@ def agent_chat():
     started = start_turn(owner, _agent_request(owner))
     store = ext("store")
     if started.run is not None:
-        run = started.run
-        run.settled.wait(float(current_app.config["RUN_WALL_TIMEOUT"]) + 30)
-        row = store.runs.get(owner, run.run_id)
+        started.run.settled.wait(float(current_app.config["RUN_WALL_TIMEOUT"]) + 30)
+        row = store.runs.get(owner, started.run.run_id)
     else:
-        row = started.replay_row
+        row = started.row
     if row is None:
         raise NotFound("the earlier request with this client_message_id left no run")
-    message = store.messages.get(owner, row["message_id"]) if row.get("message_id") else None
+    view = run_view(row, ext("runs").get(owner, row["run_id"]))
+    message = store.messages.get(owner, view["message_id"]) if view.get("message_id") else None
     result = {
-        "session_id": started.session_id, "run_id": row["run_id"], "task_id": row["run_id"],
-        "status": row["status"], "stop_reason": row["stop_reason"], "model": row["model"],
-        "message_id": row.get("message_id"), "content": message["content"] if message else "",
+        "session_id": started.session_id, "run_id": view["run_id"], "task_id": view["run_id"],
+        "status": view["status"], "stop_reason": view["stop_reason"], "model": view["model"],
+        "message_id": view.get("message_id"), "content": message["content"] if message else "",
         "thinking": message["thinking"] if message else "",
         "total_time_ms": (message or {}).get("metadata", {}).get("total_time_ms"),
     }
-    if row.get("error"):
-        result["error"] = row["error"]
+    if view.get("error"):
+        result["error"] = view["error"]
     return jsonify(result), 200
 
 
@@ -79,23 +79,11 @@ def attach():
     if not run_id:
         raise BadRequest("run_id is required")
     after = cursor()
-    manager = ext("runs")
-    run = manager.get(owner, run_id)
-    if run is not None and not run.log.released:
-        return run_stream(manager, run, after, agent_frame, {"X-Odysseus-Session-Id": run.session_id})
     row = ext("store").runs.get(owner, run_id)  # 404 for unknown or foreign ids
+    response = stream_row(ext("runs"), owner, row, after, agent_frame)
+    if response is not None:
+        return response
     return sse_response(_run_missing(run_id, row["status"]), {"X-Odysseus-Run-Id": run_id})
-
-
-def _run_view(row: dict, live) -> dict:
-    view = {k: row.get(k) for k in ("run_id", "session_id", "status", "mode", "model", "stop_reason", "created_at",
-                                     "updated_at", "finished_at", "event_count", "last_event_type", "error")}
-    if live is not None:
-        summary = live.summary()
-        view.update({k: summary[k] for k in ("status", "stop_reason", "event_count", "last_event_type",
-                                             "finished_at", "error")})
-    view["attachable"] = live is not None and not live.log.released
-    return view
 
 
 @bp.get("/api/agent/chat/runs")
@@ -103,10 +91,10 @@ def list_runs():
     """The caller's detached runs, newest first, paginated."""
     owner = current_owner()
     limit, offset = page_args(50, 200)
-    manager = ext("runs")
+    engine = ext("runs")
     rows = ext("store").runs.list(owner, limit + 1, offset)
     more = len(rows) > limit
-    runs = [_run_view(row, manager.get(owner, row["run_id"])) for row in rows[:limit]]
+    runs = [run_view(row, engine.get(owner, row["run_id"])) for row in rows[:limit]]
     return jsonify({"runs": runs, "limit": limit, "offset": offset, "next_offset": offset + limit if more else None})
 
 
@@ -114,14 +102,14 @@ def list_runs():
 def cancel_run(run_id: str):
     """Cooperatively cancel a run; a repeat or a finished run answers with the final state."""
     owner = current_owner()
-    store, manager = ext("store"), ext("runs")
+    store, engine = ext("store"), ext("runs")
     store.runs.get(owner, run_id)  # 404 for unknown or foreign ids
-    run = manager.get(owner, run_id)
+    run = engine.get(owner, run_id)
     requested = False
     if run is not None and run.status == "running":
         requested = run.cancel.cancelled is False
-        manager.stop_run(owner, run_id, "cancelled")
+        engine.stop_run(owner, run_id, "cancelled")
     row = store.runs.get(owner, run_id)
-    view = _run_view(row, manager.get(owner, run_id))
+    view = run_view(row, engine.get(owner, run_id))
     view["cancel_requested"] = requested
     return jsonify(view)

@@ -29,10 +29,13 @@ def _job_view(job: dict) -> dict:
 def init_app(app: Flask) -> None:
     """Create the job pool and queue again every job a previous process left queued."""
     store = app.extensions["odysseus.store"]
+    engine = app.extensions["odysseus.runs"]
 
     def run_job(job_id: str) -> None:
-        if not store.jobs.claim(job_id):
-            return  # cancelled while queued
+        if engine.draining:
+            return  # left queued: the next worker picks it up
+        if not store.jobs.claim(job_id, engine.worker, engine.durable.lease_seconds):
+            return  # cancelled while queued, or another worker took it
         job = store.jobs.by_id(job_id)
         with app.app_context():
             try:
@@ -43,7 +46,7 @@ def init_app(app: Flask) -> None:
                 store.jobs.finish(job_id, "error", error=getattr(exc, "message", str(exc)))
                 return
         if started.run is None:
-            row = started.replay_row or {}
+            row = started.row or {}
             store.jobs.finish(job_id, _JOB_STATUS.get(row.get("status"), "error"), message_id=row.get("message_id"),
                               error=row.get("error"))
             return
@@ -55,9 +58,17 @@ def init_app(app: Flask) -> None:
 
     pool = JobPool(int(app.config["BACKGROUND_WORKERS"]), run_job)
     app.extensions["odysseus.jobs"] = pool
-    store.jobs.recover()
-    for job in store.jobs.queued():
-        pool.submit(job["job_id"])
+
+    def requeue_orphans() -> None:
+        """Jobs whose worker is gone go back to the queue (at boot, then with the engine's recovery cadence)."""
+        if store.jobs.recover(engine.worker)["requeued"] or not requeue_orphans.booted:
+            requeue_orphans.booted = True
+            for job in store.jobs.queued():
+                pool.submit(job["job_id"])
+
+    requeue_orphans.booted = False
+    requeue_orphans()
+    engine.maintenance.append(requeue_orphans)
 
 
 @bp.post("/api/chat/background")
@@ -75,7 +86,8 @@ def submit():
     if not req["session_id"]:
         req["session_id"] = store.sessions.create(owner, req["message"][:60])["id"]
     job_id = "job_" + secrets.token_urlsafe(16)
-    stored = {k: v for k, v in req["data"].items() if k in ("message", "mode", "model", "temperature")}
+    stored = dict(req["data"])  # the whole validated request: the job starts through the same path later
+    stored.pop("session", None)
     stored["session_id"] = req["session_id"]
     store.jobs.create(job_id, owner, stored)
     current_app.extensions["odysseus.jobs"].submit(job_id)

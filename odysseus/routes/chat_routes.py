@@ -14,9 +14,9 @@ from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..sse import chat_frame, comment
 from .auth import current_owner
-from .history_replay import stream_started_turn
+from ..runs.views import run_view
 from .params import body, cursor
-from .streaming import run_stream, sse_response
+from .streaming import run_stream, sse_response, stream_row, stream_started_turn
 from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("chat", __name__)
@@ -65,21 +65,15 @@ def _compare_stream(candidates: List[Candidate], req: dict, owner: str):
 def stream_status(session_id: str):
     """The caller's newest run on the session: status, ids, counters (never text)."""
     owner = current_owner()
-    store, manager = ext("store"), ext("runs")
+    store, engine = ext("store"), ext("runs")
     store.sessions.get(owner, session_id)
-    run = manager.for_session(owner, session_id)
-    if run is not None:
-        return jsonify(run.summary())
+    run = engine.for_session(owner, session_id)
     row = store.runs.latest_for_session(owner, session_id)
+    if run is not None and (row is None or row["run_id"] != run.run_id):
+        row = store.runs.get(owner, run.run_id)
     if row is None:
         raise NotFound("this session has no run")
-    return jsonify({
-        "run_id": row["run_id"], "session_id": session_id, "status": row["status"], "mode": row["mode"],
-        "model": row["model"], "stop_reason": row["stop_reason"], "created_at": row["created_at"],
-        "updated_at": row["updated_at"], "finished_at": row["finished_at"], "event_count": row["event_count"],
-        "last_event_type": row["last_event_type"], "error": row["error"], "detached": bool(row["detached"]),
-        "resumable": False,
-    })
+    return jsonify(run_view(row, run if run is not None and run.run_id == row["run_id"] else None))
 
 
 @bp.get("/api/chat/resume/<session_id>")
@@ -87,12 +81,17 @@ def resume(session_id: str):
     """Replay the session's run from the start or after the cursor, then follow it live."""
     owner = current_owner()
     after = cursor()
-    store, manager = ext("store"), ext("runs")
+    store, engine = ext("store"), ext("runs")
     store.sessions.get(owner, session_id)
-    run = manager.for_session(owner, session_id)
-    if run is None or run.log.released:
+    headers = {"X-Odysseus-Session-Id": session_id}
+    run = engine.for_session(owner, session_id)
+    if run is not None and not run.log.released:
+        return run_stream(engine, run, after, chat_frame, headers)
+    row = store.runs.latest_for_session(owner, session_id)
+    response = stream_row(engine, owner, row, after, chat_frame, headers) if row else None
+    if response is None:
         raise NotFound("no resumable run for this session; read its history instead")
-    return run_stream(manager, run, after, chat_frame, {"X-Odysseus-Session-Id": session_id})
+    return response
 
 
 @bp.post("/api/chat/stop/<session_id>")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from flask import Blueprint, current_app, jsonify, request
 
 from .. import openapi
@@ -15,9 +17,11 @@ bp = Blueprint("meta", __name__)
 @bp.get("/api/health")
 def health():
     """Liveness plus a few engine counters, and whether the code tools work (and why not)."""
-    manager = current_app.extensions["odysseus.runs"]
-    return jsonify({"ok": True, "active_runs": manager.active_count(), "runs_in_memory": len(manager.runs),
-                    "log_bytes": manager.budget.used, "code_tools": code_tools_routes.health_info()})
+    engine = current_app.extensions["odysseus.runs"]
+    return jsonify({"ok": True, "active_runs": engine.active_count(), "runs_in_memory": len(engine.runs),
+                    "log_bytes": engine.budget.used, "draining": engine.draining, "worker": engine.worker,
+                    "pid": os.getpid(), "durable_log": engine.durable.stats(),
+                    "code_tools": code_tools_routes.health_info()})
 
 
 @bp.get("/api/models")

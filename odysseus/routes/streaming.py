@@ -1,22 +1,21 @@
-"""Serving a run's log as an SSE response, with per-connection heartbeats.
+"""Serving a run as an SSE response: the Flask side of ``odysseus.runs.follow``.
 
-The subscriber registers before it replays, then reads "everything after my cursor"
-in a loop, so replay and live delivery are one path and no event is skipped or sent
-twice. Heartbeats are per connection and never enter the log.
+Which source a reader gets (memory log, durable log, or the saved final state) is the
+engine's policy in ``runs/follow.py``; this module only picks the run, sets the headers
+proxies need and wraps the generator in a response.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, Iterator, Optional
+from typing import Dict, Iterable, Iterator, Optional
 
 from flask import Response, current_app
 
 from ..events import Event
-from ..runs.agent_runs import RunManager
+from ..runs.engine import RunEngine, Started
+from ..runs.follow import Projection, durable_available, follow_durable, follow_memory, saved_final_state
 from ..runs.run import Run
 from ..sse import comment
-
-Projection = Callable[[Event, str], Optional[str]]
 
 SSE_HEADERS = {
     "Cache-Control": "no-cache",
@@ -24,32 +23,8 @@ SSE_HEADERS = {
 }
 
 
-def follow_run(manager: RunManager, run: Run, after: int, projection: Projection,
-               heartbeat_interval: float) -> Iterator[str]:
-    """Yield SSE text: an opening comment, the log after ``after``, live events, heartbeats."""
-    manager.subscribe(run)
-    try:
-        yield comment("connected")
-        cursor, beats = after, 0
-        while True:
-            entries = run.log.wait_after(cursor, heartbeat_interval)
-            if entries:
-                frames = [projection(event, payload) for event, payload in entries]
-                cursor = entries[-1][0].seq
-                text = "".join(frame for frame in frames if frame)
-                if text:
-                    yield text
-            elif run.log.closed or run.log.released:
-                return
-            else:
-                beats += 1
-                yield comment(f"heartbeat {beats}")
-    finally:
-        manager.unsubscribe(run)
-
-
 def project(events: Iterable[Event], projection: Projection) -> Iterator[str]:
-    """SSE text for events that are not in a live log (rebuilt or synthetic): the opening comment, then frames."""
+    """SSE text for events that are not in a log (synthetic): the opening comment, then frames."""
     yield comment("connected")
     for event in events:
         frame = projection(event, None)
@@ -67,9 +42,50 @@ def sse_response(body: Iterator[str], headers: Optional[Dict[str, str]] = None) 
     return response
 
 
-def run_stream(manager: RunManager, run: Run, after: int, projection: Projection,
+def _heartbeat() -> float:
+    return float(current_app.config["HEARTBEAT_INTERVAL"])
+
+
+def run_stream(engine: RunEngine, run: Run, after: int, projection: Projection,
                headers: Optional[Dict[str, str]] = None) -> Response:
-    """The SSE response following ``run`` from cursor ``after``."""
-    interval = float(current_app.config["HEARTBEAT_INTERVAL"])
-    return sse_response(follow_run(manager, run, after, projection, interval),
+    """The SSE response following the live ``run`` from cursor ``after``."""
+    return sse_response(follow_memory(engine, run, after, projection, _heartbeat()),
                         {"X-Odysseus-Run-Id": run.run_id, **(headers or {})})
+
+
+def durable_stream(engine: RunEngine, row: dict, after: int, projection: Projection,
+                   headers: Optional[Dict[str, str]] = None) -> Response:
+    """The SSE response replaying (and, if another process still writes it, following) a run from SQLite."""
+    return sse_response(follow_durable(engine.store, row["run_id"], after, projection, _heartbeat(),
+                                       engine.durable.interval),
+                        {"X-Odysseus-Run-Id": row["run_id"], **(headers or {})})
+
+
+def stream_row(engine: RunEngine, owner: str, row: dict, after: int, projection: Projection,
+               headers: Optional[Dict[str, str]] = None) -> Optional[Response]:
+    """Follow a run known by its row: from memory if held here, else from the durable log; None past the window."""
+    run = engine.get(owner, row["run_id"])
+    if run is not None and not run.log.released:
+        return run_stream(engine, run, after, projection, headers)
+    if durable_available(row):
+        return durable_stream(engine, row, after, projection, headers)
+    return None
+
+
+def stream_started_turn(owner: str, started: Started, projection: Projection, terminal_type: str,
+                        after: int = 0) -> Response:
+    """Follow a started turn; a repeat of an earlier one is followed from its log, or its saved final state."""
+    engine: RunEngine = current_app.extensions["odysseus.runs"]
+    headers = {"X-Odysseus-Session-Id": started.session_id}
+    if started.run is not None:
+        return run_stream(engine, started.run, after, projection, headers)
+    row = started.row
+    if row is not None:
+        response = stream_row(engine, owner, row, after, projection, headers)
+        if response is not None:
+            return response
+        headers["X-Odysseus-Run-Id"] = row["run_id"]
+    store = current_app.extensions["odysseus.store"]
+    message = store.messages.get(owner, row["message_id"]) if row and row.get("message_id") else None
+    # the body is read after the view returned (no app context): everything it needs is passed in
+    return sse_response(project(saved_final_state(row, message, terminal_type), projection), headers)

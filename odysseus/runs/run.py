@@ -28,7 +28,7 @@ class RunContext:
 
 @dataclass
 class Outcome:
-    """How a run ended: ``status`` is one of done, error, stopped."""
+    """How a run ended: ``status`` is one of done, error, stopped, interrupted."""
 
     status: str
     stop_reason: Optional[str] = None
@@ -75,7 +75,6 @@ class Run:
         self.settled = threading.Event()
         self.lock = threading.RLock()  # guards finalisation against late appends
         self.finalized = False
-        self.last_checkpoint = self.started_monotonic
 
     @property
     def content(self) -> str:

@@ -2,11 +2,14 @@
 
 Invariants:
 
-- ``seq`` numbers are 1, 2, 3, ... with no gap; an appended event never changes or moves.
+- ``seq`` numbers are ``base + 1``, ``base + 2``, ... with no gap (``base`` is 0 unless the
+  engine continues a session's numbering); an appended event never changes or moves.
 - The log is append-only while the run lives and is dropped whole on eviction, so a
   reader that remembers its cursor can never see a gap or a duplicate: it always asks
   for "everything after N".
-- Each event is serialised to JSON exactly once, on append; projections reuse that text.
+- Each event is serialised to JSON exactly once, on append; projections and the durable
+  copy in SQLite (``odysseus.runs.durable``) reuse that text, so a replay from either is
+  byte-identical.
 - Caps: a log holds at most ``max_events`` events and ``max_bytes`` payload bytes, and all
   logs together draw on one ``ByteBudget``. Lifecycle events (terminal record, done,
   error, close) are always admitted, so a run can always end properly; any other append
@@ -26,7 +29,7 @@ LIFECYCLE = frozenset({CHAT_TERMINAL, AGENT_TERMINAL, DONE, ERROR, CLOSE, MESSAG
 
 Entry = Tuple[Event, str]
 #: One encoder for every append: ``json.dumps`` with options builds a new encoder per call.
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+encode_payload = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class LogFull(Exception):
@@ -58,7 +61,8 @@ class ByteBudget:
 class RunLog:
     """Append-only numbered events with blocking reads for subscribers."""
 
-    def __init__(self, max_events: int, max_bytes: int, budget: Optional[ByteBudget] = None):
+    def __init__(self, max_events: int, max_bytes: int, budget: Optional[ByteBudget] = None, base: int = 0):
+        self.base = base
         self.max_events = max_events
         self.max_bytes = max_bytes
         self.budget = budget
@@ -72,13 +76,30 @@ class RunLog:
         return len(self._entries)
 
     @property
+    def last_seq(self) -> int:
+        """The number of the newest event (``base`` while empty)."""
+        return self.base + len(self._entries)
+
+    @property
     def last_type(self) -> Optional[str]:
         """Type of the newest event."""
         return self._entries[-1][0].type if self._entries else None
 
-    def append(self, event: Event) -> Event:
+    def append(self, event: Event) -> Entry:
         """Number, serialise and store ``event``; wake every reader. Raises LogFull past a cap."""
-        payload = _encode(event.data)
+        return self._store(event, encode_payload(event.data), numbered=None)
+
+    def append_entry(self, entry: Entry) -> Entry:
+        """Store an entry numbered and encoded elsewhere (the durable writer's terminal tail).
+
+        Its number must be the next one: the tail was numbered from this log's length.
+        """
+        event, payload = entry
+        if event.seq != self.last_seq + 1:
+            raise ValueError(f"entry {event.seq} does not follow {self.last_seq}")
+        return self._store(event, payload, numbered=event)
+
+    def _store(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
         size = len(payload) + 16
         forced = event.type in LIFECYCLE
         with self._cond:
@@ -88,18 +109,18 @@ class RunLog:
                 raise LogFull("run log cap reached")
             if self.budget is not None and not self.budget.take(size, force=forced):
                 raise LogFull("process log budget exhausted")
-            numbered = event.numbered(len(self._entries) + 1)
-            self._entries.append((numbered, payload))
+            entry = (numbered or event.numbered(self.last_seq + 1), payload)
+            self._entries.append(entry)
             self.bytes += size
             if event.type == CLOSE:
                 self.closed = True
             self._cond.notify_all()
-        return numbered
+        return entry
 
     def read_after(self, seq: int) -> List[Entry]:
         """Every entry with a number greater than ``seq``."""
         with self._cond:
-            return self._entries[max(0, seq):]
+            return self._entries[max(0, seq - self.base):]
 
     def wait_after(self, seq: int, timeout: Optional[float]) -> List[Entry]:
         """Entries after ``seq``; blocks up to ``timeout`` while there are none and the log is open.
@@ -107,9 +128,9 @@ class RunLog:
         Returns an empty list on timeout, or when the log is closed (or released) with nothing after ``seq``.
         """
         with self._cond:
-            if len(self._entries) <= seq and not self.closed and not self.released:
+            if self.last_seq <= seq and not self.closed and not self.released:
                 self._cond.wait(timeout)
-            return self._entries[max(0, seq):]
+            return self._entries[max(0, seq - self.base):]
 
     def release(self) -> int:
         """Drop every entry (eviction); wake readers; return the bytes freed."""

@@ -1,4 +1,4 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images. No Flask here."""
+"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images, documents. No Flask here."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from .approvals import ApprovalRepo, ImageRepo
 from .agents import AgentRepo, ProfileRepo
 from .code_access import CodeAccessRepo
 from .database import Locked, open_database
+from .documents import DocumentRepo
 from .jobs import JobRepo
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
+from .uploads import UploadRepo
 from .users import SettingsRepo, UserRepo
 
 
@@ -31,6 +33,8 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.documents = DocumentRepo(self.locked)
+        self.uploads = UploadRepo(self.locked)
         self.code_access = CodeAccessRepo(self.locked)
 
     @property

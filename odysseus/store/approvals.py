@@ -44,9 +44,14 @@ class ApprovalRepo:
         """Mark the approval used; False when it was already used (a racing answer won)."""
         now = time.time() if now is None else now
         with self._l.tx() as db:
-            cursor = db.execute("update approvals set used_at = ?, decision = ? where id = ? and owner = ?"
-                                " and used_at is null", [now, decision, approval_id, owner])
-            return cursor.rowcount == 1
+            return self.consume_with(db, approval_id, owner, decision, now)
+
+    @staticmethod
+    def consume_with(db, approval_id: str, owner: str, decision: str, now: float) -> bool:
+        """``consume`` inside the caller's transaction."""
+        cursor = db.execute("update approvals set used_at = ?, decision = ? where id = ? and owner = ?"
+                            " and used_at is null", [now, decision, approval_id, owner])
+        return cursor.rowcount == 1
 
     def expire(self, approval_id: str, seconds_ago: float = 1.0) -> None:
         """Make an approval expired now (tests and admin tools)."""

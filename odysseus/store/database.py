@@ -1,7 +1,18 @@
-"""Opening the SQLite file: WAL mode, migrations, one connection guarded by a lock.
+"""Opening the SQLite file: WAL mode, migrations, and the transaction discipline every repository uses.
 
-Greenlets do not switch inside sqlite3 calls, and with real threads the lock
-serialises access, so one connection per process is enough and keeps writes ordered.
+Invariants:
+
+- ``Locked.tx()`` is ONE real transaction: an explicit ``BEGIN IMMEDIATE`` ... ``COMMIT`` on
+  the connection (sqlite-utils' own writes nest inside it as savepoints, and its
+  ``execute()`` does not commit while a transaction is open). Everything written inside the
+  block is committed together or rolled back together.
+- The gevent hub never sits in SQLite's busy wait: the request-path connection has a
+  short busy timeout (``HUB_BUSY_MS``), and ``BEGIN IMMEDIATE`` is retried with a
+  cooperative sleep between attempts while another process holds the write lock. Reads in
+  WAL mode never wait for writers. Bulk writes (the run event log) use their own
+  connection on a native thread (``odysseus.runs.durable``).
+- Several processes may open one file at once: migrations run under an exclusive lock, so
+  one process migrates and the others wait for it and then find nothing to do.
 """
 
 from __future__ import annotations
@@ -9,44 +20,125 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Optional
 
 from sqlite_utils import Database
 
 from .migrations import migrate
 
+#: busy timeout of the request-path connection: the longest the hub can sit in one SQLite call
+HUB_BUSY_MS = 20
+#: how long a request-path write keeps retrying a lock another process holds
+WRITE_LOCK_WAIT = 30.0
+
+
+class DatabaseBusy(Exception):
+    """The write lock stayed taken for longer than the caller may wait."""
+
+
+def connect(path: str, busy_ms: int) -> sqlite3.Connection:
+    """A connection with our pragmas (WAL, NORMAL sync, foreign keys) and the given busy timeout."""
+    if path != ":memory:":
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    conn = sqlite3.connect(path, check_same_thread=False, timeout=busy_ms / 1000)
+    conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def begin_immediate(conn: sqlite3.Connection, wait: float, sleep=time.sleep) -> None:
+    """``BEGIN IMMEDIATE``, retried (sleeping cooperatively) while another writer holds the lock."""
+    deadline = time.monotonic() + wait
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise DatabaseBusy("the database stayed locked by another process") from exc
+            sleep(pause)
+            pause = min(pause * 2, 0.05)
+
 
 def open_database(path: str) -> Database:
     """Open (creating) the database at ``path`` with WAL and all migrations applied."""
-    if path != ":memory:":
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False, timeout=30)
+    conn = connect(path, busy_ms=HUB_BUSY_MS)
     db = Database(conn)
     if path != ":memory:":
-        db.enable_wal()
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    migrate(db)
+        _with_lock_retry(lambda: db.enable_wal())
+    _migrate_exclusively(conn, db)
     return db
+
+
+def _with_lock_retry(fn, wait: float = WRITE_LOCK_WAIT):
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def _migrate_exclusively(conn: sqlite3.Connection, db: Database) -> None:
+    """Apply migrations holding the write lock, so concurrent first boots cannot race."""
+    begin_immediate(conn, WRITE_LOCK_WAIT)
+    try:
+        migrate(db)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 class Locked:
     """A Database with the lock every repository takes around its statements."""
 
-    def __init__(self, db: Database):
+    def __init__(self, db: Database, write_wait: float = WRITE_LOCK_WAIT):
         self.db = db
         self.lock = threading.RLock()
+        self.write_wait = write_wait
+        self._depth = 0
 
     @contextmanager
     def tx(self) -> Iterator[Database]:
-        """Hold the lock and run inside one transaction."""
+        """Hold the lock and run inside one real transaction (nested calls join the outer one)."""
         with self.lock:
-            with self.db.conn:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.db
+                finally:
+                    self._depth -= 1
+                return
+            conn = self.db.conn
+            begin_immediate(conn, self.write_wait)
+            self._depth = 1
+            try:
                 yield self.db
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                self._depth = 0
+            if not conn.in_transaction:
+                raise RuntimeError("a statement ended the transaction early; nothing after it is atomic")
+            conn.execute("COMMIT")
 
     @contextmanager
     def read(self) -> Iterator[Database]:
         """Hold the lock for reads."""
         with self.lock:
             yield self.db
+
+    def trace(self, callback: Optional[callable]) -> None:
+        """Record every statement the request-path connection runs (tests)."""
+        self.db.conn.set_trace_callback(callback)

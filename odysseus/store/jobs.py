@@ -7,6 +7,7 @@ import time
 from typing import List, Optional
 
 from ..errors import NotFound
+from ..process_identity import worker_is_dead
 from .database import Locked
 
 JOB_STATUSES = ("queued", "running", "done", "error", "cancelled")
@@ -49,11 +50,13 @@ class JobRepo:
             rows = list(db["jobs"].rows_where("job_id = ?", [job_id], limit=1))
         return _decode(rows[0]) if rows else None
 
-    def claim(self, job_id: str) -> bool:
-        """Move a queued job to running; False when it is no longer queued (e.g. cancelled)."""
+    def claim(self, job_id: str, worker: str = "", lease_seconds: float = 15.0) -> bool:
+        """Move a queued job to running under ``worker``'s lease; False when it is no longer queued."""
+        now = time.time()
         with self._l.tx() as db:
-            cursor = db.execute("update jobs set status = 'running', attempts = attempts + 1, updated_at = ?"
-                                " where job_id = ? and status = 'queued'", [time.time(), job_id])
+            cursor = db.execute("update jobs set status = 'running', attempts = attempts + 1, updated_at = ?,"
+                                " worker = ?, lease_until = ? where job_id = ? and status = 'queued'",
+                                [now, worker, now + lease_seconds, job_id])
             return cursor.rowcount == 1
 
     def attach_run(self, job_id: str, session_id: str, run_id: str) -> None:
@@ -76,14 +79,25 @@ class JobRepo:
         with self._l.read() as db:
             return [_decode(r) for r in db["jobs"].rows_where("status = 'queued'", order_by="created_at")]
 
-    def recover(self, max_attempts: int = 2) -> dict:
-        """Jobs a dead process left running: re-queue once, else mark failed. Returns counts."""
+    def recover(self, me: str = "", max_attempts: int = 2) -> dict:
+        """Jobs whose worker is gone (lease expired, or its pid dead on this boot): re-queue once, else fail.
+
+        A job another live worker is running (a reload's old worker) keeps its fresh lease and is left alone.
+        """
         now = time.time()
+        requeued = failed = 0
         with self._l.tx() as db:
-            requeued = db.execute("update jobs set status = 'queued', updated_at = ? where status = 'running'"
-                                  " and attempts < ?", [now, max_attempts]).rowcount
-            failed = db.execute("update jobs set status = 'error', error = 'interrupted by a server restart',"
-                                " updated_at = ?, finished_at = ? where status = 'running'", [now, now]).rowcount
+            rows = db.execute("select job_id, attempts, worker, lease_until from jobs where status = 'running'").fetchall()
+            for job_id, attempts, worker, lease_until in rows:
+                if lease_until is not None and lease_until >= now and not worker_is_dead(worker, me):
+                    continue
+                if (attempts or 0) < max_attempts:
+                    db.execute("update jobs set status = 'queued', updated_at = ? where job_id = ?", [now, job_id])
+                    requeued += 1
+                else:
+                    db.execute("update jobs set status = 'error', error = 'interrupted by a server restart',"
+                               " updated_at = ?, finished_at = ? where job_id = ?", [now, now, job_id])
+                    failed += 1
         return {"requeued": requeued, "failed": failed}
 
     def list(self, owner: str, limit: int = 50, offset: int = 0) -> List[dict]:

@@ -6,6 +6,7 @@ migration that has shipped; add a new one.
 
 from __future__ import annotations
 
+import datetime
 from typing import Callable, List
 
 from sqlite_utils import Database
@@ -76,15 +77,15 @@ def m003_agent(db: Database) -> None:
 
 
 def migrate(db: Database) -> None:
-    """Apply every migration not yet applied."""
+    """Apply every migration not yet applied (the caller holds one transaction around all of them)."""
     if "_migrations" not in db.table_names():
         db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
     done = {row["name"] for row in db["_migrations"].rows}
     for fn in MIGRATIONS:
         if fn.__name__ not in done:
-            with db.conn:
-                fn(db)
-                db["_migrations"].insert({"name": fn.__name__, "applied_at": __import__("datetime").datetime.utcnow().isoformat()})
+            fn(db)
+            db.execute("insert into _migrations (name, applied_at) values (?, ?)",
+                       [fn.__name__, datetime.datetime.now(datetime.timezone.utc).isoformat()])
 
 
 @migration
@@ -106,6 +107,52 @@ def m004_agent_api(db: Database) -> None:
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+
+
+@migration
+def m005_durable_runs(db: Database) -> None:
+    """The durable run log (every logged event, exactly as sent) and run/job ownership leases."""
+    db["run_events"].create({"run_id": str, "seq": int, "type": str, "payload": str},
+                            pk=("run_id", "seq"), not_null={"run_id", "seq", "type", "payload"})
+    for column, kind in (("worker", str), ("lease_until", float), ("first_seq", int), ("terminal_type", str),
+                         ("events_purged", int)):
+        db["runs"].add_column(column, kind)
+    db["runs"].create_index(["status", "lease_until"])
+    db["runs"].create_index(["events_purged", "finished_at"])
+    for column, kind in (("worker", str), ("lease_until", float)):
+        db["jobs"].add_column(column, kind)
+
+
+@migration
+def m106_documents(db: Database) -> None:
+    """Editor documents (owner-scoped, optionally in a session) and their numbered versions."""
+    db["documents"].create({
+        "id": str, "owner": str, "session_id": str, "title": str, "language": str, "content": str,
+        "version_count": int, "active": int, "created_at": float, "updated_at": float,
+    }, pk="id", not_null={"owner", "title", "language", "content"})
+    db["documents"].create_index(["owner", "session_id", "updated_at"])
+    db["document_versions"].create({
+        "document_id": str, "version": int, "content": str, "summary": str, "source": str, "created_at": float,
+    }, pk=("document_id", "version"), not_null={"document_id", "version", "content", "source"})
+
+
+@migration
+def m107_uploads(db: Database) -> None:
+    """Uploaded files (per owner, deduplicated by sha256), their text chunks and the FTS5 index over them."""
+    db["uploads"].create({
+        "id": str, "owner": str, "name": str, "mime": str, "kind": str, "size": int, "sha256": str,
+        "width": int, "height": int, "uploaded_at": float, "index_status": str, "index_error": str,
+        "chunk_count": int, "indexed_at": float,
+    }, pk="id", not_null={"owner", "name", "mime", "kind", "size", "sha256"})
+    db["uploads"].create_index(["owner", "sha256"])  # not unique: adopting single-user rows must never fail
+    db["uploads"].create_index(["index_status"])
+    db["upload_chunks"].create({
+        "id": int, "upload_id": str, "owner": str, "chunk": int, "text": str, "vector": bytes,
+    }, pk="id", not_null={"upload_id", "owner", "chunk", "text"})
+    db["upload_chunks"].create_index(["upload_id", "chunk"])
+    db["upload_chunks"].create_index(["owner"])
+    # rowid = upload_chunks.id; the owner filter joins upload_chunks (the FTS table has no owner column)
+    db.execute("create virtual table upload_chunks_fts using fts5(text, tokenize='porter unicode61')")
 
 
 @migration

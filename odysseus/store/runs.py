@@ -1,4 +1,9 @@
-"""Run records: the durable side of the run engine (status, checkpoints, outcome)."""
+"""Run records: the durable side of the run engine (status, lease, outcome).
+
+Writes during a run (its events, lease renewals, the final save) belong to the engine's
+native writer (``odysseus.runs.durable``); this repository creates rows inside the start
+transaction and answers the owner-facing queries.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ from typing import List, Optional
 
 from ..errors import NotFound
 from .database import Locked
-from .messages import insert_message
 
 RUN_STATUSES = ("running", "done", "error", "stopped", "interrupted")
 
@@ -18,49 +22,26 @@ class RunRepo:
     def __init__(self, locked: Locked):
         self._l = locked
 
-    def create(self, *, run_id: str, session_id: str, owner: str, mode: str, model: str,
-               user_message_id: Optional[int], client_message_id: Optional[str], detached: bool = True) -> dict:
-        """Record a new running run."""
+    @staticmethod
+    def insert_running(db, *, run_id: str, session_id: str, owner: str, mode: str, model: str,
+                       user_message_id: Optional[int], client_message_id: Optional[str], worker: str,
+                       lease_until: float, first_seq: int, terminal_type: str) -> None:
+        """Record a new running run inside the caller's transaction (the engine's start)."""
         now = time.time()
-        row = {"run_id": run_id, "session_id": session_id, "owner": owner, "mode": mode, "model": model,
-               "status": "running", "stop_reason": None, "created_at": now, "updated_at": now,
-               "finished_at": None, "event_count": 0, "last_event_type": None, "error": None,
-               "partial_content": "", "partial_thinking": "", "message_id": None,
-               "user_message_id": user_message_id, "client_message_id": client_message_id,
-               "detached": 1 if detached else 0}
-        with self._l.tx() as db:
-            db["runs"].insert(row)
-        return row
+        db.execute(
+            "insert into runs (run_id, session_id, owner, mode, model, status, created_at, updated_at, event_count,"
+            " partial_content, partial_thinking, user_message_id, client_message_id, detached, worker, lease_until,"
+            " first_seq, terminal_type, events_purged) values (?, ?, ?, ?, ?, 'running', ?, ?, 0, '', '', ?, ?, 1,"
+            " ?, ?, ?, ?, 0)",
+            [run_id, session_id, owner, mode, model, now, now, user_message_id, client_message_id, worker,
+             lease_until, first_seq, terminal_type])
 
-    def checkpoint(self, run_id: str, *, content: str, thinking: str, event_count: int,
-                   last_event_type: Optional[str]) -> None:
-        """Save the partial output so far (only while the run is still running)."""
-        with self._l.tx() as db:
-            db.execute(
-                "update runs set partial_content = ?, partial_thinking = ?, event_count = ?, last_event_type = ?,"
-                " updated_at = ? where run_id = ? and status = 'running'",
-                [content, thinking, event_count, last_event_type, time.time(), run_id])
-
-    def finish_with_message(self, run: dict, *, status: str, stop_reason: Optional[str], error: Optional[str],
-                            content: str, thinking: str, metadata: dict, event_count: int,
-                            last_event_type: Optional[str]) -> int:
-        """Save the assistant reply and the run's outcome in one transaction; return the message id.
-
-        One transaction is what makes "saved exactly once" hold across a crash: either both
-        the reply and the final status are stored, or neither, and recovery redoes it.
-        """
-        assert status in RUN_STATUSES
+    def mark_failed(self, run_id: str, error: str) -> None:
+        """A run whose final save failed for good: record it as an error so memory and database agree."""
         now = time.time()
         with self._l.tx() as db:
-            message_id = insert_message(db, run["owner"], run["session_id"], "assistant", content,
-                                        thinking=thinking, metadata=metadata, run_id=run["run_id"])
-            db.execute(
-                "update runs set status = ?, stop_reason = ?, error = ?, message_id = ?, event_count = ?,"
-                " last_event_type = ?, updated_at = ?, finished_at = ?, partial_content = ?, partial_thinking = ?"
-                " where run_id = ?",
-                [status, stop_reason, error, message_id, event_count, last_event_type, now, now, content,
-                 thinking, run["run_id"]])
-        return message_id
+            db.execute("update runs set status = 'error', error = ?, updated_at = ?, finished_at = ?,"
+                       " lease_until = null where run_id = ? and status = 'running'", [error, now, now, run_id])
 
     def get(self, owner: str, run_id: str) -> dict:
         """The owner's run, or NotFound."""

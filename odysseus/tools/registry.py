@@ -13,7 +13,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from ..cancel import CancelToken
 from ..events import Event
@@ -87,6 +87,9 @@ class Tool:
     describe: Optional[Callable[[dict], str]] = None
     #: internal tools show only the events they produce (an exhibit), never a tool row
     internal: bool = False
+    #: preview(ctx) -> an object with ``feed(fragment) -> [Event]`` and ``finish() -> [Event]`` that the
+    #: agent loop feeds the call's arguments while they stream (a live document preview)
+    preview: Optional[Callable[["ToolContext"], Any]] = None
 
     def spec(self) -> dict:
         """The OpenAI function-tool shape the provider layer translates."""

@@ -2,6 +2,8 @@
 // Streaming rules live in stream.js, rendering in render.js / exhibits.js, requests in api.js.
 
 import { api, request } from "./api.js";
+import { DocumentPanel } from "./documents.js";
+import { Attachments, showChips } from "./attachments.js";
 import { ReplyView, UserView } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
@@ -17,6 +19,11 @@ const ui = {
 };
 
 const state = { sessionId: null, turn: null, loadToken: 0, codeToolsOff: "" };
+const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
+const attachments = new Attachments({ // composer uploads (attachments.js)
+  tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
+  toast: (text) => toast(text),
+});
 
 // ---- small helpers -------------------------------------------------------------------------
 
@@ -102,6 +109,7 @@ const ctx = {
   uiControl,
   onEdit: editMessage,
   onDelete: deleteMessage,
+  documents,
 };
 
 function openModal(title, node) {
@@ -207,6 +215,7 @@ function newChat() {
   state.sessionId = null;
   setUrl(null);
   ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
+  documents.reset();
   renderSessions();
   showEmpty();
   closeSidebarOnPhone();
@@ -231,6 +240,7 @@ async function openSession(sessionId) {
     const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(sessionId)}`);
     if (response.ok) status = await response.json();
     data = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`);
+    if (token === state.loadToken) await documents.loadSession(sessionId); // its active document, if any
   } catch (err) {
     if (token !== state.loadToken) return;
     ui.messages.removeAttribute("aria-busy");
@@ -272,7 +282,9 @@ function renderHistory(messages) {
       for (const reply of replies) reply.settle(message.content);
       replies = [];
       if (((message.metadata || {}).agent_action || {}).tool_approval) continue;
-      ui.messages.appendChild(new UserView(message.content, ctx, { id: message.id }).el);
+      const view = new UserView(message.content, ctx, { id: message.id });
+      showChips(view.el, (message.metadata || {}).attachments);
+      ui.messages.appendChild(view.el);
     } else if (message.role === "assistant") {
       const reply = ReplyView.fromMessage(message, ctx, { answered });
       replies.push(reply);
@@ -332,11 +344,18 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
     toast("Wait for the reply to finish, or press Stop, before sending.");
     return false;
   }
+  if (showUser && attachments.busy) {
+    toast("Wait for the uploads to finish before sending.");
+    return false;
+  }
   settleReplies(text);
   const clientId = newClientId();
   let userView = null;
+  const files = showUser ? attachments.take() : [];
+  if (files.length) extra = { ...extra, attachments: files.map((f) => f.id) };
   if (showUser) {
     userView = new UserView(text, ctx, { clientId });
+    showChips(userView.el, files);
     ui.messages.appendChild(userView.el);
   }
   const reply = new ReplyView(ctx);
@@ -354,6 +373,8 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
     sidebar.setRunning(state.sessionId, true);
   }
   if (ui.model.value) body.model = ui.model.value;
+  const docId = documents.activeDocId(); // an open document goes with the turn
+  if (docId) body.active_doc_id = docId;
   turn.send(body);
   return true;
 }
@@ -366,9 +387,9 @@ ui.composer.addEventListener("submit", (event) => {
   }
   const text = ui.input.value;
   if (!text.trim()) return;
+  if (!send(text)) return; // refused (e.g. uploads still going): keep the text
   ui.input.value = "";
   autosize();
-  send(text);
 });
 
 ui.input.addEventListener("keydown", (event) => {
@@ -489,5 +510,5 @@ async function start() {
 }
 
 // Test and debugging handle; the page never reads it itself.
-window.odysseus = { state, send, openSession, newChat };
+window.odysseus = { state, send, openSession, newChat, documents };
 start();

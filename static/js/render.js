@@ -3,6 +3,8 @@
 // out through the `ctx` callbacks the page passes in.
 
 import { agentHandlers } from "./agent_render.js";
+import { docHandlers } from "./doc_render.js";
+import { contextHandlers } from "./context_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
 
@@ -177,6 +179,7 @@ export class ReplyView {
   handle(event) {
     const handler = this[`on_${event.type}`];
     if (typeof handler === "function") handler.call(this, event);
+    this.ctx.documents?.observe(event); // the document panel follows the same stream
     if (this.statusLine.dataset.kind === "waiting" && event.type !== "done") this.setStatus(null, null);
   }
 
@@ -249,6 +252,8 @@ export class ReplyView {
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
     view.restoreAgent(meta, history);
+    view.restoreDocs(meta);
+    view.restoreContext(meta); // rag sources and context notices (context_render.js)
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -260,4 +265,7 @@ export class ReplyView {
 }
 
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
-Object.assign(ReplyView.prototype, agentHandlers);
+// Document chips (and their history form): doc_render.js.
+Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
+// Attachments, retrieval sources and context notices (and their history form): context_render.js.
+Object.assign(ReplyView.prototype, contextHandlers);

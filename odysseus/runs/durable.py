@@ -1,0 +1,351 @@
+"""The durable run log: every logged event written through to SQLite by one native thread.
+
+Invariants:
+
+- Every event a run logs is queued here with the exact payload text the memory log holds,
+  and written as ``run_events(run_id, seq, type, payload)``. Events are written in the
+  order they were logged, so if seq N of a run is durable, every seq below it is too.
+- One native thread (``NativeWorker``) owns the writer connection and does every write of
+  the engine: group commits of pending events at most every ``EVENT_FLUSH_INTERVAL``
+  seconds, lease renewal, final saves, recovery and purging. The gevent hub never waits
+  on SQLite for these; callers wait cooperatively for a final save's result.
+- A final save is one transaction: the run's pending events, the assistant message, the
+  run row's final status and the terminal tail (``message_saved``, terminal record,
+  ``done``/``error``, ``close``). It is conditional (``where status = 'running'``), so
+  two writers (a live worker and a recovering one) can never save one reply twice.
+- A write that fails (lock held elsewhere, disk full) keeps its events queued and is
+  retried on the next flush; ``stats()`` reports the backlog for ``/api/health``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Deque, Dict, List, Optional, Tuple
+
+from ..events import CLOSE, DELTA, Event
+from ..process_identity import worker_is_dead
+from ..store.database import connect
+from ..store.messages import insert_message
+from .native import NativeWorker, gevent_active
+from .run_log import Entry, encode_payload
+
+log = logging.getLogger(__name__)
+
+#: the writer connection may wait this long inside SQLite (it is a native thread: the hub is free)
+WRITER_BUSY_MS = 1000
+
+Row = Tuple[str, int, str, str]  # run_id, seq, type, payload
+
+
+@dataclass
+class FinalSave:
+    """What the engine asks to be saved when a run ends."""
+
+    run_id: str
+    owner: str
+    session_id: str
+    status: str
+    stop_reason: Optional[str]
+    error: Optional[str]
+    content: str
+    thinking: str
+    metadata: dict
+    #: numbered after the run's last logged event; receives the saved message id
+    build_tail: Callable[[Optional[int]], List[Event]]
+    first_tail_seq: int
+    #: the run log's base (its first event is ``base + 1``)
+    base: int = 0
+    #: set by the writer
+    message_id: Optional[int] = None
+    tail: List[Entry] = field(default_factory=list)
+    saved: bool = False  # False when another writer had already finished this run
+
+
+def number_tail(events: List[Event], first_seq: int) -> List[Entry]:
+    """The terminal tail numbered from ``first_seq`` and encoded once."""
+    return [(event.numbered(first_seq + i), encode_payload(event.data)) for i, event in enumerate(events)]
+
+
+class DurableLog:
+    """The write-through event log and every engine write, on one native thread."""
+
+    def __init__(self, path: str, config: dict, worker: str):
+        self.path = path
+        self.worker = worker
+        self.interval = float(config.get("EVENT_FLUSH_INTERVAL", 0.2))
+        self.lease_seconds = float(config.get("RUN_LEASE_SECONDS", 15))
+        self.window = float(config.get("EVICT_GRACE", 180))
+        self.enabled = bool(config.get("DURABLE_EVENTS", True))
+        self._pending: Deque[Row] = collections.deque()
+        self._retry: List[Row] = []  # native thread only
+        self._native = NativeWorker("run-writer")
+        self._conn: Optional[sqlite3.Connection] = None  # native thread only
+        self._last_renew = 0.0
+        self._flusher = None
+        self._closing = False
+        self.written = 0
+        self.failures = 0
+        self.last_error: Optional[str] = None
+        self.last_flush_at: Optional[float] = None
+        self.finals_waiting = 0
+
+    # ------------------------------------------------------------ hub side
+    def enqueue(self, run_id: str, entry: Entry) -> None:
+        """Queue one logged event for the next group commit (cheap: a deque append)."""
+        if self.enabled:
+            event, payload = entry
+            self._pending.append((run_id, event.seq, event.type, payload))
+
+    def start(self) -> None:
+        """Start the periodic flusher (a greenlet or thread that submits flushes to the native thread)."""
+        if self._flusher is not None:
+            return
+        import threading
+
+        self._flusher = threading.Thread(target=self._flush_loop, name="run-flusher", daemon=True)
+        self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        while not self._closing:
+            time.sleep(self.interval)
+            try:
+                self._native.call(self._flush_native)
+            except Exception:  # noqa: BLE001 - counted in stats, retried next time
+                log.exception("durable flush failed")
+
+    def flush(self, timeout: Optional[float] = None) -> None:
+        """Write everything queued now (tests, shutdown)."""
+        self._native.call(self._flush_native, timeout=timeout)
+
+    def save_final(self, final: FinalSave, patience: float) -> bool:
+        """Save a run's outcome and tail; True when committed within ``patience`` seconds.
+
+        The events the run logged before are written first, in the same transaction. On a
+        lock or I/O failure the save is retried until ``patience`` runs out; the caller then
+        goes on in memory and ``retry_final`` keeps trying in the background.
+        """
+        deadline = time.monotonic() + patience
+        self.finals_waiting += 1
+        try:
+            while True:
+                try:
+                    self._native.call(self._final_native, final, timeout=max(0.1, deadline - time.monotonic()) + 5)
+                    return True
+                except (sqlite3.OperationalError, TimeoutError) as exc:
+                    self._note_failure(exc)
+                    if time.monotonic() >= deadline:
+                        return False
+                    time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        finally:
+            self.finals_waiting -= 1
+
+    def retry_final(self, final: FinalSave) -> None:
+        """Keep retrying a final save in the background until it lands (disk full, long lock)."""
+        import threading
+
+        def retry() -> None:
+            while not self.save_final(final, patience=30.0):
+                if self._closing:
+                    return
+        threading.Thread(target=retry, name=f"final-{final.run_id}", daemon=True).start()
+
+    def recover(self, is_owned: Callable[[str], bool], build_tail: Callable[[dict, Optional[int]], List[Event]],
+                timeout: Optional[float] = None) -> List[str]:
+        """Mark runs whose driver is gone ``interrupted`` (partial = their durable deltas); returns their ids."""
+        return self._native.call(self._recover_native, is_owned, build_tail, timeout=timeout)
+
+    def purge(self, batch: int = 50) -> int:
+        """Delete the durable events of runs finished more than the replay window ago (bounded)."""
+        return self._native.call(self._purge_native, batch)
+
+    def stats(self) -> dict:
+        """Backlog and health of the writer, for ``/api/health``."""
+        return {"pending_events": len(self._pending) + len(self._retry), "finals_waiting": self.finals_waiting,
+                "written": self.written, "failures": self.failures, "last_error": self.last_error,
+                "last_flush_at": self.last_flush_at, "flush_interval": self.interval,
+                "native_thread": gevent_active()}
+
+    def close(self) -> None:
+        """Flush what is queued and stop the flusher."""
+        self._closing = True
+        try:
+            self.flush(timeout=10)
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            log.exception("final durable flush failed")
+
+    # ------------------------------------------------------------ native thread
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = connect(self.path, busy_ms=WRITER_BUSY_MS)
+            self._conn.isolation_level = None  # explicit BEGIN/COMMIT only
+        return self._conn
+
+    def _note_failure(self, exc: BaseException) -> None:
+        self.failures += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+
+    def _take_pending(self) -> List[Row]:
+        rows, self._retry = self._retry, []
+        pending = self._pending
+        while pending:
+            rows.append(pending.popleft())
+        return rows
+
+    def _write_rows(self, conn: sqlite3.Connection, rows: List[Row]) -> None:
+        if rows:
+            conn.executemany("insert or ignore into run_events (run_id, seq, type, payload) values (?, ?, ?, ?)",
+                             rows)
+
+    def _renew_leases(self, conn: sqlite3.Connection, now: float, force: bool = False) -> None:
+        if force or now - self._last_renew >= self.lease_seconds / 3:
+            until = now + self.lease_seconds
+            conn.execute("update runs set lease_until = ? where worker = ? and status = 'running'", [until, self.worker])
+            conn.execute("update jobs set lease_until = ? where worker = ? and status = 'running'", [until, self.worker])
+            self._last_renew = now
+
+    def _flush_native(self) -> None:
+        rows = self._take_pending()
+        now = time.time()
+        needs_renew = now - self._last_renew >= self.lease_seconds / 3
+        if not rows and not needs_renew:
+            return
+        conn = self._db()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            self._write_rows(conn, rows)
+            self._renew_leases(conn, now)
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._retry = rows + self._retry
+            self._note_failure(exc)
+            raise
+        self.written += len(rows)
+        self.last_flush_at = time.time()
+
+    def _final_native(self, final: FinalSave) -> None:
+        rows = self._take_pending()
+        conn = self._db()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            self._write_rows(conn, rows)
+            self._finish_row(conn, final)
+            conn.execute("COMMIT")
+        except Exception:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._retry = rows + self._retry
+            raise
+        self.written += len(rows) + len(final.tail)
+        self.last_flush_at = time.time()
+
+    def _finish_row(self, conn: sqlite3.Connection, final: FinalSave) -> None:
+        """Inside the caller's transaction: save the reply and the tail only if the run is still running."""
+        now = time.time()
+        claimed = conn.execute("update runs set status = ?, stop_reason = ?, error = ?, updated_at = ?,"
+                               " finished_at = ?, lease_until = null where run_id = ? and status = 'running'",
+                               [final.status, final.stop_reason, final.error, now, now, final.run_id]).rowcount
+        if claimed != 1:
+            row = conn.execute("select message_id from runs where run_id = ?", [final.run_id]).fetchone()
+            final.message_id, final.saved = (row[0] if row else None), False
+            final.tail = number_tail(final.build_tail(final.message_id), final.first_tail_seq)
+            return
+        message_id = insert_message(_RawDb(conn), final.owner, final.session_id, "assistant", final.content,
+                                    thinking=final.thinking, metadata=final.metadata, run_id=final.run_id)
+        final.tail = number_tail(final.build_tail(message_id), final.first_tail_seq)
+        self._write_rows(conn, [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail])
+        conn.execute("update runs set message_id = ?, event_count = ?, last_event_type = ?, partial_content = ?,"
+                     " partial_thinking = ? where run_id = ?",
+                     [message_id, (final.tail[-1][0].seq if final.tail else final.first_tail_seq - 1) - final.base,
+                      CLOSE, "", "", final.run_id])
+        final.message_id, final.saved = message_id, True
+
+    def _recover_native(self, is_owned, build_tail) -> List[str]:
+        conn = self._db()
+        now = time.time()
+        rows = conn.execute("select run_id, owner, session_id, worker, lease_until, mode, model, terminal_type,"
+                            " first_seq from runs where status = 'running'").fetchall()
+        recovered = []
+        for run_id, owner, session_id, worker, lease_until, mode, model, terminal_type, first_seq in rows:
+            if is_owned(run_id):
+                continue
+            expired = lease_until is None or lease_until < now or worker_is_dead(worker, self.worker)
+            if not expired:
+                continue
+            try:
+                self._recover_one(conn, {"run_id": run_id, "owner": owner, "session_id": session_id, "mode": mode,
+                                         "model": model, "terminal_type": terminal_type,
+                                         "first_seq": first_seq or 1}, build_tail)
+                recovered.append(run_id)
+            except Exception as exc:  # noqa: BLE001 - one bad row must not stop the boot
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._note_failure(exc)
+                log.exception("could not recover run %s", run_id)
+        return recovered
+
+    def _recover_one(self, conn: sqlite3.Connection, row: dict, build_tail) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        content, thinking, last_seq = [], [], row["first_seq"] - 1
+        for seq, kind, payload in conn.execute("select seq, type, payload from run_events where run_id = ?"
+                                               " order by seq", [row["run_id"]]):
+            last_seq = seq
+            if kind == DELTA:
+                data = json.loads(payload)
+                (thinking if data.get("thinking") else content).append(data.get("delta", ""))
+        final = FinalSave(run_id=row["run_id"], owner=row["owner"], session_id=row["session_id"],
+                          status="interrupted", stop_reason="interrupted",
+                          error="the server restarted during this run", content="".join(content),
+                          thinking="".join(thinking),
+                          metadata={"run_id": row["run_id"], "status": "interrupted", "stop_reason": "interrupted",
+                                    "stopped": False, "partial": True, "interrupted": True},
+                          build_tail=lambda message_id: build_tail(row, message_id), first_tail_seq=last_seq + 1,
+                          base=row["first_seq"] - 1)
+        self._finish_row(conn, final)
+        conn.execute("COMMIT")
+
+    def _purge_native(self, batch: int) -> int:
+        conn = self._db()
+        cutoff = time.time() - self.window
+        ids = [r[0] for r in conn.execute("select run_id from runs where status != 'running' and"
+                                          " coalesce(events_purged, 0) = 0 and finished_at < ? limit ?",
+                                          [cutoff, batch])]
+        if not ids:
+            return 0
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            marks = ",".join("?" * len(ids))
+            conn.execute(f"delete from run_events where run_id in ({marks})", ids)
+            conn.execute(f"update runs set events_purged = 1 where run_id in ({marks})", ids)
+            conn.execute("COMMIT")
+        except Exception:
+            conn.execute("ROLLBACK")
+            raise
+        return len(ids)
+
+
+class _RawDb:
+    """The one method of a sqlite-utils Database that ``insert_message`` uses, over a raw connection."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def execute(self, sql: str, params=None):
+        return self.conn.execute(sql, params or [])
+
+
+def read_events(db, run_id: str, after: int, limit: int = 500) -> List[Tuple[int, str, str]]:
+    """Durable events of a run after ``after``: (seq, type, payload), in order (request-path connection)."""
+    return list(db.execute("select seq, type, payload from run_events where run_id = ? and seq > ? order by seq"
+                           " limit ?", [run_id, after, limit]).fetchall())
+
+
+def as_entry(seq: int, kind: str, payload: str) -> Entry:
+    """A durable row as a log entry (the data decoded for projections that need fields)."""
+    return Event(kind, json.loads(payload), seq), payload

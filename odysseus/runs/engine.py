@@ -1,0 +1,550 @@
+"""The run engine: the owner of a turn's whole life, from start to its saved reply.
+
+What happens to a turn, in order:
+
+1. **Start** (``start``): under the session lock, a repeated ``client_message_id`` finds its
+   earlier run; a running run on the session is replaced (reason ``replaced``). Capacity
+   (``MAX_ACTIVE_RUNS``) and the memory budget are reserved and ``run_started`` is logged in
+   memory *before* anything is written, so a 503 stores nothing. Then ONE transaction stores
+   the session (if new), the user's message, the run row (with this worker's lease) and
+   whatever the mode must consume atomically (an approval). The turn then runs in its own
+   greenlet; no HTTP connection owns it.
+2. **Log**: every event the turn yields is appended to the run's memory log (numbered, encoded
+   once) and queued for the durable log (``durable.DurableLog``), which a native thread
+   group-commits to SQLite every ``EVENT_FLUSH_INTERVAL`` seconds.
+3. **Finalize** (``_finalize``, exactly once per run): the reply, the run's final status and
+   the terminal tail are saved in one conditional transaction, then the same tail is appended
+   to the memory log. If the database stays unwritable, the run still ends in memory (the
+   tail says ``message_id: null``) and the save is retried in the background.
+4. **Follow** (``follow.py``): a reader asks for "everything after N" and gets it from the
+   memory log while the run is held, or from the durable log after eviction or a restart,
+   with the same ids and bytes; after the replay window the spec's behaviour applies
+   (history, ``run_missing``).
+5. **Evict**: a finished run's memory log is released ``EVICT_GRACE`` seconds after its last
+   reader left (earlier under memory pressure); its durable copy is purged once the window
+   has passed.
+6. **Leases and recovery**: each run row records the worker driving it and a lease the
+   writer renews. Start-up and the janitor mark ``interrupted`` only runs whose lease expired
+   (or whose process is visibly dead), with the durable deltas as the partial reply; the
+   conditional final save means two writers never save one reply twice.
+7. **Shutdown** (``begin_shutdown``): new turns get 503; running runs get ``SHUTDOWN_GRACE``
+   seconds, then end ``interrupted`` with their full text saved and their tail flushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from .. import signals
+from ..cancel import Cancelled
+from ..errors import CapacityError, OdysseusError, ProviderError
+from ..events import (CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, PROVIDER_ONLY, RUN_STARTED,
+                      RUN_TIMEOUT, Event)
+from ..store import Store, new_id
+from ..store.messages import insert_message
+from ..process_identity import worker_identity
+from .durable import DurableLog, FinalSave, number_tail
+from .run import Outcome, Run, RunContext
+from .run_log import ByteBudget, LogFull, RunLog
+
+log = logging.getLogger(__name__)
+
+#: A turn: given its run context, yields canonical events. It must honour ``context.cancel``.
+Turn = Callable[[RunContext], Iterator[Event]]
+
+
+class ShuttingDown(CapacityError):
+    """The server is draining for a restart: try again on the next worker."""
+
+
+@dataclass
+class StartSpec:
+    """Everything ``RunEngine.start`` needs, validated by the caller (nothing here is checked again)."""
+
+    owner: str
+    session_id: Optional[str]
+    mode: str
+    model: str
+    make_turn: Callable[[List[dict]], Turn]
+    message: Optional[str] = None  # the user's message; None stores no user message
+    user_metadata: Optional[dict] = None
+    client_message_id: Optional[str] = None
+    terminal_type: str = CHAT_TERMINAL
+    session_title: str = "New chat"
+    #: run inside the start transaction (e.g. consume an approval); raise to roll the start back
+    in_transaction: List[Callable[[Any], None]] = field(default_factory=list)
+
+
+@dataclass
+class Started:
+    """What a start produced: a live run to follow, or the row of an earlier turn with this client id."""
+
+    session_id: str
+    run: Optional[Run]
+    row: Optional[dict] = None
+    attached: bool = False
+
+
+class RunEngine:
+    """All runs of this process: start, stop, follow, finalize, evict, lease, recover, shut down."""
+
+    def __init__(self, store: Store, config: dict):
+        self.store = store
+        self.config = config
+        self.grace = float(config["EVICT_GRACE"])
+        self.budget = ByteBudget(int(config["PROCESS_MAX_BYTES"]))
+        self.worker = worker_identity()
+        self.durable = DurableLog(store.path, config, self.worker)
+        self.runs: Dict[str, Run] = {}
+        self.by_session: Dict[Tuple[str, str], Run] = {}
+        self.modes: Dict[str, Callable] = {}
+        self.active = 0
+        self.draining = False
+        self._lock = threading.RLock()
+        self._session_locks: Dict[Tuple[str, str], threading.Lock] = {}
+        self._janitor: Optional[threading.Thread] = None
+        self._closing = threading.Event()
+        self._last_recovery = 0.0
+        #: called by the janitor with the recovery cadence (e.g. background jobs re-queue orphans)
+        self.maintenance: List[Callable[[], None]] = []
+        self._drain: Optional[threading.Thread] = None
+
+    # ---------------------------------------------------------------- modes
+    def register_mode(self, mode: str, builder: Callable) -> None:
+        """Serve ``mode`` with ``builder`` (called by the routes to prepare a turn)."""
+        self.modes[mode] = builder
+
+    # ---------------------------------------------------------------- lookup
+    def get(self, owner: str, run_id: str) -> Optional[Run]:
+        """The owner's run still in memory, or None."""
+        run = self.runs.get(run_id)
+        return run if run is not None and run.owner == owner else None
+
+    def for_session(self, owner: str, session_id: str) -> Optional[Run]:
+        """The session's newest run still in memory, or None."""
+        return self.by_session.get((owner, session_id))
+
+    def active_count(self) -> int:
+        """How many runs are still running (a counter: starting a turn never scans the runs)."""
+        return self.active
+
+    @contextlib.contextmanager
+    def session_lock(self, owner: str, session_id: str) -> Iterator[None]:
+        """Serialise starts on one session (idempotency check, replacement, user message, start)."""
+        key = (owner, session_id)
+        with self._lock:
+            lock = self._session_locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+
+    # ---------------------------------------------------------------- start
+    def start(self, spec: StartSpec) -> Started:
+        """Start the turn ``spec`` describes, or find the earlier one with its ``client_message_id``."""
+        self._ensure_janitor()
+        if self.draining:
+            raise ShuttingDown("the server is restarting; try again in a moment")
+        creating = spec.session_id is None
+        session_id = spec.session_id or new_id("s_")
+        with self.session_lock(spec.owner, session_id):
+            if spec.client_message_id and not creating:
+                row = self.store.runs.by_client_message(spec.owner, session_id, spec.client_message_id)
+                if row is not None or self.store.messages.by_client_id(spec.owner, session_id,
+                                                                          spec.client_message_id):
+                    run = self.get(spec.owner, row["run_id"]) if row else None
+                    if run is not None and not run.log.released:
+                        return Started(session_id, run, row, attached=True)
+                    return Started(session_id, None, row, attached=True)
+            self.replace_running(spec.owner, session_id)
+            run = self._reserve(spec, session_id)
+            try:
+                self._store_start(spec, run, creating)
+                history = self.store.messages.list(spec.owner, session_id)
+                turn = spec.make_turn(history)
+            except BaseException:
+                self._unreserve(run)
+                raise
+            with self._lock:
+                self.runs[run.run_id] = run
+                self.by_session[(spec.owner, session_id)] = run
+            self.durable.enqueue(run.run_id, run.log.read_after(run.log.base)[0])
+        signals.run_started.send(run)
+        threading.Thread(target=self._drive, args=(run, turn), name=f"run-{run.run_id}", daemon=True).start()
+        return Started(session_id, run)
+
+    def _reserve(self, spec: StartSpec, session_id: str) -> Run:
+        """Take a capacity slot and log ``run_started`` in memory; CapacityError (nothing stored) when full."""
+        with self._lock:
+            if self.active >= int(self.config["MAX_ACTIVE_RUNS"]):
+                raise CapacityError("too many runs in progress; try again shortly")
+            if self.budget.used >= self.budget.limit:
+                self._evict_idle(free_bytes=self.budget.used - self.budget.limit + 1)
+                if self.budget.used >= self.budget.limit:
+                    raise CapacityError("run memory budget exhausted; try again shortly")
+            self.active += 1
+        run_id = new_id("run_")
+        run = Run(run_id=run_id, session_id=session_id, owner=spec.owner, mode=spec.mode, model=spec.model,
+                  client_message_id=spec.client_message_id, user_message_id=None,
+                  log=RunLog(int(self.config["RUN_MAX_EVENTS"]), int(self.config["RUN_MAX_BYTES"]), self.budget),
+                  terminal_type=spec.terminal_type)
+        try:
+            run.log.append(Event(RUN_STARTED, {"run_id": run_id, "session_id": session_id, "mode": spec.mode,
+                                               "model": spec.model}))
+        except LogFull:
+            with self._lock:
+                self.active -= 1
+            run.log.release()
+            raise CapacityError("run memory budget exhausted; try again shortly") from None
+        return run
+
+    def _unreserve(self, run: Run) -> None:
+        with self._lock:
+            self.active -= 1
+        run.log.release()
+
+    def _store_start(self, spec: StartSpec, run: Run, creating: bool) -> None:
+        """The session (if new), the user's message, the run row and the mode's writes: one transaction."""
+        now = time.time()
+        with self.store.locked.tx() as db:
+            if creating:
+                db.execute("insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
+                           [run.session_id, spec.owner, spec.session_title, now, now])
+            if spec.message is not None:
+                run.user_message_id = insert_message(db, spec.owner, run.session_id, "user", spec.message,
+                                                     metadata=spec.user_metadata,
+                                                     client_message_id=spec.client_message_id)
+            self.store.runs.insert_running(db, run_id=run.run_id, session_id=run.session_id, owner=spec.owner,
+                                           mode=spec.mode, model=spec.model, user_message_id=run.user_message_id,
+                                           client_message_id=spec.client_message_id, worker=self.worker,
+                                           lease_until=now + self.durable.lease_seconds, first_seq=run.log.base + 1,
+                                           terminal_type=spec.terminal_type)
+            for hook in spec.in_transaction:
+                hook(db)
+
+    def replace_running(self, owner: str, session_id: str) -> Optional[Run]:
+        """Stop the session's running run with reason ``replaced`` (waits until its partial is saved)."""
+        run = self.for_session(owner, session_id)
+        if run is not None and run.status == "running":
+            self._end(run, "replaced")
+            return run
+        return None
+
+    # ---------------------------------------------------------------- driving
+    def _append(self, run: Run, event: Event) -> None:
+        """Log a produced event unless the run has been finalized from outside."""
+        with run.lock:
+            if run.finalized:
+                raise Cancelled(run.cancel.reason or "stopped")
+            entry = run.log.append(event)  # first: a refused append must not reach the saved reply
+            run.observe(event)
+        self.durable.enqueue(run.run_id, entry)
+
+    def _drive(self, run: Run, turn: Turn) -> None:
+        """The worker: iterate the turn into the log, then finalize exactly once."""
+        outcome: Optional[Outcome] = None
+        flushed = False
+        try:
+            for event in turn(run.context):
+                if event.type in PROVIDER_ONLY:
+                    run.observe(event)
+                    continue
+                self._append(run, event)
+                if not flushed and event.type == DELTA:
+                    # A provider that sends a burst keeps this greenlet busy until its socket
+                    # would block; yield once so subscribers send the first token right away.
+                    flushed = True
+                    time.sleep(0)
+                if run.cancel.cancelled:
+                    break
+            outcome = self._cancel_outcome(run) if run.cancel.cancelled else Outcome("done")
+        except Cancelled:
+            outcome = self._cancel_outcome(run)
+        except LogFull as exc:
+            outcome = Outcome("error", "log_full", f"Response exceeded the run log limit ({exc})", 507)
+        except ProviderError as exc:
+            if run.cancel.cancelled:
+                outcome = self._cancel_outcome(run)
+            else:
+                outcome = Outcome("error", "provider_error", exc.message, exc.status, exc.retry_after)
+        except OdysseusError as exc:
+            outcome = Outcome("error", "error", exc.message, exc.status)
+        except Exception:  # a bug must still end the run with a terminal event
+            log.exception("run %s crashed", run.run_id)
+            outcome = Outcome("error", "internal_error", "Internal error while generating the reply", 500)
+        finally:
+            self._finalize(run, outcome or self._cancel_outcome(run))
+
+    @staticmethod
+    def _cancel_outcome(run: Run) -> Outcome:
+        reason = run.cancel.reason or "stopped"
+        if reason.startswith("timeout:"):
+            which = reason.split(":", 1)[1]
+            return Outcome("error", "timeout", f"Run timed out ({which} limit)", 504, timeout=which)
+        if reason == "shutdown":
+            return Outcome("interrupted", "interrupted", "the server restarted during this run", 503, retry_after=2)
+        return Outcome("stopped", reason)
+
+    # ---------------------------------------------------------------- finalize
+    def _finalize(self, run: Run, outcome: Outcome) -> None:
+        """Save the reply and log the terminal tail; runs at most once per run."""
+        with run.lock:
+            if run.finalized:
+                return
+            run.finalized = True
+        try:
+            self._record_outcome(run, outcome)
+        except Exception:  # the save failed for good: end the run as an error in memory AND in the database
+            log.exception("finalizing run %s failed", run.run_id)
+            self._record_failed_save(run)
+        run.finished_at = time.time()
+        with self._lock:
+            self.active -= 1
+            if run.subscribers == 0:
+                self._schedule_evict(run)
+        run.settled.set()
+        signals.run_finished.send(run)
+
+    def _record_outcome(self, run: Run, outcome: Outcome) -> None:
+        run.stop_reason, run.error = outcome.stop_reason, outcome.error
+        elapsed_ms = round((time.monotonic() - run.started_monotonic) * 1000, 1)
+        if outcome.timeout:
+            limit = self.config["RUN_IDLE_TIMEOUT"] if outcome.timeout == "idle" else self.config["RUN_WALL_TIMEOUT"]
+            self.durable.enqueue(run.run_id, run.log.append(Event(RUN_TIMEOUT, {"limit": outcome.timeout,
+                                                                                "seconds": limit})))
+        error = None
+        if outcome.error:
+            error = {"message": outcome.error, "status": outcome.http_status}
+            if outcome.retry_after is not None:
+                error["retry_after"] = outcome.retry_after
+        metadata = {
+            "run_id": run.run_id, "status": outcome.status, "stop_reason": outcome.stop_reason,
+            "stopped": outcome.status == "stopped", "partial": outcome.status != "done",
+            "model_info": run.model_info, "usage": run.usage, "metrics": run.metrics,
+            "finish_reason": run.finish_reason, "total_time_ms": elapsed_ms, "fallback": run.fallback,
+        }
+        if error:
+            metadata["error"] = error
+        if outcome.status == "interrupted":
+            metadata["interrupted"] = True
+        metadata.update(run.context.metadata)
+        terminal = {
+            "status": outcome.status, "run_id": run.run_id, "session_id": run.session_id,
+            "stop_reason": outcome.stop_reason, "partial": outcome.status != "done",
+            "content_length": len(run.content), "route": (run.model_info or {}).get("route"),
+            "finish_reason": run.finish_reason, "usage": run.usage, "timing": {"total_time_ms": elapsed_ms},
+            "fallback": run.fallback,
+        }
+        if error:
+            terminal["error"] = error
+        terminal.update(run.context.terminal)
+
+        def build_tail(message_id: Optional[int]) -> List[Event]:
+            return tail_events(run.terminal_type, run.run_id, run.session_id, outcome.status, message_id,
+                               dict(terminal, message_id=message_id), run.thinking, elapsed_ms, outcome.error,
+                               outcome.http_status, outcome.retry_after)
+
+        final = FinalSave(run_id=run.run_id, owner=run.owner, session_id=run.session_id, status=outcome.status,
+                          stop_reason=outcome.stop_reason, error=outcome.error, content=run.content,
+                          thinking=run.thinking, metadata=metadata, build_tail=build_tail,
+                          first_tail_seq=run.log.last_seq + 1, base=run.log.base)
+        if not self.durable.save_final(final, float(self.config.get("FINAL_SAVE_PATIENCE", 20))):
+            # the database stays unwritable: end the run in memory now, keep retrying the save
+            self.durable.retry_final(dataclasses.replace(final, tail=[]))
+            final.tail = number_tail(build_tail(None), final.first_tail_seq)
+        run.status, run.message_id = outcome.status, final.message_id
+        for entry in final.tail:
+            run.log.append_entry(entry)
+        if final.message_id is not None:
+            signals.message_saved.send(run.owner, session_id=run.session_id, message_id=final.message_id,
+                                       role="assistant")
+
+    def _record_failed_save(self, run: Run) -> None:
+        """The final save raised: mark the row ``error`` and end the memory log with the same outcome."""
+        run.status, run.error = "error", "could not save the reply"
+        with contextlib.suppress(Exception):
+            self.store.runs.mark_failed(run.run_id, run.error)
+        terminal = {"status": "error", "run_id": run.run_id, "session_id": run.session_id, "message_id": None,
+                    "partial": True, "error": {"message": "Could not save the reply", "status": 500}}
+        events = [Event(run.terminal_type, {"data": terminal}),
+                  Event(ERROR, {"error": "Could not save the reply", "status": 500}), Event(CLOSE, {})]
+        for entry in number_tail(events, run.log.last_seq + 1):
+            with contextlib.suppress(LogFull, ValueError):
+                run.log.append_entry(entry)
+                self.durable.enqueue(run.run_id, entry)
+
+    # ---------------------------------------------------------------- stop
+    def stop(self, owner: str, session_id: str, expected_run_id: Optional[str], reason: str = "stopped") -> bool:
+        """Stop the session's run only when ``expected_run_id`` names it exactly; True when stopped."""
+        run = self.for_session(owner, session_id)
+        if run is None or not expected_run_id or run.run_id != expected_run_id or run.status != "running":
+            return False
+        return self._end(run, reason)
+
+    def stop_run(self, owner: str, run_id: str, reason: str = "stopped") -> Optional[Run]:
+        """Stop the owner's run by id (agent API cancel); returns the run or None when unknown."""
+        run = self.get(owner, run_id)
+        if run is not None and run.status == "running":
+            self._end(run, reason)
+        return run
+
+    def _end(self, run: Run, reason: str) -> bool:
+        """Cancel, wait for the worker to settle, and finalize from here if it does not."""
+        first = run.cancel.cancel(reason)
+        if not run.settled.wait(float(self.config["STOP_WAIT"])):
+            self._finalize(run, self._cancel_outcome(run))
+            run.settled.wait(float(self.config.get("FINAL_SAVE_PATIENCE", 20)) + 5)
+        return first or run.status != "running"
+
+    # ---------------------------------------------------------------- subscribers
+    def subscribe(self, run: Run) -> bool:
+        """Register a reader before it replays; False (not registered) when the log is already released."""
+        with self._lock:
+            if run.log.released:
+                return False
+            run.subscribers += 1
+            run.evict_at = None
+            return True
+
+    def unsubscribe(self, run: Run) -> None:
+        """A reader left; a finished run starts its eviction grace when it was the last."""
+        with self._lock:
+            run.subscribers = max(0, run.subscribers - 1)
+            if run.subscribers == 0 and run.finalized:
+                self._schedule_evict(run)
+
+    def _schedule_evict(self, run: Run) -> None:
+        """Keep the finished run's log ``EVICT_GRACE`` seconds more, then free it."""
+        run.evict_at = time.monotonic() + self.grace
+
+    def _evict(self, run: Run) -> None:
+        with self._lock:
+            if run.subscribers:
+                return
+            self.runs.pop(run.run_id, None)
+            key = (run.owner, run.session_id)
+            if self.by_session.get(key) is run:
+                del self.by_session[key]
+                self._session_locks.pop(key, None)
+            run.log.release()
+
+    def _evict_idle(self, free_bytes: int) -> None:
+        """Free the oldest finished logs without readers until ``free_bytes`` are released."""
+        idle = sorted((r for r in list(self.runs.values()) if r.finalized and r.subscribers == 0),
+                      key=lambda r: r.finished_at or 0)
+        for run in idle:
+            if free_bytes <= 0:
+                break
+            free_bytes -= run.log.bytes
+            self._evict(run)
+
+    # ---------------------------------------------------------------- janitor
+    def start_background(self) -> None:
+        """Start the janitor and the durable writer (at boot: recovery of a dead worker's runs must not wait)."""
+        self._ensure_janitor()
+
+    def _ensure_janitor(self) -> None:
+        if self._janitor is None or not self._janitor.is_alive():
+            self.durable.start()
+            self._janitor = threading.Thread(target=self._janitor_loop, name="run-janitor", daemon=True)
+            self._janitor.start()
+
+    def _janitor_interval(self) -> float:
+        limits = [0.5, self.grace / 4, float(self.config["RUN_IDLE_TIMEOUT"]) / 4]
+        return max(0.02, min(limits))
+
+    def _janitor_loop(self) -> None:
+        """Watchdog, evictor, recovery of expired leases and purging: one loop for the whole process."""
+        while not self._closing.wait(self._janitor_interval()):
+            try:
+                self.sweep()
+                if time.monotonic() - self._last_recovery > self.durable.lease_seconds / 2:
+                    self._last_recovery = time.monotonic()
+                    self.recover_interrupted()
+                    self.durable.purge()
+                    for task in list(self.maintenance):
+                        task()
+            except Exception:
+                log.exception("run janitor sweep failed")
+
+    def sweep(self) -> None:
+        """End runs past their limits and evict logs whose grace has passed."""
+        now = time.monotonic()
+        wall, idle = float(self.config["RUN_WALL_TIMEOUT"]), float(self.config["RUN_IDLE_TIMEOUT"])
+        for run in list(self.runs.values()):
+            if run.status == "running" and not run.cancel.cancelled:
+                if now - run.started_monotonic > wall:
+                    threading.Thread(target=self._end, args=(run, "timeout:wall"), daemon=True).start()
+                elif now - run.last_event_monotonic > idle:
+                    threading.Thread(target=self._end, args=(run, "timeout:idle"), daemon=True).start()
+            elif run.evict_at is not None and now >= run.evict_at and run.subscribers == 0:
+                self._evict(run)
+
+    # ---------------------------------------------------------------- recovery and shutdown
+    def recover_interrupted(self) -> List[str]:
+        """Mark ``interrupted`` the runs whose driving worker is gone (expired lease or dead pid), once each."""
+        return self.durable.recover(lambda run_id: run_id in self.runs, recovery_tail, timeout=120)
+
+    def begin_shutdown(self, grace: Optional[float] = None) -> threading.Thread:
+        """Drain: refuse new turns, give running runs ``grace`` seconds, then end them ``interrupted``."""
+        if self._drain is not None:
+            return self._drain
+        self.draining = True
+        grace = float(self.config.get("SHUTDOWN_GRACE", 20)) if grace is None else grace
+
+        def drain() -> None:
+            deadline = time.monotonic() + grace
+            while self.active and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ending = [run for run in list(self.runs.values()) if run.status == "running"]
+            for run in ending:
+                run.cancel.cancel("shutdown")
+            for run in ending:
+                self._end(run, "shutdown")
+            with contextlib.suppress(Exception):
+                self.durable.flush(timeout=10)
+
+        thread = threading.Thread(target=drain, name="run-drain", daemon=True)
+        thread.start()
+        self._drain = thread
+        return thread
+
+    def finish_shutdown(self, timeout: float) -> None:
+        """Drain (if not already) and wait until every run is saved and the durable log flushed."""
+        self.begin_shutdown().join(timeout)
+        self.close()
+
+    def close(self) -> None:
+        """Stop the janitor and flush the durable log (tests and shutdown)."""
+        self._closing.set()
+        self.durable.close()
+
+
+def tail_events(terminal_type: str, run_id: str, session_id: str, status: str, message_id: Optional[int],
+                terminal: dict, thinking: str, elapsed_ms: Optional[float], error: Optional[str],
+                http_status: Optional[int], retry_after: Optional[float] = None) -> List[Event]:
+    """The events that end every run: message_saved, the terminal record, done or error, close."""
+    events = [Event(MESSAGE_SAVED, {"message_id": message_id, "session_id": session_id, "role": "assistant"}),
+              Event(terminal_type, {"data": terminal})]
+    if status == "done":
+        events.append(Event(DONE, {"task_id": run_id, "thinking": thinking, "total_time_ms": elapsed_ms,
+                                   "session_id": session_id}))
+    elif status in ("error", "interrupted"):
+        body: Dict[str, Any] = {"error": error, "status": http_status}
+        if retry_after is not None:
+            body["retry_after"] = retry_after
+        events.append(Event(ERROR, body))
+    events.append(Event(CLOSE, {}))
+    return events
+
+
+def recovery_tail(row: dict, message_id: Optional[int]) -> List[Event]:
+    """The tail of a run recovered after its worker died."""
+    terminal = {"status": "interrupted", "run_id": row["run_id"], "session_id": row["session_id"],
+                "message_id": message_id, "stop_reason": "interrupted", "partial": True, "interrupted": True}
+    return tail_events(row.get("terminal_type") or CHAT_TERMINAL, row["run_id"], row["session_id"], "interrupted",
+                       message_id, terminal, "", None, "the server restarted during this run", 503)

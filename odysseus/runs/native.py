@@ -1,0 +1,86 @@
+"""Work that must not run on the gevent hub: a native thread the caller can wait on cooperatively.
+
+Under gevent's monkey patch, ``threading.Thread`` is a greenlet; SQLite bulk writes, busy
+waits and CPU-heavy work (password hashing, file parsing) would stall every stream. A
+``NativeWorker`` is one real OS thread: callers submit a function and wait for its result
+without blocking the hub (gevent's ``ThreadPool`` does the cross-thread wake-up). Without
+the monkey patch (in-process tests) it is a plain one-thread executor.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any, Callable, Optional
+
+
+def gevent_active() -> bool:
+    """True when gevent has patched ``threading`` (the real server)."""
+    try:
+        from gevent import monkey
+    except ImportError:  # pragma: no cover - gevent is a dependency
+        return False
+    return monkey.is_module_patched("threading")
+
+
+class NativeWorker:
+    """One native thread that runs submitted functions in order."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._gevent = gevent_active()
+        if self._gevent:
+            from gevent.threadpool import ThreadPool
+
+            self._pool: Any = ThreadPool(1)
+        else:
+            self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> "Pending":
+        """Run ``fn(*args)`` on the native thread; returns a handle to wait on."""
+        return Pending(self._pool.spawn(fn, *args) if self._gevent else self._pool.submit(fn, *args), self._gevent)
+
+    def call(self, fn: Callable[..., Any], *args: Any, timeout: Optional[float] = None) -> Any:
+        """Run ``fn(*args)`` there and return its result (raising what it raised)."""
+        return self.submit(fn, *args).result(timeout)
+
+    def close(self) -> None:
+        """Stop accepting work (pending work still runs)."""
+        if self._gevent:
+            self._pool.kill()
+        else:
+            self._pool.shutdown(wait=False)
+
+
+class Pending:
+    """A submitted function's eventual result."""
+
+    def __init__(self, inner: Any, is_gevent: bool):
+        self._inner = inner
+        self._gevent = is_gevent
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """Wait (cooperatively under gevent) for the result; TimeoutError when it is not there in time."""
+        if self._gevent:
+            import gevent
+
+            try:
+                return self._inner.get(timeout=timeout)
+            except gevent.Timeout as exc:
+                raise TimeoutError(str(exc)) from None
+        try:
+            return self._inner.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError("native work did not finish in time") from None
+
+    def done(self) -> bool:
+        """True once the function has returned or raised."""
+        return self._inner.ready() if self._gevent else self._inner.done()
+
+
+def offload(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run CPU-heavy ``fn(*args)`` off the hub (gevent's shared threadpool); inline without gevent."""
+    if gevent_active():
+        import gevent
+
+        return gevent.get_hub().threadpool.apply(fn, args)
+    return fn(*args)
