@@ -22,6 +22,7 @@ DEFAULTS: Dict[str, Any] = {
     "DATA_DIR": "instance",
     "MAX_BODY_BYTES": 1024 * 1024,
     "MAX_MESSAGE_CHARS": 200_000,
+    "HISTORY_CONTEXT_MESSAGES": 1000,  # newest saved messages a turn's model context is built from
     # Run engine
     "HEARTBEAT_INTERVAL": 10.0,  # seconds of silence before ": heartbeat N"
     "EVICT_GRACE": 180.0,  # seconds a finished run's log stays after its last subscriber leaves
@@ -55,7 +56,8 @@ DEFAULTS: Dict[str, Any] = {
     "AGENT_MAX_NUDGES": 2,  # intent nudges per request before intent_nudge_exhausted
     "AGENT_APPROVAL_TTL": 600.0,  # seconds an approval request stays valid
     "AGENT_APPROVAL_TOOLS": "run_python,shell",  # tools that need the user's approval
-    "AGENT_TOOLS": "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control,present_exhibit",
+    "AGENT_TOOLS": "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control,present_exhibit,"
+                   "manage_memory",
     "CITATIONS_AUTO_CAPTURE_WEB_SEARCH": True,  # passive citation exhibit after web_search (TOML [citations])
     "AGENT_SYSTEM_PROMPT": "",  # replaces the built-in agent system prompt when set
     "TOOL_TIMEOUT": 60.0,  # seconds any tool may run
@@ -107,6 +109,17 @@ DEFAULTS: Dict[str, Any] = {
     "EMBEDDING_WEIGHT": 0.5,  # share of the vector similarity in the blended score
     "EMBEDDING_TIMEOUT": 30.0,  # seconds per embeddings request
     "EMBEDDING_BATCH": 32,  # chunks per embeddings request
+    # Context the user brings (odysseus.context): memories, web sources in chat, workspace selection
+    "MEMORY_RECALL_LIMIT": 5,  # recalled (unpinned) memories per turn at most
+    "MEMORY_RECALL_MIN_SCORE": 0.15,  # word-overlap score (0..1) a memory needs to be recalled
+    "MEMORY_PINNED_LIMIT": 20,  # pinned memories per turn at most
+    "MEMORY_MAX_PER_USER": 1000,  # memories one user may keep
+    "MEMORY_CONTEXT_CHARS": 6000,  # characters of memory text per turn at most
+    "MEMORY_EXTRACT_TIMEOUT": 60.0,  # seconds automatic extraction may take after a turn
+    "WEB_CONTEXT_PAGES": 3,  # top search results fetched for a chat turn with use_web
+    "WEB_PAGE_CHARS": 4000,  # characters of one page's text injected at most
+    "WEB_CONTEXT_CHARS": 12000,  # characters of web text per turn at most
+    "WORKSPACE_BROWSE_LIMIT": 500,  # directories one /api/workspace/browse answer lists at most
     # Accounts (see README "Accounts and single-user mode")
     "AUTH": "password",  # "password": sign-in required; "none": one implicit owner, loopback only
     "AUTH_FORCE": False,  # allow AUTH=none on a non-loopback bind (explicit opt-out)

@@ -44,6 +44,10 @@ PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not pro
 TOOL_CALL_DELTA = "tool_call_delta"
 ATTACHMENTS = "attachments"  # context: the turn's attached uploads, first event of the turn (odysseus.context.attachments)
 RAG_SOURCES = "rag_sources"  # context: chunks of the user's files retrieved for this turn (odysseus.context.retrieval)
+# Context events (odysseus.context), announced before the first delta on both projections
+MEMORIES_USED = "memories_used"  # data: [{id, text, category, type: "pinned" | "recalled"}]
+WEB_SOURCES = "web_sources"  # data: [{url, title, snippet}]
+WORKSPACE_REJECTED = "workspace_rejected"  # data: {path: <as requested>}
 
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, TOOL_CALL_DELTA, FINISH, PROVIDER_META})

@@ -24,9 +24,9 @@ OBJ = {"type": "object"}
 NULLABLE_STR = {"type": ["string", "null"]}
 TEMPERATURE = {"type": "number", "minimum": 0, "maximum": 2}
 TOOLS = {"type": ["array", "null"], "items": STR}
-PAGE = (("limit", INT), ("offset", INT))
+PAGE = (("limit", {"type": "integer", "minimum": 1}), ("offset", {"type": "integer", "minimum": 0}))
 
-MESSAGE_ID = "<int(max=9223372036854775807):message_id>"  # as routes/history_routes.py registers it
+MESSAGE_ID = "<digits:message_id>"  # as routes/history_routes.py registers it (ASCII digits only)
 DOC_VERSION = "<int(max=1000000000):number>"  # as routes/document_routes.py registers it
 TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/background
     "message": {"type": "string", "minLength": 1}, "session": ID, "session_id": ID,
@@ -38,6 +38,8 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     "active_doc_id": ID,  # an open editor document: the model sees it and gets the document tools
     # context (odysseus.context): upload ids to attach; retrieval over the user's files on/off
     "attachments": {"type": "array", "items": ID, "maxItems": 50}, "use_rag": BOOL,
+    # context (odysseus.context): memories on/off for this turn, web sources (chat), workspace (agent, admin)
+    "use_memory": BOOL, "use_web": BOOL, "workspace": {"type": "string", "maxLength": 4096},
 }
 UPLOAD_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
@@ -48,6 +50,9 @@ PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLAB
            "is_default": BOOL}
 AGENT = {**{k: v for k, v in PROFILE.items() if k != "is_default"}, "agent_id": ID, "profile_id": ID}
 CREDENTIALS = {"username": STR, "password": STR}
+MEMORY = {"text": {"type": "string", "minLength": 1, "maxLength": 1000}, "category": {"type": "string", "maxLength": 40},
+          "pinned": BOOL}
+MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
 
 
 @dataclass(frozen=True)
@@ -100,13 +105,31 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/agents/<agent_id>", "One named agent.", "agent"),
     Op("PATCH", "/api/agents/<agent_id>", "Change a named agent.", "agent", AGENT),
     Op("DELETE", "/api/agents/<agent_id>", "Delete a named agent.", "agent"),
+    # memories
+    Op("GET", "/api/memory", "The caller's memories (pinned first) and memory switches.", "memory"),
+    Op("POST", "/api/memory", "Remember a fact.", "memory", MEMORY, ("text",), status=201),
+    Op("GET", "/api/memory/search", "Full-text search over the caller's memories.", "memory",
+       query=(("q", {"type": "string", "minLength": 1, "maxLength": 500}),)),
+    Op("GET", "/api/memory/settings", "The caller's memory switches.", "memory"),
+    Op("PATCH", "/api/memory/settings", "Turn memories in context or automatic extraction on or off.", "memory",
+       MEMORY_SETTINGS),
+    Op("GET", "/api/memory/<memory_id>", "One memory.", "memory"),
+    Op("PATCH", "/api/memory/<memory_id>", "Change a memory's text, category or pinned flag.", "memory", MEMORY),
+    Op("POST", "/api/memory/<memory_id>/pin", "Pin (or, with pinned false, unpin) a memory.", "memory",
+       {"pinned": BOOL}),
+    Op("DELETE", "/api/memory/<memory_id>", "Forget a memory.", "memory"),
+    Op("GET", "/api/workspace/browse", "Directories under a path, for the workspace picker (admin).", "agent",
+       query=(("path", {"type": "string", "maxLength": 4096}),)),
     # history
     Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
-    Op("GET", "/api/sessions", "The caller's sessions.", "history", query=PAGE),
+    Op("GET", "/api/sessions", "The caller's sessions, most recently updated first, paged (limit <= 500).",
+       "history", query=PAGE + (("before", {"type": "string", "description": "next_before of the previous page"}),)),
     Op("GET", "/api/sessions/<session_id>", "One session.", "history"),
     Op("PATCH", "/api/sessions/<session_id>", "Rename a session.", "history", {"title": STR}),
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
-    Op("GET", "/api/sessions/<session_id>/messages", "The session's messages in order.", "history"),
+    Op("GET", "/api/sessions/<session_id>/messages", "The session's newest messages in order, paged back by id.",
+       "history", query=(("before", {"type": "integer", "minimum": 1}),
+                         ("limit", {"type": "integer", "minimum": 1, "maximum": 1000}))),
     Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR},
        ("content",)),
     Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),
@@ -171,7 +194,7 @@ ERROR = {"type": "object", "properties": {"error": STR}, "required": ["error"]}
 
 def openapi_path(rule: str) -> Tuple[str, List[Tuple[str, Dict[str, Any]]]]:
     """``/a/<int:x>`` -> (``/a/{x}``, [("x", integer schema)])."""
-    params = [(name, INT if conv == "int" else {"type": "string", "minLength": 1})
+    params = [(name, INT if conv in ("int", "digits") else {"type": "string", "minLength": 1})
               for conv, name in _CONVERTER.findall(rule)]  # int limits are not described: fuzz past them
     return _CONVERTER.sub(lambda m: "{" + m.group(2) + "}", rule), params
 

@@ -87,6 +87,9 @@ AGENT_NAMES = {
     "run_missing": "run_missing",
     **{name: name for name in DOC_EVENTS},  # editor documents: the same names on both projections
     "attachments": "attachments", "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
+    # context events (odysseus.context): same payload as the chat projection's
+    "memories_used": "memories_used", "web_sources": "web_sources", "workspace_rejected": "workspace_rejected",
+    "notice": "notice",
 }
 TOOL_RESULT_PREVIEW = 500
 

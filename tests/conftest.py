@@ -20,13 +20,23 @@ from liveserver import LiveServer  # noqa: E402
 from odysseus import create_app  # noqa: E402
 
 
+def close_app(application) -> None:
+    """Stop an in-process app's runs and close its SQLite file.
+
+    Each open database holds three descriptors (db, -wal, -shm); left open across hundreds
+    of tests they push later sockets past select()'s FD_SETSIZE in the fake servers.
+    """
+    application.extensions["odysseus.runs"].close()
+    application.extensions["odysseus.store"].locked.db.conn.close()
+
+
 @pytest.fixture
 def app(tmp_path):
     """An app on a fresh SQLite file with a fast demo model."""
     application = create_app({"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.001, "PROVIDERS": [],
                               "AUTH": "none"})
     yield application
-    application.extensions["odysseus.runs"].close()
+    close_app(application)
 
 
 @pytest.fixture

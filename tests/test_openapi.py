@@ -93,6 +93,8 @@ def _existing_ids(base: str) -> dict:
     ids["number"] = 1
     ids["upload_id"] = requests.post(base + "/api/upload", files={"files": ("fuzz.txt", b"fuzz text")}, headers=origin,
                                      timeout=10).json()["files"][0]["id"]
+    ids["memory_id"] = requests.post(base + "/api/memory", json={"text": "fuzz memory"}, headers=origin,
+                                     timeout=10).json()["id"]
     ids["token_id"] = "tok_unknown"
     ids["user_id"] = "u_unknown"  # single-user mode has no account: the admin routes answer 409
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404

@@ -97,6 +97,10 @@ ROUTES = [
           json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
     Route("agent with victim's document", "POST", "/api/agent/chat/stream",
           json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
+    Route("get memory", "GET", "/api/memory/{memory}", needs=("memory",)),
+    Route("edit memory", "PATCH", "/api/memory/{memory}", json={"text": "pwned"}, needs=("memory",)),
+    Route("pin memory", "POST", "/api/memory/{memory}/pin", json={"pinned": False}, needs=("memory",)),
+    Route("delete memory", "DELETE", "/api/memory/{memory}", needs=("memory",)),
 ]
 
 # attacker -> the status every route must answer
@@ -171,6 +175,10 @@ class User:
                                 files={"files": ("notes.txt", f"private notes {self.secret}".encode())})
         if upload.status_code == 200:
             self.ids["upload"] = upload.json()["files"][0]["id"]
+        memory = self.http.post(self.base + "/api/memory", json={"text": f"memory {self.secret}", "pinned": True},
+                                timeout=10)
+        if memory.status_code == 201:
+            self.ids["memory"] = memory.json()["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -184,14 +192,13 @@ class User:
         agent = self.get(f"/api/agents/{self.ids['agent']}").json() if "agent" in self.ids else None
         document = self.get(f"/api/document/{self.ids['document']}").json() if "document" in self.ids else None
         versions = self.get(f"/api/document/{self.ids['document']}/versions").json() if document else None
-        return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
-                "document": document, "versions": versions}
         upload = self.get(f"/api/upload/{self.ids['upload']}").json() if "upload" in self.ids else None
         if upload:
             upload.pop("index_status", None), upload.pop("chunk_count", None)  # the indexer moves on meanwhile
-        return {"upload": upload, "title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
+        memory = self.get(f"/api/memory/{self.ids['memory']}").json() if "memory" in self.ids else None
+        return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
+                "document": document, "versions": versions, "upload": upload, "memory": memory}
 
 
 def forge_cookie(victim: User) -> str:
@@ -308,6 +315,23 @@ def test_session_list_shows_only_your_own(world):
             assert user.ids["run"] in json.dumps(runs)
             other = users["bob" if user.name == "alice" else "alice"]
             assert other.ids["run"] not in json.dumps(runs)
+
+
+def test_memories_list_and_search_show_only_your_own(world):
+    _, users = world
+    for user in users.values():
+        other = users["bob" if user.name == "alice" else "alice"]
+        listed = user.get("/api/memory").json()["memories"]
+        assert [m["id"] for m in listed] == [user.ids["memory"]]
+        found = user.get(f"/api/memory/search?q=memory+{other.secret}").json()["memories"]
+        assert other.secret not in json.dumps(found) and [m["id"] for m in found] == [user.ids["memory"]]
+
+
+def test_workspace_browse_is_for_admins_only(world):
+    server, users = world
+    assert users["alice"].get("/api/workspace/browse?path=/tmp").status_code == 200  # alice set up: admin
+    refused = users["bob"].get("/api/workspace/browse?path=/tmp")
+    assert refused.status_code == 403 and refused.json()["error"]
 
 
 def test_anonymous_callers_get_401_everywhere(world):

@@ -32,6 +32,7 @@ def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, 
     lines: "queue.Queue" = queue.Queue()
     done = threading.Event()
     box: List[Optional[ToolResult]] = [None]
+    # every field of the run's context (workspace, memories, ...), with this call's cancel token and progress
     tool_ctx = dataclasses.replace(ctx, cancel=child, progress=lines.put)
 
     def work() -> None:

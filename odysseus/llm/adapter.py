@@ -10,6 +10,7 @@ from ..cancel import Cancelled, CancelToken
 from ..events import DELTA, PROVIDER_META, TOOL_CALL, Event
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, Timeouts, Transport, provider_errors
+from .text_repair import repaired
 
 
 class HTTPProvider:
@@ -17,7 +18,8 @@ class HTTPProvider:
 
     Subclasses implement ``_open`` (send the request) and ``_events`` (turn the open
     response into canonical events). ``stream`` wraps both in the one error boundary,
-    switches to the idle timeout at the first output, and always closes the connection.
+    repairs UTF-16 surrogates in their text once (``text_repair.repaired``), switches to
+    the idle timeout at the first output, and always closes the connection.
     """
 
     kind = "http"
@@ -48,7 +50,7 @@ class HTTPProvider:
         response = self._open(request, cancel)
         try:
             with provider_errors(self.name, cancel):
-                for event in self._events(response, request):
+                for event in repaired(self._events(response, request)):  # the one text repair
                     if event.type in (DELTA, TOOL_CALL):
                         response.mark_output()
                     cancel.raise_if_cancelled()

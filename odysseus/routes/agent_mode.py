@@ -29,7 +29,9 @@ from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
-from ..context.turn_hook import with_context
+from ..context.agent_context import with_context
+from ..context.memories import memory_book
+from ..context.workspace import chosen_workspace
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
@@ -83,6 +85,9 @@ class AgentService:
         return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
                            workspace_root=os.path.join(self.data_dir, "workspaces"),
                            save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime),
+                           # context/workspace.py: a chosen host directory (judged again); memories for manage_memory
+                           workspace_dir=chosen_workspace(ctx.metadata, self.config),
+                           memory=memory_book(self.store, self.config, ctx.owner),
                            network=network)
 
     def forget_session(self, app: Flask, owner: str, session_id: str, images: List[str]) -> None:
@@ -147,8 +152,7 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     elif _flag(data.get("continue")):
         if not session_id:
             raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
-        history = service.store.messages.list(owner, session_id)
-        last = next((m for m in reversed(history) if m["role"] == "assistant"), None)
+        last = service.store.messages.latest(owner, session_id, "assistant")
         saved = ((last or {}).get("metadata") or {}).get("agent", {}).get("continuation")
         if not saved:
             raise BadRequest("there is no paused agent task to continue in this session", reason="invalid")
@@ -171,15 +175,17 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     registry, network = code_tools_routes.offer(registry, owner, (req.get("agent") or {}).get("profile_id"))
     hooks = dataclasses.replace(service.hooks, tool_context=lambda ctx: service.tool_context(ctx, network=network))
 
+    # the model rides along so a source can tell whether it accepts images
+    gather = context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
+
     def make_turn(history):
         start = state if state is not None else initial_state(history, settings)
         if state is None:
             start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
         turn = agent_turn(candidates, registry, settings, hooks, start, resolution, req.get("temperature"))
-        if state is None:  # a new task: the context pipeline (attachments, retrieval, ...) runs first
-            turn = with_context(turn, start["messages"], context_gather(
-                dict(req, data={**req["data"], "model": req.get("model")}), owner))
-        return turn
+        # context pipeline (odysseus.context): attachments, retrieval, memories, workspace, ... gathered and
+        # announced before the loop's first round (a continued task gathers nothing new)
+        return with_context(turn, start, gather)
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
                         user_metadata=user_metadata, in_transaction=in_transaction)

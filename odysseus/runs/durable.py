@@ -25,7 +25,7 @@ import logging
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import Callable, Deque, List, Optional, Tuple
 
 from ..events import CLOSE, DELTA, Event
 from ..process_identity import worker_is_dead

@@ -164,7 +164,8 @@ class RunEngine:
             run = self._reserve(spec, session_id)
             try:
                 self._store_start(spec, run, creating)
-                history = self.store.messages.list(spec.owner, session_id)
+                history = self.store.messages.recent(spec.owner, session_id,
+                                                     int(self.config["HISTORY_CONTEXT_MESSAGES"]))
                 turn = spec.make_turn(history)
             except BaseException:
                 self._unreserve(run)

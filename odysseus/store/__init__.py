@@ -8,6 +8,7 @@ from .code_access import CodeAccessRepo
 from .database import Locked, open_database
 from .documents import DocumentRepo
 from .jobs import JobRepo
+from .memories import MemoryRepo
 from .messages import MessageRepo
 from .runs import RunRepo
 from .sessions import SessionRepo, new_id
@@ -35,6 +36,7 @@ class Store:
         self.settings = SettingsRepo(self.locked)
         self.documents = DocumentRepo(self.locked)
         self.uploads = UploadRepo(self.locked)
+        self.memories = MemoryRepo(self.locked)
         self.code_access = CodeAccessRepo(self.locked)
 
     @property

@@ -156,6 +156,20 @@ def m107_uploads(db: Database) -> None:
 
 
 @migration
+def m108_memories(db: Database) -> None:
+    """Memories per user (text, category, pinned, source, uses, last use) with an FTS5 index; memory switches."""
+    db["memories"].create({
+        "id": str, "owner": str, "text": str, "category": str, "pinned": int, "source": str, "uses": int,
+        "created_at": float, "updated_at": float, "last_used_at": float,
+    }, pk="id", not_null={"owner", "text"})
+    db["memories"].create_index(["owner", "created_at"])
+    # porter stemming so "cats" recalls "cat"; triggers keep the index in step with the table
+    db["memories"].enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
+    db["memory_settings"].create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
+                                 pk="owner")
+
+
+@migration
 def m105_code_tools_access(db: Database) -> None:
     """Who may use the code tools: an admin's per-user and per-profile settings (no row = the default)."""
     db["code_tools_access"].create({

@@ -1,7 +1,8 @@
 """Code tools: ``run_python`` and ``shell``, each call in a fresh bubblewrap sandbox.
 
 The sandbox (``sandbox.py``) sees only ``/usr``, the interpreter, a private ``/tmp`` and the
-session's workspace at ``/workspace`` (its cwd and HOME), with new user, PID, IPC and network
+session's workspace (or an admin's chosen directory, ``odysseus.context.workspace``) at
+``/workspace`` (its cwd and HOME), with new user, PID, IPC and network
 namespaces and resource limits. The program reaches the sandbox on stdin (``python -``), so the
 server never writes a file into a directory the sandboxed code controls. Output is read in
 bytes with a cap (``process.py``); stop or timeout kills the whole sandbox.
@@ -19,7 +20,8 @@ from typing import List
 
 from .process import run_bounded
 from .registry import Tool, ToolContext, ToolError, ToolResult
-from .sandbox import SAFE_PATH, SandboxError, SandboxSettings, interpreter, prepare_workspace, sandbox_argv
+from .sandbox import (SAFE_PATH, SandboxError, SandboxSettings, for_chosen_directory, interpreter,
+                      prepare_workspace, sandbox_argv)
 
 #: the tools this module provides (removed from the offer when the sandbox is unusable)
 CODE_TOOL_NAMES = ("run_python", "shell")
@@ -54,7 +56,10 @@ def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> T
     # A safety net behind the tool runner's own time limit (which cancels us first).
     timeout = float(ctx.config.get("CODE_TIMEOUT", 30.0)) + 10.0
     try:
-        prepare_workspace(workdir, settings)
+        if ctx.workspace_dir:  # an admin's chosen host directory: bound as it is, never re-owned
+            settings = for_chosen_directory(workdir, settings)
+        else:
+            prepare_workspace(workdir, settings)
         if settings.unsandboxed:
             argv, env, cwd = command, safe_env(workdir), workdir
         else:

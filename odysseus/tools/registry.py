@@ -54,11 +54,17 @@ class ToolContext:
     progress: Callable[[str], None] = lambda line: None
     #: save_image(data, mime) -> URL served by us; None when images cannot be stored
     save_image: Optional[Callable[[bytes, str], str]] = None
+    #: a host directory chosen for this turn (odysseus.context.workspace), used instead of the session's
+    workspace_dir: str = ""
+    #: the owner's memories for manage_memory (odysseus.context.memories.MemoryBook); None: not available
+    memory: Optional[Any] = None
     #: whether code tools may reach the network (an admin's per-profile setting)
     network: bool = False
 
     def workspace(self) -> str:
-        """The session's working directory, created on first use with mode 0700 at every level."""
+        """The chosen workspace, else the session's working directory (created 0700 at every level)."""
+        if self.workspace_dir:
+            return self.workspace_dir
         if not self.workspace_root:
             raise ToolError("no workspace directory is configured")
         path = self.workspace_root

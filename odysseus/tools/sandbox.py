@@ -26,6 +26,7 @@ code tools are not offered, and the reason is reported). No Flask here.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -65,6 +66,8 @@ class SandboxSettings:
     tmp_bytes: int = 64 * 1024 ** 2
     unsandboxed: bool = False
     data_dir: str = ""
+    #: as root, skip the wrapper that switches to ``uid`` (the kernel uid stays 0: see ``for_chosen_directory``)
+    direct: bool = False
 
     @classmethod
     def from_config(cls, config: dict) -> "SandboxSettings":
@@ -182,8 +185,8 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
     if prlimit is None:
         raise SandboxError("prlimit (util-linux) not found")
     check_layout(settings)
-    outer = as_root()
-    uid, gid = (settings.uid, settings.gid) if outer else (os.getuid(), os.getgid())
+    outer = as_root() and not settings.direct
+    uid, gid = (settings.uid, settings.gid) if as_root() else (os.getuid(), os.getgid())
     limits = [prlimit, f"--cpu={settings.cpu_seconds}", f"--as={settings.memory_bytes}",
               f"--nproc={settings.max_processes}", f"--fsize={settings.max_file_bytes}",
               f"--nofile={settings.max_open_files}", "--core=0", "--"]
@@ -227,6 +230,22 @@ def prepare_workspace(path: str, settings: SandboxSettings) -> None:
         st = os.lstat(path)
         if (st.st_uid, st.st_gid) != (settings.uid, settings.gid):
             os.chown(path, settings.uid, settings.gid, follow_symlinks=False)
+
+
+def for_chosen_directory(path: str, settings: SandboxSettings) -> SandboxSettings:
+    """Settings for a host directory an admin chose as the workspace: left as it is (no chmod/chown).
+
+    As root the sandbox runs as the directory's owner, so it can write there as before. For a
+    root-owned directory that means the kernel uid stays 0 (bwrap maps it, the sandbox still has
+    its own namespaces and no capabilities), and then the kernel does not enforce
+    ``SANDBOX_MAX_PROCESSES``: only an admin can choose such a directory.
+    """
+    if not as_root():
+        return settings
+    st = os.stat(path)
+    if st.st_uid == 0:
+        return dataclasses.replace(settings, direct=True)
+    return dataclasses.replace(settings, uid=st.st_uid, gid=st.st_gid)
 
 
 @dataclass

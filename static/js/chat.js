@@ -4,6 +4,8 @@
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
+import { ContextControls } from "./context_controls.js";
+import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
 import { ReplyView, UserView } from "./render.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
@@ -18,7 +20,8 @@ const ui = {
   codeNotice: $("code-tools-notice"),
 };
 
-const state = { sessionId: null, turn: null, loadToken: 0, codeToolsOff: "" };
+// answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
+const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), codeToolsOff: "" };
 const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
 const attachments = new Attachments({ // composer uploads (attachments.js)
   tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
@@ -110,6 +113,7 @@ const ctx = {
   onEdit: editMessage,
   onDelete: deleteMessage,
   documents,
+  onWorkspaceRejected: (path) => controls.rejected(path),
 };
 
 function openModal(title, node) {
@@ -198,6 +202,8 @@ const sidebar = new Sidebar(ui.sessionList, {
   toast,
 });
 const refreshSessions = () => sidebar.refresh();
+// Web toggle, workspace picker and the memories screen (context_controls.js).
+const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();
 
 function detachTurn() {
@@ -216,6 +222,7 @@ function newChat() {
   setUrl(null);
   ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
   documents.reset();
+  pager.clear();
   renderSessions();
   showEmpty();
   closeSidebarOnPhone();
@@ -231,6 +238,8 @@ async function openSession(sessionId) {
   renderSessions();
   closeSidebarOnPhone();
   ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
+  pager.clear();
+  state.answered = new Set();
   ui.messages.setAttribute("aria-busy", "true");
   let status = null;
   let data;
@@ -239,7 +248,7 @@ async function openSession(sessionId) {
     // below and replayed from the run log instead, so it is shown exactly once.
     const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(sessionId)}`);
     if (response.ok) status = await response.json();
-    data = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`);
+    data = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages?limit=${PAGE_SIZE}`);
     if (token === state.loadToken) await documents.loadSession(sessionId); // its active document, if any
   } catch (err) {
     if (token !== state.loadToken) return;
@@ -252,6 +261,7 @@ async function openSession(sessionId) {
   ui.messages.removeAttribute("aria-busy");
   const live = status && status.status === "running" && status.resumable ? status : null;
   renderHistory(data.messages.filter((m) => !(live && m.role === "assistant" && m.run_id === live.run_id)));
+  pager.reset(sessionId, data);
   showEmpty();
   stick = true;
   grow();
@@ -268,15 +278,17 @@ async function openSession(sessionId) {
 /**
  * Saved messages, shown as a live turn showed them: an approval answer is a continuation (no
  * user bubble), answered approval cards are gone, and choices and Continue are settled once a
- * later message exists.
+ * later message exists. They go at the end, or above `before` (an older page, whose first later
+ * message is `next`).
  */
-function renderHistory(messages) {
-  const answered = new Set();
+function renderHistory(messages, before = null, next = null) {
+  const answered = state.answered;
   for (const message of messages) {
     const action = (message.metadata || {}).agent_action || {};
     if (action.tool_approval && action.tool_approval.approval_id) answered.add(action.tool_approval.approval_id);
   }
   let replies = [];
+  const put = (node) => ui.messages.insertBefore(node, before);
   for (const message of messages) {
     if (message.role === "user") {
       for (const reply of replies) reply.settle(message.content);
@@ -284,14 +296,20 @@ function renderHistory(messages) {
       if (((message.metadata || {}).agent_action || {}).tool_approval) continue;
       const view = new UserView(message.content, ctx, { id: message.id });
       showChips(view.el, (message.metadata || {}).attachments);
-      ui.messages.appendChild(view.el);
+      put(view.el);
     } else if (message.role === "assistant") {
       const reply = ReplyView.fromMessage(message, ctx, { answered });
       replies.push(reply);
-      ui.messages.appendChild(reply.el);
+      put(reply.el);
     }
   }
+  if (next && next.role === "user") for (const reply of replies) reply.settle(next.content);
 }
+
+const pager = new HistoryPager(ui.messages, {
+  render: renderHistory,
+  onError: (err) => toast(`Could not load earlier messages: ${err.message}`),
+});
 
 /** A new message settles the choices and Continue buttons of the replies above it. */
 function settleReplies(text) {
@@ -367,7 +385,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   turn.userView = userView;
   state.turn = turn;
   updateComposer();
-  const body = { message: text, mode: sendMode, client_message_id: clientId, ...extra };
+  const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
   if (state.sessionId) {
     body.session = state.sessionId;
     sidebar.setRunning(state.sessionId, true);
@@ -459,8 +477,10 @@ async function loadAccount() {
     const user = status.mode === "password" && status.signed_in ? status.user : null;
     ui.account.hidden = !user;
     ui.accountName.textContent = user ? user.username : "";
+    controls.setAccount(status);
   } catch (err) {
     ui.account.hidden = true;
+    controls.setAccount(null);
   }
 }
 
@@ -510,5 +530,5 @@ async function start() {
 }
 
 // Test and debugging handle; the page never reads it itself.
-window.odysseus = { state, send, openSession, newChat, documents };
+window.odysseus = { state, send, openSession, newChat, documents, controls };
 start();

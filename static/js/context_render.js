@@ -1,58 +1,111 @@
-// What a reply shows about its context: the `attachments` event (chips under the user's message),
-// `rag_sources` (a Sources list under the reply), `notice` lines; and the same from saved metadata,
-// so a reloaded reply looks like the live one. Mixed into ReplyView like agent_render.js.
+// ReplyView handlers for the context events (memories_used, web_sources, workspace_rejected,
+// notice) and restoreContext(), which builds the same blocks from a saved reply's metadata
+// (memories_used, web_sources, web_notice, workspace_rejected). Live and history share one builder
+// per block, so the pill and the sources look the same after a reload. Mixed into ReplyView by
+// render.js; the blocks sit in one "context" region right under the reply's text.
 
-import { showChips } from "./attachments.js";
 import { el } from "./dom.js";
+import { safeUrl } from "./markdown.js";
 
-function sourcesBox(view) {
-  if (!view.sourcesBox) {
-    view.sourcesBox = el("details", "rag-sources region");
-    view.sourcesBox.appendChild(el("summary"));
-    view.sourcesBox.appendChild(el("ol", "rag-list"));
-    view.body.after(view.sourcesBox);
+function hostOf(url) {
+  try {
+    return new URL(url).host;
+  } catch (err) {
+    return "";
   }
-  return view.sourcesBox;
-}
-
-function renderSources(view, sources) {
-  if (!Array.isArray(sources) || !sources.length) return;
-  const box = sourcesBox(view);
-  box.querySelector("summary").textContent = `Sources from your files (${sources.length})`;
-  const list = box.querySelector(".rag-list");
-  list.textContent = "";
-  for (const source of sources) {
-    const item = el("li", "rag-source");
-    item.dataset.uploadId = source.upload_id || "";
-    const head = el("div", "rag-head");
-    head.append(el("span", "rag-file", source.filename || "file"),
-                el("span", "rag-part", `part ${Number(source.chunk ?? 0) + 1}`),
-                el("span", "rag-score", typeof source.score === "number" ? source.score.toFixed(2) : ""));
-    item.append(head, el("div", "rag-snippet", source.snippet || ""));
-    list.appendChild(item);
-  }
-  view.ctx.onGrow?.();
 }
 
 export const contextHandlers = {
-  /** The turn's attachments as stored: they replace the upload chips under the user's message. */
-  on_attachments(event) {
-    const before = this.el.previousElementSibling;
-    if (before && before.classList.contains("user")) showChips(before, event.data);
+  /** The region under the text that holds sources, the memory pill and context notices. */
+  contextBox() {
+    if (!this.contextRegion) {
+      this.contextRegion = el("div", "reply-context region");
+      this.body.after(this.contextRegion);
+    }
+    return this.contextRegion;
   },
 
-  on_rag_sources(event) {
-    renderSources(this, event.data);
+  /** The "N memories used" pill; opens to the list of memories (pinned or recalled). */
+  memoriesPill(rows) {
+    if (!Array.isArray(rows) || !rows.length) return;
+    this.contextBox().querySelector(".memories-pill")?.remove();
+    const pill = el("details", "memories-pill");
+    pill.appendChild(el("summary", null, `${rows.length} ${rows.length === 1 ? "memory" : "memories"} used`));
+    const list = el("ul", "memories-used");
+    for (const row of rows) {
+      const item = el("li", `memory-used ${row.type === "pinned" ? "pinned" : "recalled"}`);
+      if (row.id) item.dataset.memoryId = String(row.id);
+      item.append(el("span", "memory-kind", row.type === "pinned" ? "pinned" : "recalled"),
+                  el("span", "memory-category", row.category || "general"), el("span", "memory-text", row.text || ""));
+      list.appendChild(item);
+    }
+    pill.appendChild(list);
+    this.contextBox().appendChild(pill);
+    this.ctx.onGrow?.();
+  },
+
+  /** The web sources a chat turn searched, as links with their snippets. */
+  webSources(rows) {
+    if (!Array.isArray(rows) || !rows.length) return;
+    this.contextBox().querySelector(".web-sources")?.remove();
+    const box = el("details", "web-sources");
+    box.open = true;
+    box.appendChild(el("summary", null, `Web sources (${rows.length})`));
+    const list = el("ol", "web-source-list");
+    for (const row of rows) {
+      const item = el("li", "web-source");
+      const href = safeUrl(row.url || "");
+      const title = row.title || row.url || "source";
+      if (href) {
+        const link = el("a", "web-source-title", title);
+        link.href = href;
+        link.target = "_blank";
+        link.rel = "noopener noreferrer nofollow";
+        item.appendChild(link);
+      } else {
+        item.appendChild(el("span", "web-source-title", title));
+      }
+      const host = hostOf(row.url || "");
+      if (host) item.appendChild(el("span", "web-source-host", host));
+      if (row.snippet) item.appendChild(el("p", "web-source-snippet", row.snippet));
+      list.appendChild(item);
+    }
+    box.appendChild(list);
+    this.contextBox().appendChild(box);
+    this.ctx.onGrow?.();
+  },
+
+  /** A context notice (web search failed, workspace not used, ...). */
+  contextNotice(text, source) {
+    if (!text) return;
+    const box = el("p", `context-notice ${source ? `from-${source}` : ""}`.trim(), text);
+    box.setAttribute("role", "note");
+    this.contextBox().appendChild(box);
+  },
+
+  on_memories_used(event) {
+    this.memoriesPill(event.data);
+  },
+
+  on_web_sources(event) {
+    // The agent's web_search tool also sends web_sources; its results show as a citation exhibit.
+    if (this.tools.length) return;
+    this.webSources(event.data);
+  },
+
+  on_workspace_rejected(event) {
+    this.ctx.onWorkspaceRejected?.((event.data || {}).path);
   },
 
   on_notice(event) {
-    if (!event.message) return;
-    this.addBlock(el("div", "context-notice", event.message), this.notices);
+    this.contextNotice(event.message, event.source);
   },
 
-  /** The same parts from a saved reply's metadata. */
+  /** Rebuild the context blocks of a saved reply from its metadata. */
   restoreContext(meta) {
-    for (const message of meta.context_notices || []) this.on_notice({ message });
-    renderSources(this, meta.rag_sources);
+    if (meta.workspace_rejected) this.contextNotice(meta.workspace_rejected.notice, "workspace");
+    this.webSources(meta.web_sources);
+    if (meta.web_notice) this.contextNotice(meta.web_notice, "web");
+    this.memoriesPill(meta.memories_used);
   },
 };

@@ -5,6 +5,7 @@
 import { agentHandlers } from "./agent_render.js";
 import { docHandlers } from "./doc_render.js";
 import { contextHandlers } from "./context_render.js";
+import { fileContextHandlers } from "./file_context_render.js";
 import { button, el } from "./dom.js";
 import { setMarkdown } from "./markdown.js";
 
@@ -251,9 +252,10 @@ export class ReplyView {
     if (meta.model_info) view.setLabel(meta.model_info);
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
+    view.restoreContext(meta); // context_render.js: memories pill, web sources, context notices
     view.restoreAgent(meta, history);
     view.restoreDocs(meta);
-    view.restoreContext(meta); // rag sources and context notices (context_render.js)
+    view.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || meta.usage);
     view.setMessageId(message.id);
@@ -267,5 +269,6 @@ export class ReplyView {
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
 // Document chips (and their history form): doc_render.js.
 Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
-// Attachments, retrieval sources and context notices (and their history form): context_render.js.
-Object.assign(ReplyView.prototype, contextHandlers);
+// Attachments and retrieval sources (file_context_render.js); memories_used, web_sources,
+// workspace_rejected and notice (context_render.js); each with its history form.
+Object.assign(ReplyView.prototype, fileContextHandlers, contextHandlers);
