@@ -242,3 +242,22 @@ def tempfile_dir(tmp_path) -> str:
     path = tempfile.mkdtemp(prefix="odysseus-nonroot-")
     os.chmod(path, 0o777)
     return path
+
+
+def test_an_admins_chosen_directory_is_bound_as_it_is(tmp_path):
+    """odysseus.context.workspace: a host directory instead of the session's; never chmod/chown'ed."""
+    chosen = tmp_path / "project"
+    chosen.mkdir()
+    chosen.chmod(0o755)
+    before = os.stat(chosen)
+    ctx = make_ctx(tmp_path)
+    ctx.workspace_dir = str(chosen)
+    result = shell({"command": "touch made && pwd && id -u && ls /"}, ctx)
+    assert result.exit_code == 0 and result.output.split()[0] == "/workspace"
+    assert (chosen / "made").exists() and "project" not in result.output
+    after = os.stat(chosen)
+    assert (after.st_mode, after.st_uid, after.st_gid) == (before.st_mode, before.st_uid, before.st_gid)
+    if os.geteuid() == 0:  # as root: the sandbox runs as the directory's owner
+        os.chown(chosen, 4321, 4321)
+        result = shell({"command": "id -u; touch mine"}, ctx)
+        assert result.output.split()[0] == "4321" and os.stat(chosen / "mine").st_uid == 4321
