@@ -73,7 +73,18 @@ DEFAULTS: Dict[str, Any] = {
     "TOOL_PROGRESS_INTERVAL": 1.0,  # seconds between tool_progress events of a running tool
     "TOOL_OUTPUT_CAP": 20_000,  # characters of a tool result the model sees
     "CODE_TIMEOUT": 30.0,  # seconds run_python / shell may run
-    "CODE_OUTPUT_CAP": 20_000,  # characters of process output kept
+    "TOOL_OUTPUT_MAX_BYTES": 1024 * 1024,  # bytes of a code tool's output kept; the rest dropped with a marker
+    # Code sandbox (odysseus.tools.sandbox): bubblewrap, one fresh sandbox per call
+    "SANDBOX_BWRAP": "bwrap",  # the bubblewrap binary; when it cannot run, code tools are not offered
+    "SANDBOX_UID": 65534,  # uid/gid the sandbox runs as when the server runs as root (else the server's own)
+    "SANDBOX_GID": 65534,
+    "SANDBOX_CPU_SECONDS": 60,  # RLIMIT_CPU per call
+    "SANDBOX_MEMORY_BYTES": 1024 ** 3,  # RLIMIT_AS per process
+    "SANDBOX_MAX_PROCESSES": 64,  # RLIMIT_NPROC inside the sandbox
+    "SANDBOX_MAX_FILE_BYTES": 64 * 1024 ** 2,  # RLIMIT_FSIZE: largest file a call may write
+    "SANDBOX_MAX_OPEN_FILES": 256,  # RLIMIT_NOFILE
+    "SANDBOX_TMP_BYTES": 64 * 1024 ** 2,  # size of the private /tmp (tmpfs)
+    "CODE_TOOLS_UNSANDBOXED": False,  # run code tools without bubblewrap: single-user mode only, refused otherwise
     "WEB_SEARCH_BACKEND": "duckduckgo",  # "searxng", "duckduckgo" or "" (off)
     "SEARXNG_URL": "",  # base URL of a SearXNG instance with the JSON format enabled
     "DUCKDUCKGO_URL": "https://html.duckduckgo.com/html/",

@@ -230,9 +230,17 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/diagnostics/stream", "Streaming self-test: timestamped frames at known intervals.", "meta",
        query=(("count", {"type": "integer", "minimum": 2, "maximum": 10}),
               ("interval_ms", {"type": "integer", "minimum": 50, "maximum": 1000})), stream=True, public=True),
+    # code tools: the sandbox status and who may use run_python / shell
+    Op("GET", "/api/admin/code-tools", "The code sandbox's status and every code-tools setting (admin).", "auth"),
+    Op("PATCH", "/api/admin/users/<user_id>/code-tools", "Allow or refuse the code tools for one user (admin).",
+       "auth", {"code_tools": BOOL}, ("code_tools",)),
+    Op("PATCH", "/api/admin/profiles/<profile_id>/code-tools",
+       "Set a profile's code tools (null: the user's setting) and sandbox network (admin).", "auth",
+       {"code_tools": {"type": ["boolean", "null"]}, "network": BOOL}),
     # meta
     Op("GET", "/api/images/<name>", "An image the agent generated (its owner only).", "agent"),
-    Op("GET", "/api/health", "Liveness and engine counters.", "meta", public=True),
+    Op("GET", "/api/health", "Liveness, engine counters, and whether the code tools work (and why not).", "meta",
+       public=True),
     Op("GET", "/api/models", "The configured models and routes.", "meta", query=(("refresh", STR),)),
     Op("GET", "/api/openapi.json", "This description.", "meta", public=True),
 ]

@@ -104,7 +104,8 @@ def test_approve_runs_the_exact_call_once_and_replay_is_refused(agent_app):
         calls(("call_1", "shell", {"command": "touch made.txt && echo made"}), text="I will create it."),
         say("Created the file.")])
     assert data["kind"] == "tool_approval" and data["tool"] == "shell"
-    assert data["call"] == {"call_id": "call_1", "tool": "shell", "arguments": {"command": "touch made.txt && echo made"}}
+    assert data["call"] == {"call_id": "call_1", "server_id": data["call"]["server_id"], "tool": "shell",
+                            "arguments": {"command": "touch made.txt && echo made"}}
     response, frames = post(client, session_id=session_id, tool_approval_id=data["approval_id"],
                             tool_approval_decision="approve", tool_approval_call=data["call"])
     assert response.status_code == 200

@@ -179,29 +179,43 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _running(marker: str) -> list:
+    """Host pids whose command line has ``marker`` (pids printed inside the sandbox are its own namespace's)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if marker.encode() in fh.read() and _alive(int(name)):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
 def test_stop_during_a_tool_run_kills_the_process_and_saves_the_partial(server, model):
-    fresh(model, reply("Starting the long job.", [tool("call_long", "shell", command="echo pid $$; exec sleep 30")]))
+    command = "echo started; exec sleep 30.613"
+    fresh(model, reply("Starting the long job.", [tool("call_long", "shell", command=command)]))
     session_id = session_of(agent(server, message="long job"))
     card = wait_for(lambda: requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()
                     ["messages"][-1]["metadata"].get("agent", {}).get("awaiting_approval"), what="approval card")
     stream = agent(server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve")
     run_id = stream.headers["X-Odysseus-Run-Id"]
-    pid = None
     for frame in stream.frames():
         data = frame.get("data")
-        if isinstance(data, dict) and data.get("type") == "tool_progress" and "pid" in data["message"]:
-            pid = int(data["message"].split("pid ")[1].split()[0])
+        if isinstance(data, dict) and data.get("type") == "tool_progress" and "started" in data["message"]:
             break
-    assert pid and _alive(pid)
+    wait_for(lambda: _running("sleep 30.613"), 5, what="the tool process")
     stopped = requests.post(f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id}, timeout=10)
     assert stopped.json() == {"stopped": True}
     rest = frames_of(stream)
     terminal = of(rest, "agent_terminal")[0]["data"]
     assert terminal["status"] == "stopped" and terminal["completion"] == "stopped"
     assert not of(rest, "[DONE]") and not of(rest, "tool_output")
-    wait_for(lambda: not _alive(pid), 5, what="tool process killed")
+    wait_for(lambda: not _running("30.613"), 5, what="tool process killed")
     saved = requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()["messages"][-1]
     assert saved["metadata"]["stopped"] is True and saved["content"] == ""  # this turn had no text yet
-    command = "echo pid $$; exec sleep 30"
+    row = saved["metadata"]["agent"]["tools"][0]
+    assert row.pop("server_id").startswith("tc_")
     assert saved["metadata"]["agent"]["tools"] == [{"call_id": "call_long", "tool": "shell", "command": command,
                                                     "full_command": command, "round": 1, "cancelled": True}]

@@ -67,6 +67,8 @@ def test_one_round_pairs_the_result_with_the_call_id():
     assert names[:2] == ["agent_prep", "agent_step"]
     assert names.index("tool_start") < names.index("tool_output") < names.index("agent_step", 2)
     start, output = of(events, "tool_start")[0], of(events, "tool_output")[0]
+    server_id = start.data.pop("server_id")
+    assert server_id.startswith("tc_") and output.data["server_id"] == server_id
     assert start.data == {"tool": "echo", "command": "echo hi", "full_command": "echo hi", "round": 1, "call_id": "c1",
                           "arguments": {"text": "hi"}}
     assert output.data["output"] == "echo: hi" and output.data["exit_code"] == 0 and output.data["command"] == "echo hi"
@@ -216,7 +218,9 @@ def _ask_first():
     events, ctx, _ = h.run()
     ask = of(events, "ask_user")[0].data["data"]
     assert ask["kind"] == "tool_approval" and ask["approval_id"] == "apr_1"
-    assert ask["call"] == {"call_id": "g1", "tool": "guarded", "arguments": {"text": "rm"}}
+    assert ask["call"]["server_id"].startswith("tc_")
+    assert ask["call"] == {"call_id": "g1", "server_id": ask["call"]["server_id"], "tool": "guarded",
+                           "arguments": {"text": "rm"}}
     assert kinds(events)[-2:] == ["ask_user", "delta"]
     assert [e.data["call_id"] for e in of(events, "tool_output")] == ["ok1"]
     saved = h.approvals["apr_1"]["state"]

@@ -1,4 +1,4 @@
-"""run_python and shell: real subprocesses, per-session workdirs, stripped env, limits, kill on cancel."""
+"""run_python and shell: real sandboxed subprocesses, per-session workdirs, stripped env, limits, kill on cancel."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from odysseus.tools.registry import ToolContext, ToolError
 
 def make_ctx(tmp_path, session="s1", **config):
     return ToolContext(owner="local", session_id=session, cancel=CancelToken(),
-                       config={"CODE_OUTPUT_CAP": 20_000, **config}, workspace_root=str(tmp_path / "ws"))
+                       config={"DATA_DIR": str(tmp_path), **config}, workspace_root=str(tmp_path / "ws"))
 
 
 def drive(gen):
@@ -27,6 +27,21 @@ def drive(gen):
             events.append(next(gen))
         except StopIteration as stop:
             return events, stop.value
+
+
+def marked_processes(marker: str) -> list:
+    """Host pids whose command line contains ``marker`` (the sandbox's own pids mean nothing here)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != os.getpid():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    cmdline = fh.read()
+            except OSError:
+                continue
+            if marker.encode() in cmdline and pid_alive(int(name)):
+                found.append(int(name))
+    return found
 
 
 def pid_alive(pid: int) -> bool:
@@ -45,7 +60,7 @@ def test_run_python_output_exit_code_and_session_workdir(tmp_path):
     ctx = make_ctx(tmp_path)
     result = run_python({"code": "import os\nopen('note.txt','w').write('kept')\nprint('cwd', os.getcwd())"}, ctx)
     assert result.exit_code == 0
-    assert result.output.strip() == f"cwd {ctx.workspace()}"
+    assert result.output.strip() == "cwd /workspace"
     assert ctx.workspace().endswith(os.path.join("ws", "local", "s1"))
     again = run_python({"code": "print(open('note.txt').read())"}, ctx)
     assert again.output.strip() == "kept"
@@ -64,15 +79,16 @@ def test_environment_carries_no_secrets(tmp_path, monkeypatch):
     names = {line.split("=", 1)[0] for line in result.output.splitlines() if "=" in line}
     assert "sk-should-not-leak" not in result.output and "tok" not in result.output.split("=")
     assert not [n for n in names if any(word in n for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))]
-    assert f"HOME={ctx.workspace()}" in result.output
-    assert names <= {"PATH", "HOME", "LANG", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PWD", "SHLVL", "_"}
+    assert "HOME=/workspace" in result.output
+    assert names <= {"PATH", "HOME", "LANG", "TMPDIR", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PWD", "SHLVL",
+                     "_"}
 
 
 def test_output_cap(tmp_path):
-    ctx = make_ctx(tmp_path, CODE_OUTPUT_CAP=1000)
+    ctx = make_ctx(tmp_path, TOOL_OUTPUT_MAX_BYTES=1000)
     result = run_python({"code": "for i in range(2000): print('x' * 49)"}, ctx)
     assert result.output.startswith("x" * 49)
-    assert "[output truncated:" in result.output and len(result.output) < 1100
+    assert "[output truncated: 99000 more bytes were dropped]" in result.output and len(result.output) < 1100
     assert result.meta["truncated"] is True
 
 
@@ -98,35 +114,37 @@ def test_progress_streams_output_lines_while_running(tmp_path):
 def test_timeout_kills_the_whole_process_group(tmp_path):
     tool = code_tools({})[1]
     ctx = make_ctx(tmp_path)
-    command = "sleep 30 & echo child $!; wait"
+    command = "sleep 30.417 & setsid sleep 30.418 & echo started; wait"
     started = time.monotonic()
-    events, result = drive(run_tool(tool, {"command": command}, ctx, CancelToken(), timeout=0.8,
+    events, result = drive(run_tool(tool, {"command": command}, ctx, CancelToken(), timeout=1.5,
                                     progress_interval=0.2, round_no=1))
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 8
     assert result.exit_code == 124 and "timed out" in result.output
-    child = int(next(e.data["message"] for e in events if "child" in e.data["message"]).split("child ")[1].split()[0])
-    deadline = time.monotonic() + 3
-    while pid_alive(child) and time.monotonic() < deadline:
+    assert any("started" in e.data["message"] for e in events)
+    deadline = time.monotonic() + 5
+    while marked_processes("30.41") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not pid_alive(child)
+    assert not marked_processes("30.41")
 
 
 def test_run_cancel_kills_the_process_and_raises_cancelled(tmp_path):
     tool = code_tools({})[0]
     ctx = make_ctx(tmp_path)
     run_cancel = CancelToken()
-    gen = run_tool(tool, {"code": "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(30)"}, ctx, run_cancel,
-                   timeout=30, progress_interval=0.1, round_no=1)
-    first = next(gen)  # the pid line arrives as progress
-    pid = int(first.data["message"].split()[0])
+    code = "import subprocess, time\nsubprocess.Popen(['sleep', '30.419'])\nprint('ready', flush=True)\ntime.sleep(30)"
+    gen = run_tool(tool, {"code": code}, ctx, run_cancel, timeout=30, progress_interval=0.1, round_no=1)
+    first = next(gen)
+    while "ready" not in first.data["message"]:  # the line arrives as progress
+        first = next(gen)
+    assert marked_processes("30.419")
     threading.Timer(0.2, run_cancel.cancel, args=("stopped",)).start()
     with pytest.raises(Cancelled):
         for _ in gen:
             pass
-    deadline = time.monotonic() + 3
-    while pid_alive(pid) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 5
+    while marked_processes("30.419") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not pid_alive(pid)
+    assert not marked_processes("30.419")
 
 
 def test_code_tools_need_approval_by_default():

@@ -78,9 +78,14 @@ def model():
         yield scripted
 
 
+# Inside the sandbox every workspace is /workspace: the tool leaves a uniquely named file there, and the
+# test finds the host directory that holds it.
+WHERE = 'm=where-$(od -An -N8 -tx8 /dev/urandom | tr -d " "); touch "$m"; echo "$m"'
+
+
 def script_pwd(model):
     with model.lock:
-        model.replies[:] = [reply("", [tool("c1", "shell", command="pwd")]), reply("Done.")]
+        model.replies[:] = [reply("", [tool("c1", "shell", command=WHERE)]), reply("Done.")]
         model.requests.clear()
 
 
@@ -92,9 +97,16 @@ def agent_frames(base, headers=None, **body):
         stream.close()
 
 
-def pwd_of(frames):
+def pwd_of(frames, *roots):
+    """The host directory (under one of ``roots``) where the tool's marker file was made."""
     outputs = [f["data"] for f in frames if isinstance(f["data"], dict) and f["data"].get("type") == "tool_output"]
-    return outputs[0]["output"].strip()
+    marker = outputs[0]["output"].strip().splitlines()[-1]
+    assert marker.startswith("where-"), outputs[0]["output"]
+    for root in roots:
+        for dirpath, _dirs, files in os.walk(str(root)):
+            if marker in files:
+                return dirpath
+    return None
 
 
 def env_for(model, **extra):
@@ -109,7 +121,7 @@ def test_single_user_mode_accepts_rejects_and_keeps_the_workspace_across_an_appr
     chosen.mkdir()
     script_pwd(model)
     stream, frames = agent_frames(server.url, workspace=str(chosen))
-    assert pwd_of(frames) == str(chosen) and "workspace_rejected" not in types_of(frames)
+    assert pwd_of(frames, tmp_path, server.data_dir) == str(chosen) and "workspace_rejected" not in types_of(frames)
     session = stream.headers["X-Odysseus-Session-Id"]
     saved = requests.get(f"{server.url}/api/sessions/{session}/messages", timeout=10).json()["messages"]
     assert saved[-1]["metadata"]["workspace"] == str(chosen)
@@ -120,7 +132,7 @@ def test_single_user_mode_accepts_rejects_and_keeps_the_workspace_across_an_appr
     assert kinds[0] == "workspace_rejected" and frames[0]["data"]["data"] == {"path": "/etc/../etc"}
     assert kinds[1] == "notice" and "inside /etc" in frames[1]["data"]["message"]
     session = stream.headers["X-Odysseus-Session-Id"]
-    assert pwd_of(frames) == os.path.join(server.data_dir, "workspaces", "local", session)
+    assert pwd_of(frames, tmp_path, server.data_dir) == os.path.join(server.data_dir, "workspaces", "local", session)
 
     # the agent projection: workspace_rejected right after run_started/start
     script_pwd(model)
@@ -133,14 +145,14 @@ def test_single_user_mode_accepts_rejects_and_keeps_the_workspace_across_an_appr
 
     # an approval answer continues the task in the workspace it was given
     with model.lock:
-        model.replies[:] = [reply("", [tool("c9", "run_python", code="import os; print(os.getcwd())")]),
-                            reply("Done.")]
+        code = "import secrets\nm = 'where-' + secrets.token_hex(8)\nopen(m, 'w').close()\nprint(m)"
+        model.replies[:] = [reply("", [tool("c9", "run_python", code=code)]), reply("Done.")]
     stream, frames = agent_frames(server.url, workspace=str(chosen))
     card = next(f["data"]["data"] for f in frames if types_of([f]) == ["ask_user"])
     session = stream.headers["X-Odysseus-Session-Id"]
     _, answered = agent_frames(server.url, message="", session_id=session, tool_approval_id=card["approval_id"],
                                tool_approval_decision="approve")
-    assert pwd_of(answered) == str(chosen)
+    assert pwd_of(answered, tmp_path, server.data_dir) == str(chosen)
 
     browsed = requests.get(server.url + "/api/workspace/browse", params={"path": str(tmp_path)}, timeout=10)
     assert browsed.status_code == 200 and {"name": "project", "path": str(chosen), "selectable": True} in \
@@ -162,6 +174,9 @@ def test_password_mode_ignores_the_field_for_other_users_silently(server_factory
     bob = {"Authorization": "Bearer " + requests.post(
         server.url + "/api/auth/tokens", json={"name": "t"}, cookies=login.cookies, timeout=10,
         headers={"X-Odysseus-CSRF": login.json()["csrf_token"]}).json()["token"]}
+    allowed = requests.patch(f"{server.url}/api/admin/users/{login.json()['user']['id']}/code-tools",
+                             json={"code_tools": True}, headers=admin, timeout=10)  # bob may run code tools
+    assert allowed.status_code == 200
     chosen = tmp_path / "shared"
     chosen.mkdir()
     for path in (str(chosen), "/etc", "/no/such/dir"):
@@ -170,11 +185,12 @@ def test_password_mode_ignores_the_field_for_other_users_silently(server_factory
         kinds = types_of(frames)
         assert "workspace_rejected" not in kinds and "notice" not in kinds  # no probing host paths
         session = stream.headers["X-Odysseus-Session-Id"]
-        assert pwd_of(frames).endswith(os.path.join("workspaces", login.json()["user"]["id"], session))
+        assert pwd_of(frames, tmp_path, server.data_dir).endswith(
+            os.path.join("workspaces", login.json()["user"]["id"], session))
     assert requests.get(server.url + "/api/workspace/browse", headers=bob, timeout=10).status_code == 403
     script_pwd(model)
     _, frames = agent_frames(server.url, headers=admin, workspace=str(chosen))
-    assert pwd_of(frames) == str(chosen)
+    assert pwd_of(frames, tmp_path, server.data_dir) == str(chosen)
     script_pwd(model)
     _, frames = agent_frames(server.url, headers=admin, workspace="/no/such/dir")
     assert types_of(frames)[0] == "workspace_rejected"

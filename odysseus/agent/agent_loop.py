@@ -6,6 +6,13 @@ Invariants:
   messages* (an assistant message with ``tool_calls``, then one ``tool`` message per
   id). ``tool_start`` / ``tool_output`` are UI projections of that pairing, never the
   pairing itself; a continuation rebuilds the model messages from the saved state.
+  A provider id repeated within one round is replaced (for the pairing) by the call's
+  server id, so every call of a round keeps its own result.
+- Every call gets a server-side id (``server_id``, unguessable) when the model makes it.
+  An approval is bound to that id and the hash of the exact call; the answered call is
+  the one that runs, and no other call ever runs on its approval (a repeated provider id,
+  in the same round or a later one, asks again). ``approve_task`` additionally lets later
+  calls of the same tool in this task run without asking, as its button says.
 - Every call the model makes is either executed exactly once (its result appended),
   denied (a result saying so), or left pending in a saved state awaiting approval.
   Replay and resume read the run log; they never reach this code, so no tool re-runs.
@@ -73,9 +80,15 @@ def _cap(text: str, limit: int) -> str:
     return text[:limit] + f"\n[truncated: {len(text) - limit} more characters]"
 
 
+def new_server_id() -> str:
+    """A server-side tool call id (96 random bits); the provider's id is never trusted to be unique."""
+    return "tc_" + secrets.token_urlsafe(12)
+
+
 def normalize_call(data: dict, round_no: int) -> dict:
-    """A provider tool call as the loop keeps it: id, name, parsed arguments (or the parse error)."""
-    call = {"id": data.get("id") or f"call_{round_no}_{data.get('index', 0)}", "name": data.get("name") or ""}
+    """A provider tool call as the loop keeps it: ids, name, parsed arguments (or the parse error)."""
+    call = {"id": data.get("id") or f"call_{round_no}_{data.get('index', 0)}", "server_id": new_server_id(),
+            "name": data.get("name") or ""}
     args = data.get("arguments")
     if isinstance(args, str):
         try:
@@ -111,7 +124,6 @@ class AgentLoop:
         self.used = 0
         self.nudges = 0
         self.any_text = False
-        self.approved_once: Optional[str] = None
         self.tool_ctx: Optional[ToolContext] = None
         self.usage_total = {"input_tokens": 0, "output_tokens": 0}
         self.model_ms = self.tools_ms = 0.0
@@ -242,6 +254,8 @@ class AgentLoop:
                 elif event.type == TOOL_CALL and tools:
                     yield from self._preview_done(previews, event.data.get("index", 0))
                     call = normalize_call(event.data, round_no)
+                    if any(c["id"] == call["id"] for c in calls):  # a repeated provider id in this round
+                        call["provider_id"], call["id"] = call["id"], call["server_id"]
                     calls.append(call)
                     record["tool_calls"].append({"id": call["id"], "name": call["name"]})
                 elif event.type == FINISH:
@@ -301,7 +315,7 @@ class AgentLoop:
             call = self.state["pending"][0]
             tool = self.registry.get(call["name"])
             if (tool is not None and tool.needs_approval and not call.get("error")
-                    and call["name"] not in self.state["task_approved"] and call["id"] != self.approved_once):
+                    and call["name"] not in self.state["task_approved"]):
                 yield from self._ask(call)
                 return True
             self.state["pending"].pop(0)
@@ -316,7 +330,8 @@ class AgentLoop:
         internal = tool is not None and tool.internal  # e.g. present_exhibit: its events only, no tool row
         if not internal:
             yield Event("tool_start", {"tool": call["name"], "command": command, "full_command": full,
-                                       "round": round_no, "call_id": call["id"], "arguments": call["arguments"]})
+                                       "round": round_no, "call_id": call["id"], "server_id": call.get("server_id"),
+                                       "arguments": call["arguments"]})
         started = time.monotonic()
         if tool is None:
             result = ToolResult(f"Error: there is no tool named {call['name']!r}. Available: "
@@ -329,8 +344,9 @@ class AgentLoop:
                 result = yield from run_tool(tool, call["arguments"], self.tool_ctx, self.ctx.cancel, timeout=timeout,
                                              progress_interval=self.settings.progress_interval, round_no=round_no)
             except Cancelled:  # the run was stopped mid-tool: the saved reply still shows the row
-                self.meta["tools"].append({"call_id": call["id"], "tool": call["name"], "command": command,
-                                           "full_command": full, "round": round_no, "cancelled": True})
+                self.meta["tools"].append({"call_id": call["id"], "server_id": call.get("server_id"),
+                                           "tool": call["name"], "command": command, "full_command": full,
+                                           "round": round_no, "cancelled": True})
                 raise
         self.tools_ms += (time.monotonic() - started) * 1000
         self.used += 1
@@ -347,10 +363,11 @@ class AgentLoop:
         if internal:
             return
         yield Event("tool_output", {"tool": call["name"], "command": command, "output": display,
-                                    "exit_code": result.exit_code, "round": round_no, "call_id": call["id"]})
+                                    "exit_code": result.exit_code, "round": round_no, "call_id": call["id"],
+                                    "server_id": call.get("server_id")})
         yield from self._capture_citations(call, result)
-        row = {"call_id": call["id"], "tool": call["name"], "command": command, "full_command": full,
-               "output": display, "exit_code": result.exit_code, "round": round_no}
+        row = {"call_id": call["id"], "server_id": call.get("server_id"), "tool": call["name"], "command": command,
+               "full_command": full, "output": display, "exit_code": result.exit_code, "round": round_no}
         for key in ("plan", "url"):
             if key in result.meta:
                 row[key] = result.meta[key]
@@ -400,23 +417,29 @@ class AgentLoop:
         """Apply the user's answer to the pending call; returns True when the turn ended again."""
         res = self.resolution
         pending = self.state["pending"]
-        if not pending or call_hash(pending[0]) != call_hash(res.call):
+        if (not pending or pending[0].get("server_id") != res.call.get("server_id")
+                or call_hash(pending[0]) != call_hash(res.call)):
             raise OdysseusError("the saved task does not match this approval", status=409)
         call = pending[0]
         yield Event("tool_approval_resolved", {"decision": res.decision, "approval_id": res.approval_id,
-                                               "call_id": call["id"], "tool": call["name"]})
-        self.meta["approval"] = {"approval_id": res.approval_id, "decision": res.decision, "call_id": call["id"]}
+                                               "call_id": call["id"], "server_id": call.get("server_id"),
+                                               "tool": call["name"]})
+        self.meta["approval"] = {"approval_id": res.approval_id, "decision": res.decision, "call_id": call["id"],
+                                 "server_id": call.get("server_id")}
         if res.decision == "deny":
             pending.pop(0)
             self.messages.append({"role": "tool", "tool_call_id": call["id"],
                                   "content": "The user denied this tool call; it was not run."})
             self.meta["tools"].append({"call_id": call["id"], "tool": call["name"], "denied": True,
                                        "round": self.state["round"]})
-        elif res.decision == "approve_task":
-            if call["name"] not in self.state["task_approved"]:
-                self.state["task_approved"].append(call["name"])
         else:
-            self.approved_once = call["id"]
+            if res.decision == "approve_task" and call["name"] not in self.state["task_approved"]:
+                self.state["task_approved"].append(call["name"])
+            self.ctx.cancel.raise_if_cancelled()
+            # The approved call itself runs here, by identity: nothing is remembered that
+            # another call (one with the same provider id, say) could match.
+            pending.pop(0)
+            yield from self._execute(call)
         return (yield from self._run_pending())
 
     def snapshot(self) -> dict:

@@ -1,9 +1,10 @@
 """Tool approvals, pure logic: call hashing, expiry and the checks an answer must pass.
 
 An approval is created when the loop reaches a call that needs the user's consent.
-It is single-use, bound to its owner, its session and the exact call (a SHA-256 of the
-canonical JSON of call id, tool name and arguments), and expires ``ttl`` seconds after
-it was asked. ``check`` is what an answer must pass; the store marks it used with a
+It is single-use, bound to its owner, its session and the exact call: the call's
+server-side id (``server_id``, made by the agent loop, never the provider's id alone) and a
+SHA-256 of the canonical JSON of server id, provider id, tool name and arguments. It
+expires ``ttl`` seconds after it was asked. ``check`` is what an answer must pass; the store marks it used with a
 conditional update, so two answers racing cannot both win.
 
 Refusals carry a machine-readable ``reason``: ``invalid`` (unknown, foreign, already
@@ -29,14 +30,16 @@ def canonical(value: Any) -> str:
 
 
 def call_hash(call: dict) -> str:
-    """The hash an approval is bound to: call id, tool name and arguments."""
-    return hashlib.sha256(canonical({"id": call.get("id"), "name": call.get("name"),
-                                     "arguments": call.get("arguments")}).encode("utf-8")).hexdigest()
+    """The hash an approval is bound to: server id, provider id, tool name and canonical arguments."""
+    return hashlib.sha256(canonical({"server_id": call.get("server_id"), "id": call.get("id"),
+                                     "name": call.get("name"), "arguments": call.get("arguments")})
+                          .encode("utf-8")).hexdigest()
 
 
 def public_call(call: dict) -> dict:
     """The call as shown to the user and echoed back in an answer."""
-    return {"call_id": call.get("id"), "tool": call.get("name"), "arguments": call.get("arguments")}
+    return {"call_id": call.get("id"), "server_id": call.get("server_id"), "tool": call.get("name"),
+            "arguments": call.get("arguments")}
 
 
 def new_approval_id() -> str:
@@ -51,8 +54,10 @@ def refused(reason: str, message: str) -> BadRequest:
 
 
 def presented_matches(row_call: dict, presented: Any) -> bool:
-    """True when the call the client echoes is the stored call (tool, arguments, and call id if given)."""
+    """True when the call the client echoes is the stored call (tool, arguments, and the ids if given)."""
     if not isinstance(presented, dict):
+        return False
+    if presented.get("server_id") is not None and presented.get("server_id") != row_call.get("server_id"):
         return False
     tool = presented.get("tool", presented.get("name"))
     if tool != row_call.get("name"):

@@ -123,7 +123,7 @@ class WorkflowLoop(AgentLoop):
             call = pending[0]
             tool = self.registry.get(call["name"])
             if (tool is not None and tool.needs_approval and not call.get("error")
-                    and call["name"] not in self.state["task_approved"] and call["id"] != self.approved_once):
+                    and call["name"] not in self.state["task_approved"]):
                 yield from self._ask(call)
                 return True
             pending.pop(0)

@@ -14,13 +14,13 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Register every blueprint and the error handlers."""
-    from . import (agent_routes, auth, auth_routes, background_routes, chat_routes, history_routes, memory_routes,
-                   meta_routes, page_routes, profile_routes, workflow_routes)
+    from . import (agent_routes, auth, auth_routes, background_routes, chat_routes, code_tools_routes, history_routes,
+                   memory_routes, meta_routes, page_routes, profile_routes, workflow_routes)
     from .params import AsciiIntConverter
 
     app.url_map.converters["digits"] = AsciiIntConverter  # before any rule uses <digits:...>
     for module in (chat_routes, history_routes, meta_routes, auth_routes, agent_routes, background_routes,
-                   profile_routes, memory_routes, page_routes, workflow_routes):
+                   profile_routes, memory_routes, code_tools_routes, page_routes, workflow_routes):
         app.register_blueprint(module.bp)
     auth.init_app(app)
     from . import agent_mode, document_routes, turn_registry

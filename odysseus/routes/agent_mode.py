@@ -37,7 +37,10 @@ from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
 from ..store.approvals import ApprovalRepo
 from ..tools import ToolContext, ToolRegistry, build_registry
+from ..tools.code import CODE_TOOL_NAMES
 from ..tools.registry import safe_segment
+from ..tools.sandbox import startup_status
+from . import code_tools_routes
 from .alloy_mode import build_workflow_turn, wants_workflow
 from .auth import current_owner
 from .document_mode import add_context, with_document_tools
@@ -59,6 +62,10 @@ class AgentService:
         self.store = app.extensions["odysseus.store"]
         self.settings = AgentSettings.from_config(app.config)
         self.registry = build_registry(app.config)
+        # Fail closed: without a working sandbox the code tools are not offered at all.
+        self.sandbox = startup_status(app.config)
+        if not self.sandbox.available:
+            self.registry = ToolRegistry(t for n, t in self.registry.tools.items() if n not in CODE_TOOL_NAMES)
         self.data_dir = app.config["DATA_DIR"]
         self.hooks = AgentHooks(request_approval=self.request_approval, tool_context=self.tool_context,
                                 amend_exhibit=self.amend_exhibit)
@@ -74,14 +81,15 @@ class AgentService:
                                           ttl=self.settings.approval_ttl)
         return {"approval_id": row["id"], "expires_at": row["expires_at"]}
 
-    def tool_context(self, ctx: RunContext) -> ToolContext:
-        """The context tools of this run get: workspace root, config, image storage."""
+    def tool_context(self, ctx: RunContext, network: bool = False) -> ToolContext:
+        """The context tools of this run get: workspace root, config, image storage, sandbox network."""
         return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
                            workspace_root=os.path.join(self.data_dir, "workspaces"),
                            save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime),
                            # context/workspace.py: a chosen host directory (judged again); memories for manage_memory
                            workspace_dir=chosen_workspace(ctx.metadata, self.config),
-                           memory=memory_book(self.store, self.config, ctx.owner))
+                           memory=memory_book(self.store, self.config, ctx.owner),
+                           network=network)
 
     def forget_session(self, app: Flask, owner: str, session_id: str, images: List[str]) -> None:
         """A session was deleted: remove its image files and its workspace directory."""
@@ -140,7 +148,8 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         state, resolution = row["state"], Resolution(approval_id, decision, row["call"])
         message = f"{DECISION_LABELS[decision]}: {row['call'].get('name')}"
         user_metadata = {"agent_action": {"tool_approval": {"approval_id": approval_id, "decision": decision,
-                                                            "call_id": row["call"].get("id")}}}
+                                                            "call_id": row["call"].get("id"),
+                                                            "server_id": row["call"].get("server_id")}}}
     elif _flag(data.get("continue")):
         if not session_id:
             raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
@@ -166,6 +175,9 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         registry = ToolRegistry(t for name, t in registry.tools.items() if name in set(req["tools"]))
     if req.get("system_prompt"):  # an agent profile's prompt comes first; the tool guidance stays
         settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
+    # Code tools only for whom the admin allows them; network only where a profile allows it.
+    registry, network = code_tools_routes.offer(registry, owner, (req.get("agent") or {}).get("profile_id"))
+    hooks = dataclasses.replace(service.hooks, tool_context=lambda ctx: service.tool_context(ctx, network=network))
 
     # the model rides along so a source can tell whether it accepts images
     gather = context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
@@ -174,7 +186,7 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         start = state if state is not None else initial_state(history, settings)
         if state is None:
             start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
-        turn = agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        turn = agent_turn(candidates, registry, settings, hooks, start, resolution, req.get("temperature"))
         # context pipeline (odysseus.context): attachments, retrieval, memories, workspace, ... gathered and
         # announced before the loop's first round (a continued task gathers nothing new)
         return with_context(turn, start, gather)

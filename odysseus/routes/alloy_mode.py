@@ -22,6 +22,7 @@ from ..alloy.plan import AgentFactory, AlloySettings
 from ..alloy.workflow_loop import workflow_turn
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
+from . import code_tools_routes
 from .turn_registry import PreparedTurn
 from .turn_start import ext
 
@@ -93,7 +94,9 @@ def build_workflow_turn(req: dict, candidates, owner: str, state: Optional[dict]
     else:
         plan = state["alloy"]
     plan["model_from_request"] = bool(req["data"].get("model"))
-    factory = AgentFactory(plan, ext("router").resolve, candidates, service.registry, service.settings,
+    # every agent of the workflow gets the code tools only when the admin allows them for this user (no network)
+    registry, _network = code_tools_routes.offer(service.registry, owner, None)
+    factory = AgentFactory(plan, ext("router").resolve, candidates, registry, service.settings,
                            AlloySettings.from_config(current_app.config), req.get("temperature"))
     setup = factory.setup(plan["workflow"]["supervisor_agent_id"], 0)  # a bad model is a 404 now
     req["agent"] = _label(plan["workflow"])

@@ -7,6 +7,7 @@ import os
 from flask import Blueprint, current_app, jsonify, request
 
 from .. import openapi
+from . import code_tools_routes
 from ..llm.catalog import ModelCatalog
 from .auth import public
 
@@ -15,11 +16,12 @@ bp = Blueprint("meta", __name__)
 
 @bp.get("/api/health")
 def health():
-    """Liveness plus a few engine counters."""
+    """Liveness plus a few engine counters, and whether the code tools work (and why not)."""
     engine = current_app.extensions["odysseus.runs"]
     return jsonify({"ok": True, "active_runs": engine.active_count(), "runs_in_memory": len(engine.runs),
                     "log_bytes": engine.budget.used, "draining": engine.draining, "worker": engine.worker,
-                    "pid": os.getpid(), "durable_log": engine.durable.stats()})
+                    "pid": os.getpid(), "durable_log": engine.durable.stats(),
+                    "code_tools": code_tools_routes.health_info()})
 
 
 @bp.get("/api/models")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .approvals import ApprovalRepo, ImageRepo
 from .agents import AgentRepo, ProfileRepo
+from .code_access import CodeAccessRepo
 from .database import Locked, open_database
 from .documents import DocumentRepo
 from .jobs import JobRepo
@@ -46,11 +47,13 @@ class Store:
         self.search = SearchRepo(self.locked)  # m111_page: FTS5 over message text
         self.user_settings = UserSettingsRepo(self.locked)  # m111_page: per-user settings
         self.user_admin = UserAdminRepo(self.locked)  # m111_page: admin flag, disabled accounts
+        self.code_access = CodeAccessRepo(self.locked)  # m105: who may use the code tools
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""
         with self.locked.lock:
             self.locked.db.conn.close()
+        self.code_access = CodeAccessRepo(self.locked)
 
     @property
     def db(self):

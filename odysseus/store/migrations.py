@@ -212,3 +212,11 @@ def m111_page(db: Database) -> None:
     db["user_settings"].create({"owner": str, "key": str, "value": str, "updated_at": float},
                                pk=("owner", "key"), not_null={"owner", "key"})
     db["users"].add_column("disabled_at", float)
+
+
+@migration
+def m105_code_tools_access(db: Database) -> None:
+    """Who may use the code tools: an admin's per-user and per-profile settings (no row = the default)."""
+    db["code_tools_access"].create({
+        "kind": str, "target_id": str, "code_tools": int, "network": int, "updated_by": str, "updated_at": float,
+    }, pk=("kind", "target_id"), not_null={"kind", "target_id"})

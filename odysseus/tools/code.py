@@ -1,87 +1,98 @@
-"""Code tools: ``run_python`` and ``shell`` in a subprocess.
+"""Code tools: ``run_python`` and ``shell``, each call in a fresh bubblewrap sandbox.
 
-Each call runs in the session's working directory, in its own process group, with an
-environment that carries nothing of ours (only PATH, HOME=the workdir, LANG), a time
-limit and an output cap. Output lines are reported through ``ctx.progress`` as they
-arrive. Cancel (the run stopping, or the tool timing out) kills the whole group, so
-no child outlives its call.
+The sandbox (``sandbox.py``) sees only ``/usr``, the interpreter, a private ``/tmp`` and the
+session's workspace (or an admin's chosen directory, ``odysseus.context.workspace``) at
+``/workspace`` (its cwd and HOME), with new user, PID, IPC and network
+namespaces and resource limits. The program reaches the sandbox on stdin (``python -``), so the
+server never writes a file into a directory the sandboxed code controls. Output is read in
+bytes with a cap (``process.py``); stop or timeout kills the whole sandbox.
+
+``CODE_TOOLS_UNSANDBOXED`` (single-user mode only) runs the same commands directly in the
+workspace with a stripped environment; it exists for hosts where bubblewrap cannot work.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
+import tempfile
 from typing import List
 
+from .process import run_bounded
 from .registry import Tool, ToolContext, ToolError, ToolResult
+from .sandbox import (SAFE_PATH, SandboxError, SandboxSettings, for_chosen_directory, interpreter,
+                      prepare_workspace, sandbox_argv)
 
-SNIPPET = "_odysseus_snippet.py"
+#: the tools this module provides (removed from the offer when the sandbox is unusable)
+CODE_TOOL_NAMES = ("run_python", "shell")
+DEFAULT_OUTPUT_MAX_BYTES = 1024 * 1024
 
 
 def safe_env(workdir: str) -> dict:
-    """The subprocess environment: no inherited secrets, HOME in the workdir."""
-    return {"PATH": os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin", "HOME": workdir,
-            "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    """The unsandboxed subprocess environment: no inherited secrets, HOME in the workdir."""
+    return {"PATH": SAFE_PATH, "HOME": workdir, "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
+            "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
+def _stdin_with(text: str):
+    """A readable file holding ``text`` at offset 0 (a memfd when the OS has them)."""
+    data = text.encode("utf-8")
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("odysseus-code", os.MFD_CLOEXEC)
+        handle = os.fdopen(fd, "w+b")
+    else:  # pragma: no cover - non-Linux
+        handle = tempfile.TemporaryFile()
+    handle.write(data)
+    handle.flush()
+    handle.seek(0)
+    return handle
 
 
-def run_process(argv: List[str], ctx: ToolContext) -> ToolResult:
-    """Run ``argv`` in the session workdir; stream lines to progress; cap the kept output."""
+def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> ToolResult:
+    """Run ``command`` for this session (sandboxed unless configured otherwise); cap the kept output."""
+    settings = SandboxSettings.from_config(ctx.config)
     workdir = ctx.workspace()
-    cap = int(ctx.config.get("CODE_OUTPUT_CAP", 20_000))
-    ctx.cancel.raise_if_cancelled()
-    proc = subprocess.Popen(argv, cwd=workdir, env=safe_env(workdir), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    unregister = ctx.cancel.on_cancel(lambda: _kill_group(proc))
-    kept: List[str] = []
-    size, dropped = 0, 0
+    max_bytes = int(ctx.config.get("TOOL_OUTPUT_MAX_BYTES", DEFAULT_OUTPUT_MAX_BYTES))
+    # A safety net behind the tool runner's own time limit (which cancels us first).
+    timeout = float(ctx.config.get("CODE_TIMEOUT", 30.0)) + 10.0
     try:
-        assert proc.stdout is not None
-        for raw in iter(proc.stdout.readline, b""):
-            line = raw.decode("utf-8", "replace")
-            if size < cap:
-                kept.append(line[:cap - size])
-                dropped += max(0, len(line) - (cap - size))
-                size += len(line)
-            else:
-                dropped += len(line)
-            ctx.progress(line.rstrip("\n"))
-        code = proc.wait()
+        if ctx.workspace_dir:  # an admin's chosen host directory: bound as it is, never re-owned
+            settings = for_chosen_directory(workdir, settings)
+        else:
+            prepare_workspace(workdir, settings)
+        if settings.unsandboxed:
+            argv, env, cwd = command, safe_env(workdir), workdir
+        else:
+            argv, env, cwd = sandbox_argv(settings, workdir, command, network=ctx.network), {"PATH": SAFE_PATH}, None
+    except SandboxError as exc:
+        raise ToolError(f"the sandbox is not available: {exc}") from None
+    stdin = _stdin_with(stdin_text) if stdin_text else None
+    try:
+        done = run_bounded(argv, cancel=ctx.cancel, max_bytes=max_bytes, timeout=timeout, progress=ctx.progress,
+                           stdin=stdin, env=env, cwd=cwd)
     finally:
-        unregister()
-        if proc.poll() is None:
-            _kill_group(proc)
-            proc.wait()
-        _kill_group(proc)  # background children left in the group
-        if proc.stdout is not None:
-            proc.stdout.close()
-    output = "".join(kept)
-    if dropped:
-        output += f"\n[output truncated: {dropped} more characters]"
-    if ctx.cancel.cancelled:
-        raise ToolError(f"the process was killed ({ctx.cancel.reason})")
-    return ToolResult(output if output.strip() else "(no output)", exit_code=code,
-                      meta={"exit_code": code, "truncated": bool(dropped)})
+        if stdin is not None:
+            stdin.close()
+    if done.reason:
+        raise ToolError(f"the process was killed ({done.reason})")
+    output = done.output.decode("utf-8", "replace")
+    if done.dropped:
+        output += f"\n[output truncated: {done.dropped} more bytes were dropped]"
+    return ToolResult(output if output.strip() else "(no output)", exit_code=done.exit_code or 0,
+                      meta={"exit_code": done.exit_code, "truncated": bool(done.dropped)})
+
+
+def _python(ctx: ToolContext) -> str:
+    settings = SandboxSettings.from_config(ctx.config)
+    return sys.executable if settings.unsandboxed else interpreter()
 
 
 def run_python(args: dict, ctx: ToolContext) -> ToolResult:
-    """Write the code into the workdir and run it with this server's Python."""
+    """Run the code with Python 3 (``python -I -``: isolated mode, the program on stdin)."""
     code = args.get("code")
     if not isinstance(code, str) or not code.strip():
         raise ToolError("code must be a non-empty string")
-    path = os.path.join(ctx.workspace(), SNIPPET)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(code)
-    # -E: ignore PYTHON* variables; -s: no user site-packages.
-    return run_process([sys.executable, "-E", "-s", "-u", SNIPPET], ctx)
+    return run_process([_python(ctx), "-I", "-u", "-"], ctx, stdin_text=code)
 
 
 def shell(args: dict, ctx: ToolContext) -> ToolResult:
@@ -96,12 +107,13 @@ def code_tools(config: dict, approval: bool = True) -> List[Tool]:
     """``run_python`` and ``shell``, with the configured time limit."""
     timeout = float(config.get("CODE_TIMEOUT", 30.0))
     return [
-        Tool("run_python", "Run a Python 3 program in the session's working directory and return its output "
-             "(stdout and stderr). Files written there persist for this chat session.",
+        Tool("run_python", "Run a Python 3 program in a sandbox whose working directory is /workspace (this chat "
+             "session's files, kept between calls) and return its output (stdout and stderr).",
              {"type": "object", "properties": {"code": {"type": "string", "description": "the program"}},
               "required": ["code"]},
              run_python, needs_approval=approval, timeout=timeout, describe=lambda a: str(a.get("code", ""))),
-        Tool("shell", "Run a shell command (/bin/sh -c) in the session's working directory and return its output.",
+        Tool("shell", "Run a shell command (/bin/sh -c) in a sandbox whose working directory is /workspace "
+             "(this chat session's files) and return its output.",
              {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
              shell, needs_approval=approval, timeout=timeout, describe=lambda a: str(a.get("command", ""))),
     ]

@@ -58,15 +58,24 @@ class ToolContext:
     workspace_dir: str = ""
     #: the owner's memories for manage_memory (odysseus.context.memories.MemoryBook); None: not available
     memory: Optional[Any] = None
+    #: whether code tools may reach the network (an admin's per-profile setting)
+    network: bool = False
 
     def workspace(self) -> str:
-        """The chosen workspace, else the session's working directory (created on first use)."""
+        """The chosen workspace, else the session's working directory (created 0700 at every level)."""
         if self.workspace_dir:
             return self.workspace_dir
         if not self.workspace_root:
             raise ToolError("no workspace directory is configured")
-        path = os.path.join(self.workspace_root, safe_segment(self.owner), safe_segment(self.session_id))
-        os.makedirs(path, exist_ok=True)
+        path = self.workspace_root
+        for segment in (safe_segment(self.owner), safe_segment(self.session_id)):
+            if not os.path.isdir(path):
+                os.makedirs(path, mode=0o700, exist_ok=True)
+            path = os.path.join(path, segment)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
         return path
 
 

@@ -28,10 +28,12 @@ const ui = {
   search: $("search"), searchResults: $("search-results"), settings: $("open-settings"), importFile: $("import-file"),
   export: $("export"), exportMd: $("export-md"), exportJson: $("export-json"), note: $("composer-note"),
   charCount: $("char-count"), streamWarning: $("stream-warning"),
+  codeNotice: $("code-tools-notice"),
 };
 
 // answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
-const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [] };
+const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [],
+                codeToolsOff: "" };
 const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
 const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
 const attachments = new Attachments({ // composer uploads (attachments.js)
@@ -70,6 +72,7 @@ function setMode(value) {
     radio.checked = true;
     localStorage.setItem("odysseus-mode", radio.value);
   }
+  showCodeNotice();
 }
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
 for (const radio of document.querySelectorAll('input[name="mode"]')) {
@@ -668,6 +671,26 @@ async function checkStreamingOnce() {
   showStreamVerdict(await runStreamCheck());
 }
 
+// ---- code tools notice (agent mode) -------------------------------------------------------------
+
+/** In agent mode, say when run_python / shell are not offered, and why (from /api/health). */
+function showCodeNotice() {
+  const off = state.codeToolsOff;
+  ui.codeNotice.textContent = off ? `Code tools are off: ${off}` : "";
+  ui.codeNotice.hidden = !off || mode() !== "agent";
+}
+async function loadCodeTools() {
+  try {
+    const info = (await api("GET", "/api/health")).code_tools || {};
+    const off = info.sandbox !== "disabled" && (!info.available || info.allowed === false);
+    state.codeToolsOff = off ? (info.reason || "unavailable") : "";
+  } catch (err) {
+    state.codeToolsOff = "";
+  }
+  showCodeNotice();
+}
+for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", showCodeNotice);
+
 // ---- start -------------------------------------------------------------------------------------
 
 async function start() {
@@ -675,7 +698,8 @@ async function start() {
   updateComposer();
   showEmpty();
   const [, , , prefs] = await Promise.all([loadModels(), refreshSessions(), loadAccount(),
-                                          api("GET", "/api/user/settings").catch(() => null), workflows.load()]);
+                                          api("GET", "/api/user/settings").catch(() => null), workflows.load(),
+                                          loadCodeTools()]);
   applySettings(prefs && prefs.settings, { initial: true });
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
