@@ -410,3 +410,36 @@ def test_network_only_where_an_admin_enabled_it_on_the_profile(server, model, pe
         assert "run_python" not in offered(model)
     finally:
         listener.close()
+
+
+# ------------------------------------------------------------------------------------------ workflows
+def test_a_workflow_does_not_hand_the_code_tools_to_a_user_without_them(server, model, admin):
+    """A non-admin without code tools cannot get them through a supervisor and its specialist either."""
+    dave = sign_up(server, admin, "dave")
+    for agent_id in ("crew_boss", "crew_runner"):
+        made = dave.call("POST", "/api/agents", json={"agent_id": agent_id, "name": agent_id,
+                                                      "tools": ["shell", "run_python"]})
+        assert made.status_code == 201, made.text
+    made = dave.call("POST", "/api/alloy/workflows", json={
+        "id": "crew", "name": "Crew", "supervisor_agent_id": "crew_boss",
+        "members": [{"agent_id": "crew_boss", "role": "supervisor"}, {"agent_id": "crew_runner", "role": "specialist"}]})
+    assert made.status_code == 201, made.text
+    with model.lock:
+        model.replies = [reply(tool_calls=[tool("d1", "delegate_to", agent_id="crew_runner", task="run id")]),
+                         reply(tool_calls=[tool("s1", "shell", command="id -u")]), reply("could not"),
+                         reply("done")]
+        model.requests.clear()
+    response = dave.http.post(server.url + "/api/chat_stream", headers=dave.headers, stream=True, timeout=120,
+                              json={"message": "go", "mode": "agent", "workflow_id": "crew"})
+    assert response.status_code == 200, response.text
+    stream = Stream(response)
+    try:
+        frames = [f["data"] for f in stream.events() if isinstance(f.get("data"), dict)]
+    finally:
+        stream.close()
+    offered_anywhere = {t["function"]["name"] for r in model.requests for t in (r.get("tools") or [])}
+    assert "delegate_to" in offered_anywhere and not offered_anywhere & {"shell", "run_python"}
+    assert [f["target_agent_id"] for f in frames if f.get("type") == "delegation_start"] == ["crew_runner"]
+    # the specialist's shell call never runs: ignored (no tools offered) or answered "no tool named 'shell'"
+    results = [f for f in frames if f.get("type") in ("delegation_tool_result", "tool_output")]
+    assert all("no tool named 'shell'" in (f.get("content") or f.get("output") or "") for f in results)
