@@ -49,7 +49,8 @@ def chat_frame(event: Event, payload_json: Optional[str] = None) -> Optional[str
 def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
     """Parse an SSE byte stream into frames ``{"event", "data", "id", "comment"}``.
 
-    Lines may be split across chunks in any way; a frame ends at a blank line.
+    Lines may be split across chunks in any way; a frame ends at a blank line. As in
+    ``EventSource``, a block without ``data:`` lines (e.g. only ``retry:``) yields no frame.
     """
     buffer = b""
     frame: Dict[str, Optional[str]] = {}
@@ -63,9 +64,8 @@ def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
             line = buffer[:nl].rstrip(b"\r").decode("utf-8")
             buffer = buffer[nl + 1:]
             if line == "":
-                if data_lines or frame:
-                    if data_lines:
-                        frame["data"] = "\n".join(data_lines)
+                if data_lines:  # as EventSource does: a block without data (retry:, id: only) is no event
+                    frame["data"] = "\n".join(data_lines)
                     frame.setdefault("event", "message")
                     yield frame
                 frame, data_lines = {}, []
