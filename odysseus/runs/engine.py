@@ -163,9 +163,7 @@ class RunEngine:
             self.replace_running(spec.owner, session_id)
             run = self._reserve(spec, session_id)
             try:
-                self._store_start(spec, run, creating)
-                history = self.store.messages.list(spec.owner, session_id)
-                turn = spec.make_turn(history)
+                turn = self._store_start(spec, run, creating)
             except BaseException:
                 self._unreserve(run)
                 raise
@@ -207,8 +205,13 @@ class RunEngine:
             self.active -= 1
         run.log.release()
 
-    def _store_start(self, spec: StartSpec, run: Run, creating: bool) -> None:
-        """The session (if new), the user's message, the run row and the mode's writes: one transaction."""
+    def _store_start(self, spec: StartSpec, run: Run, creating: bool) -> Turn:
+        """The session (if new), the user's message, the run row and the mode's writes: one transaction.
+
+        The turn is built inside it too (from the history, read on the same connection, which ends with
+        the uncommitted user message): a builder that raises rolls the start back instead of leaving a
+        committed row ``running`` that this live worker would keep renewing and nobody would finish.
+        """
         now = time.time()
         with self.store.locked.tx() as db:
             if creating:
@@ -225,6 +228,7 @@ class RunEngine:
                                            terminal_type=spec.terminal_type)
             for hook in spec.in_transaction:
                 hook(db)
+            return spec.make_turn(self.store.messages.list(spec.owner, run.session_id))
 
     def replace_running(self, owner: str, session_id: str) -> Optional[Run]:
         """Stop the session's running run with reason ``replaced`` (waits until its partial is saved)."""
