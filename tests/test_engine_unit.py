@@ -244,11 +244,14 @@ def test_recovery_takes_expired_or_dead_runs_once_and_leaves_live_leases(make_en
     assert other.recover_interrupted() == []
     for session_id, _ in (expired, expired_live_pid, fresh_dead):
         assert len(assistant_messages(engine.store, session_id)) == 1
-    # the recovered durable log ends in the terminal record, numbered after the last delta
+    # the recovered durable log ends in the terminal record, numbered past every id the dead worker
+    # could have sent (its log cap), so no id a client saw is reused for another event
     with engine.store.locked.read() as db:
         tail = db.execute("select seq, type from run_events where run_id = ? order by seq", [expired[1]]).fetchall()
-    assert [t for _, t in tail][-4:] == [MESSAGE_SAVED, CHAT_TERMINAL, ERROR, CLOSE]
-    assert [s for s, _ in tail] == list(range(1, len(tail) + 1))
+    assert [t for _, t in tail] == ["run_started", DELTA, DELTA, MESSAGE_SAVED, CHAT_TERMINAL, ERROR, CLOSE]
+    seqs = [s for s, _ in tail]
+    assert seqs[:3] == [1, 2, 3] and seqs[3] > DEFAULTS["RUN_MAX_EVENTS"] and seqs[3:] == list(range(seqs[3], seqs[3] + 4))
+    assert engine.store.runs.get(OWNER, expired[1])["event_count"] == len(tail)
 
 
 def test_two_writers_racing_for_one_run_save_one_reply(make_engine):
