@@ -135,6 +135,26 @@ def test_sighup_during_five_runs_saves_each_reply_once_and_complete(server_facto
     assert db_rows(server, "select count(*) from runs where status != 'done'") == [(0,)]
 
 
+def test_sighup_with_a_short_grace_ends_runs_interrupted_once_with_everything_sent(server_factory):
+    server = server_factory({"ODYSSEUS_DEMO_TOKEN_DELAY": "0.1", "ODYSSEUS_SHUTDOWN_GRACE": "1",
+                             "ODYSSEUS_GRACEFUL_MARGIN": "3"})
+    old_workers = server.worker_pids()
+    prompts = [f"short reload {i}" for i in range(5)]
+    readers = [chat(server, p) for p in prompts]
+    wait_for(lambda: all(r.text() for r in readers), 20, what="every run in its reply text")
+    os.kill(server.proc.pid, signal.SIGHUP)
+    for r in readers:
+        r.finish(30)
+    wait_for(lambda: not any(alive(pid) for pid in old_workers), 30, what="the old worker to exit")
+    for prompt, r in zip(prompts, readers):
+        assert r.terminal() == "error", (r.error, r.frames[-3:])
+        saved = assistant_of(server, r.session_id)
+        assert len(saved) == 1, saved  # the new worker's recovery left the old worker's live runs alone
+        assert saved[0][0] == r.text() and demo_reply(prompt).startswith(saved[0][0])
+        assert json.loads(saved[0][2])["interrupted"] is True
+        assert status_of(server, r.session_id)["status"] == "interrupted"
+
+
 # ---------------------------------------------------------------- shutdown
 def test_sigterm_gives_every_client_a_terminal_frame_and_saves_what_they_saw(server_factory, tmp_path):
     data_dir = str(tmp_path / "term")
