@@ -55,6 +55,9 @@ from .run_log import ByteBudget, LogFull, RunLog
 
 log = logging.getLogger(__name__)
 
+#: seconds a run's greenlet may process a provider burst before it yields to the hub
+BURST_SLICE = 0.002
+
 #: A turn: given its run context, yields canonical events. It must honour ``context.cancel``.
 Turn = Callable[[RunContext], Iterator[Event]]
 
@@ -252,17 +255,21 @@ class RunEngine:
         """The worker: iterate the turn into the log, then finalize exactly once."""
         outcome: Optional[Outcome] = None
         flushed = False
+        busy_since = time.monotonic()
         try:
             for event in turn(run.context):
                 if event.type in PROVIDER_ONLY:
                     run.observe(event)
                     continue
                 self._append(run, event)
-                if not flushed and event.type == DELTA:
-                    # A provider that sends a burst keeps this greenlet busy until its socket
-                    # would block; yield once so subscribers send the first token right away.
+                # A provider that sends a burst keeps this greenlet busy until its socket would
+                # block: yield after the first delta (subscribers send the first token right away)
+                # and then every BURST_SLICE seconds, so a long burst cannot hold the hub (and every
+                # other request) for seconds.
+                if (not flushed and event.type == DELTA) or time.monotonic() - busy_since >= BURST_SLICE:
                     flushed = True
                     time.sleep(0)
+                    busy_since = time.monotonic()
                 if run.cancel.cancelled:
                     break
             outcome = self._cancel_outcome(run) if run.cancel.cancelled else Outcome("done")
