@@ -30,6 +30,11 @@ $(VENDOR_STAMP): package.json package-lock.json
 	cp node_modules/dompurify/dist/purify.min.js $(VENDOR)/purify.min.js
 	cp node_modules/@highlightjs/cdn-assets/highlight.min.js $(VENDOR)/highlight.min.js
 	cp node_modules/mermaid/dist/mermaid.min.js $(VENDOR)/mermaid.min.js
+	cp node_modules/codejar/dist/codejar.js $(VENDOR)/codejar.js
+	cp node_modules/diff/dist/diff.min.js $(VENDOR)/diff.min.js
+	mkdir -p $(VENDOR)/katex
+	cp node_modules/katex/dist/katex.min.js node_modules/katex/dist/katex.min.css $(VENDOR)/katex/
+	cp -r node_modules/katex/dist/fonts $(VENDOR)/katex/
 	touch $@
 
 vendor: $(VENDOR_STAMP)

@@ -22,5 +22,9 @@ def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
     engine.init_app(app)
     context.init_app(app)
+    from .context import memories, web_sources, workspace  # context sources, in the order of their events
+
+    for source in (workspace, web_sources, memories):
+        source.init_app(app)
     routes.init_app(app)
     return app

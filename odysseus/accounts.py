@@ -160,6 +160,8 @@ class Accounts:
             self.throttle.failure(keys)
             raise Unauthorized("wrong username or password")
         self.throttle.success(("user", name[:64]))
+        if user.get("disabled_at"):  # an admin disabled the account (settings screen)
+            raise Forbidden("this account is disabled; ask the admin")
         return user
 
     def change_password(self, user: dict, current: object, new: object, address: str) -> int:
@@ -202,6 +204,8 @@ class Accounts:
         if row is None:
             return None
         user = self.store.users.get(row["owner"])
+        if user is not None and user.get("disabled_at"):
+            return None  # a disabled account's tokens stop working (and work again if re-enabled)
         if user is not None:
             self.store.tokens.touch(row)
         return user

@@ -1,4 +1,4 @@
-"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``."""
+"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``, ``doctor``."""
 
 from __future__ import annotations
 
@@ -94,6 +94,41 @@ def reset_password(args: argparse.Namespace) -> int:
     return 0
 
 
+def doctor(args: argparse.Namespace) -> int:
+    """Check a running server's streaming end to end: 0 when frames arrive as sent, 1 when bunched, 2 unreachable."""
+    import time
+
+    import requests
+
+    from . import diagnostics
+
+    base = args.url.rstrip("/")
+    headers = {"Accept": "text/event-stream"}
+    if args.token:
+        headers["Authorization"] = f"Bearer {args.token}"
+    count, interval = diagnostics.DEFAULT_COUNT, diagnostics.DEFAULT_INTERVAL
+    url = f"{base}/api/diagnostics/stream?count={count}&interval_ms={round(interval * 1000)}"
+    arrivals = []
+    try:
+        with requests.get(url, headers=headers, stream=True, timeout=(10, 30)) as response:
+            if response.status_code != 200:
+                print(f"error: {url} answered HTTP {response.status_code}", file=sys.stderr)
+                return 2
+            encoding = response.headers.get("Content-Encoding")
+            for line in response.iter_lines(chunk_size=1, decode_unicode=True):
+                if line and line.startswith("data: {"):
+                    arrivals.append(time.monotonic())
+    except requests.RequestException as exc:
+        print(f"error: cannot reach {base}: {exc}", file=sys.stderr)
+        return 2
+    result = diagnostics.assess(arrivals, interval, count)
+    print(f"streaming: {result['verdict']}: {result['message']}")
+    if encoding:
+        print(f"note: the event stream arrived compressed (Content-Encoding: {encoding}); "
+              "compression buffers it - turn gzip off for text/event-stream")
+    return 0 if result["verdict"] == "ok" else (1 if result["verdict"] == "buffered" else 2)
+
+
 def main(argv=None) -> int:
     """Entry point of the console script."""
     parser = argparse.ArgumentParser(prog="odysseus", description="Self-hosted LLM chat")
@@ -113,6 +148,10 @@ def main(argv=None) -> int:
     p_reset.add_argument("username")
     p_reset.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     p_reset.set_defaults(func=reset_password)
+    p_doctor = sub.add_parser("doctor", help="check that replies stream through to you (proxy buffering self-test)")
+    p_doctor.add_argument("--url", required=True, help="the address you open Odysseus at, e.g. https://chat.example.org")
+    p_doctor.add_argument("--token", default=None, help="an API token (ody_...), if the server needs one")
+    p_doctor.set_defaults(func=doctor)
     args = parser.parse_args(argv)
     return args.func(args)
 

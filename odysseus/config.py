@@ -22,6 +22,7 @@ DEFAULTS: Dict[str, Any] = {
     "DATA_DIR": "instance",
     "MAX_BODY_BYTES": 1024 * 1024,
     "MAX_MESSAGE_CHARS": 200_000,
+    "HISTORY_CONTEXT_MESSAGES": 1000,  # newest saved messages a turn's model context is built from
     # Run engine
     "HEARTBEAT_INTERVAL": 10.0,  # seconds of silence before ": heartbeat N"
     "EVICT_GRACE": 180.0,  # seconds a finished run's log stays after its last subscriber leaves
@@ -39,6 +40,10 @@ DEFAULTS: Dict[str, Any] = {
     "RUN_BACKEND": "memory",  # "memory": runs live in the worker process (one worker only)
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
     "BACKGROUND_WORKERS": 2,  # background jobs running at once
+    # Conversations (the page's features)
+    "TITLE_MODE": "model",  # "model": ask TITLE_MODEL (or the answering model) for a title; "first_line": never ask
+    "TITLE_MODEL": "",  # route for session titles after the first reply; empty = the model that answered
+    "TITLE_TIMEOUT": 20.0,  # seconds a title request may take before the first line of the message is used
     # Demo model
     "DEMO_TOKEN_DELAY": 0.03,  # seconds between demo tokens
     # Providers
@@ -55,9 +60,15 @@ DEFAULTS: Dict[str, Any] = {
     "AGENT_MAX_NUDGES": 2,  # intent nudges per request before intent_nudge_exhausted
     "AGENT_APPROVAL_TTL": 600.0,  # seconds an approval request stays valid
     "AGENT_APPROVAL_TOOLS": "run_python,shell",  # tools that need the user's approval
-    "AGENT_TOOLS": "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control,present_exhibit",
+    "AGENT_TOOLS": "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control,present_exhibit,"
+                   "manage_memory",
     "CITATIONS_AUTO_CAPTURE_WEB_SEARCH": True,  # passive citation exhibit after web_search (TOML [citations])
     "AGENT_SYSTEM_PROMPT": "",  # replaces the built-in agent system prompt when set
+    # Agent Alloy workflows (odysseus.alloy; TOML [alloy]): a supervisor delegating to specialists
+    "ALLOY_MAX_DEPTH": 1,  # delegation levels below the supervisor (1-3): 1 = specialists cannot delegate
+    "ALLOY_MAX_PARALLEL_DELEGATIONS": 3,  # delegations of one round running at once
+    "ALLOY_DELEGATION_TIMEOUT": 300.0,  # seconds one delegation may take
+    "ALLOY_DELEGATION_MAX_ROUNDS": 6,  # model rounds (tool rounds) a specialist gets per delegation
     "TOOL_TIMEOUT": 60.0,  # seconds any tool may run
     "TOOL_PROGRESS_INTERVAL": 1.0,  # seconds between tool_progress events of a running tool
     "TOOL_OUTPUT_CAP": 20_000,  # characters of a tool result the model sees
@@ -75,6 +86,52 @@ DEFAULTS: Dict[str, Any] = {
     "IMAGES_API_KEY": "",
     "IMAGES_MODEL": "",
     "IMAGES_TIMEOUT": 120.0,
+    # Editor documents (odysseus.documents)
+    "DOCUMENT_MAX_BYTES": 1024 * 1024,  # UTF-8 bytes one document may hold; a larger write is refused
+    "DOCUMENT_CONTEXT_CHARS": 60_000,  # characters of the active document (line-numbered) sent to the model
+    "DOCUMENT_FOLD_SECONDS": 60.0,  # a user save within this of the user's previous version replaces it
+    "DOCUMENT_PREVIEW_INTERVAL": 0.1,  # seconds between doc_stream_delta previews, at least
+    # Uploads, attachments and retrieval (odysseus.context.attachments / retrieval; README "Uploads")
+    "UPLOAD_MAX_BYTES": 10 * 1024 * 1024,  # bytes per uploaded file
+    "UPLOAD_MAX_FILES": 10,  # files per upload request (and attachments per turn)
+    "UPLOAD_QUOTA_BYTES": 200 * 1024 * 1024,  # bytes of uploads each user may keep
+    "ATTACH_TEXT_BUDGET": 24_000,  # characters of attached text inlined per turn (shared by all files)
+    "VISION_MODELS": "",  # comma-separated globs (provider/model or model) that accept images; see also vision=
+    "RAG_CHUNK_CHARS": 1000,  # target characters per indexed chunk
+    "RAG_CHUNK_OVERLAP": 150,  # characters repeated between neighbouring chunks
+    "RAG_TOP_K": 4,  # chunks retrieved per turn at most
+    "RAG_MIN_SCORE": 0.25,  # chunks scoring below this (0..1) are not used
+    "RAG_MAX_CHARS": 6000,  # characters of retrieved text per turn
+    "RAG_INDEX_MAX_CHARS": 2_000_000,  # characters of one file's text that are indexed
+    "EMBEDDING_MODEL": "",  # provider/model serving embeddings (OpenAI /v1/embeddings, Ollama /api/embed); "" = FTS only
+    "EMBEDDING_WEIGHT": 0.5,  # share of the vector similarity in the blended score
+    "EMBEDDING_TIMEOUT": 30.0,  # seconds per embeddings request
+    "EMBEDDING_BATCH": 32,  # chunks per embeddings request
+    # Context the user brings (odysseus.context): memories, web sources in chat, workspace selection
+    "MEMORY_RECALL_LIMIT": 5,  # recalled (unpinned) memories per turn at most
+    "MEMORY_RECALL_MIN_SCORE": 0.15,  # word-overlap score (0..1) a memory needs to be recalled
+    "MEMORY_PINNED_LIMIT": 20,  # pinned memories per turn at most
+    "MEMORY_MAX_PER_USER": 1000,  # memories one user may keep
+    "MEMORY_CONTEXT_CHARS": 6000,  # characters of memory text per turn at most
+    "MEMORY_EXTRACT_TIMEOUT": 60.0,  # seconds automatic extraction may take after a turn
+    "WEB_CONTEXT_PAGES": 3,  # top search results fetched for a chat turn with use_web
+    "WEB_PAGE_CHARS": 4000,  # characters of one page's text injected at most
+    "WEB_CONTEXT_CHARS": 12000,  # characters of web text per turn at most
+    "WORKSPACE_BROWSE_LIMIT": 500,  # directories one /api/workspace/browse answer lists at most
+    # Research jobs (odysseus.research; README "Research"); a request may lower or raise these within bounds
+    "RESEARCH_MAX_ROUNDS": 0,  # search rounds per job; 0 = automatic (the model decides, up to RESEARCH_AUTO_ROUNDS)
+    "RESEARCH_AUTO_ROUNDS": 6,  # the most rounds an automatic job runs (hard cap 20)
+    "RESEARCH_MIN_ROUNDS": 1,  # rounds run before the model may decide to stop
+    "RESEARCH_MAX_TIME": 600.0,  # seconds per job (60-3600; also kept under RUN_WALL_TIMEOUT)
+    "RESEARCH_WRITE_SHARE": 0.2,  # share of max_time kept for writing the report
+    "RESEARCH_QUERIES_PER_ROUND": 3,  # search queries per round
+    "RESEARCH_PAGES_PER_ROUND": 5,  # new pages read per round
+    "RESEARCH_CHARS_PER_PAGE": 6000,  # characters of a page's text the model reads
+    "RESEARCH_CONCURRENT_READS": 3,  # pages read at once
+    "RESEARCH_CALL_TIMEOUT": 90.0,  # seconds per model call, before scaling
+    "RESEARCH_TIMEOUT_PER_KCHAR": 1.0,  # seconds added per 1000 prompt characters
+    "RESEARCH_LOCAL_FACTOR": 3.0,  # call timeouts are multiplied by this for local models (ollama, loopback)
+    "RESEARCH_PROGRESS_INTERVAL": 10.0,  # seconds between repeated progress events while a phase waits
     # Accounts (see README "Accounts and single-user mode")
     "AUTH": "password",  # "password": sign-in required; "none": one implicit owner, loopback only
     "AUTH_FORCE": False,  # allow AUTH=none on a non-loopback bind (explicit opt-out)

@@ -40,9 +40,40 @@ TOOL_CALL = "tool_call"  # provider-level: a complete tool call requested by the
 NOTICE = "notice"  # a visible notice for the user (e.g. a context source was unavailable); not in the spec
 FINISH = "finish"  # provider-level: the provider's finish reason
 PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
+#: provider-level: a fragment of a tool call as it streams {index, id?, name?, arguments_delta}
+TOOL_CALL_DELTA = "tool_call_delta"
+ATTACHMENTS = "attachments"  # context: the turn's attached uploads, first event of the turn (odysseus.context.attachments)
+RAG_SOURCES = "rag_sources"  # context: chunks of the user's files retrieved for this turn (odysseus.context.retrieval)
+# Context events (odysseus.context), announced before the first delta on both projections
+MEMORIES_USED = "memories_used"  # data: [{id, text, category, type: "pinned" | "recalled"}]
+WEB_SOURCES = "web_sources"  # data: [{url, title, snippet}]
+WORKSPACE_REJECTED = "workspace_rejected"  # data: {path: <as requested>}
+
+# Research jobs (odysseus.research): progress {"data": {phase, ...}}, the final rows, the job's ids.
+RESEARCH_PROGRESS = "research_progress"
+RESEARCH_SOURCES = "research_sources"
+RESEARCH_FINDINGS = "research_findings"
+RESEARCH_DONE = "research_done"
+
+# Agent Alloy (odysseus.alloy): a supervisor's delegation to a specialist, each event carrying
+# delegation_id and target_agent_id (fields in docs/protocol.md, "Agent Alloy workflows").
+DELEGATION_START = "delegation_start"  # task, depth, tool_call_id, supervisor_agent_id, parent_delegation_id?
+DELEGATION_CHUNK = "delegation_chunk"  # content: the specialist's streamed text
+DELEGATION_TOOL_CALL = "delegation_tool_call"  # tool, arguments, tool_call_id
+DELEGATION_TOOL_RESULT = "delegation_tool_result"  # tool, content (500 chars), success, duration_ms
+DELEGATION_COMPLETE = "delegation_complete"  # status, error?, result_preview, tokens_input/output, duration_ms
+DELEGATION_EVENTS = frozenset({DELEGATION_START, DELEGATION_CHUNK, DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT,
+                               DELEGATION_COMPLETE})
 
 #: Provider-level events that the run engine consumes but never projects as such.
-PROVIDER_ONLY = frozenset({TOOL_CALL, FINISH, PROVIDER_META})
+PROVIDER_ONLY = frozenset({TOOL_CALL, TOOL_CALL_DELTA, FINISH, PROVIDER_META})
+
+# Editor documents (odysseus.documents), on both projections under these names.
+DOC_STREAM_OPEN = "doc_stream_open"  # {title, language}: a create/update_document call is streaming
+DOC_STREAM_DELTA = "doc_stream_delta"  # {content}: the whole previewed content so far (not an increment)
+DOC_UPDATE = "doc_update"  # {doc_id, content, version, title, language}: a document write was accepted
+DOC_SUGGESTIONS = "doc_suggestions"  # {doc_id, suggestions: [{id, find, replace, reason}]}
+DOC_EVENTS = (DOC_STREAM_OPEN, DOC_STREAM_DELTA, DOC_UPDATE, DOC_SUGGESTIONS)
 
 
 @dataclass(frozen=True)
@@ -78,6 +109,17 @@ def finish(reason: Optional[str]) -> Event:
 def tool_call(call_id: str, name: str, arguments: Any, index: int = 0) -> Event:
     """A complete tool call requested by the model, with the provider's call id."""
     return Event(TOOL_CALL, {"id": call_id, "name": name, "arguments": arguments, "index": index})
+
+
+def tool_call_delta(index: int, arguments_delta: str, call_id: Optional[str] = None,
+                    name: Optional[str] = None) -> Event:
+    """A fragment of a tool call's arguments as the provider streams it (id and name when first known)."""
+    data: dict = {"index": index, "arguments_delta": arguments_delta}
+    if call_id:
+        data["id"] = call_id
+    if name:
+        data["name"] = name
+    return Event(TOOL_CALL_DELTA, data)
 
 
 def error(message: str, status: int) -> Event:

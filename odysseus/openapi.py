@@ -24,9 +24,10 @@ OBJ = {"type": "object"}
 NULLABLE_STR = {"type": ["string", "null"]}
 TEMPERATURE = {"type": "number", "minimum": 0, "maximum": 2}
 TOOLS = {"type": ["array", "null"], "items": STR}
-PAGE = (("limit", INT), ("offset", INT))
+PAGE = (("limit", {"type": "integer", "minimum": 1}), ("offset", {"type": "integer", "minimum": 0}))
 
-MESSAGE_ID = "<int(max=9223372036854775807):message_id>"  # as routes/history_routes.py registers it
+MESSAGE_ID = "<digits:message_id>"  # as routes/history_routes.py registers it (ASCII digits only)
+DOC_VERSION = "<int(max=1000000000):number>"  # as routes/document_routes.py registers it
 TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/background
     "message": {"type": "string", "minLength": 1}, "session": ID, "session_id": ID,
     "mode": {"type": "string", "enum": ["chat", "agent", "compare"]}, "model": ID,
@@ -34,13 +35,41 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     # agent mode: answer an approval card, or continue after rounds_exhausted
     "tool_approval_id": ID, "tool_approval_decision": {"type": "string", "enum": ["approve", "approve_task", "deny"]},
     "continue": BOOL,
+    "active_doc_id": ID,  # an open editor document: the model sees it and gets the document tools
+    # context (odysseus.context): upload ids to attach; retrieval over the user's files on/off
+    "attachments": {"type": "array", "items": ID, "maxItems": 50}, "use_rag": BOOL,
+    # context (odysseus.context): memories on/off for this turn, web sources (chat), workspace (agent, admin)
+    "use_memory": BOOL, "use_web": BOOL, "workspace": {"type": "string", "maxLength": 4096},
+    "use_research": BOOL,  # run the message as a research job (odysseus.research)
 }
+UPLOAD_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
+    "type": "object", "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+    "required": ["files"]}}}}
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
+CHAT_TURN = {**TURN, "workflow_id": ID}  # agent mode: run an Agent Alloy workflow (its supervisor answers)
+AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID, "workflow_id": ID}
 PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
            "tools": TOOLS, "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
            "is_default": BOOL}
 AGENT = {**{k: v for k, v in PROFILE.items() if k != "is_default"}, "agent_id": ID, "profile_id": ID}
 CREDENTIALS = {"username": STR, "password": STR}
+MEMORY = {"text": {"type": "string", "minLength": 1, "maxLength": 1000}, "category": {"type": "string", "maxLength": 40},
+          "pinned": BOOL}
+MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
+RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat turn with use_research
+    "query": {"type": "string", "minLength": 1}, "session_id": ID, "model": ID, "client_message_id": ID,
+    "max_rounds": {"type": "integer", "minimum": 0, "maximum": 20},
+    "min_rounds": {"type": "integer", "minimum": 0, "maximum": 20},
+    "max_time": {"type": "number", "minimum": 60, "maximum": 3600},
+    "pages_per_round": {"type": "integer", "minimum": 1, "maximum": 20},
+    "chars_per_page": {"type": "integer", "minimum": 500, "maximum": 50000},
+    "concurrent_reads": {"type": "integer", "minimum": 1, "maximum": 8},
+}
+WORKFLOW = {"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "name": {"type": "string", "maxLength": 200},
+            "description": NULLABLE_STR, "supervisor_agent_id": ID,
+            "members": {"type": "array", "maxItems": 20, "items": {"type": "object", "properties": {
+                "agent_id": ID, "role": {"type": "string", "enum": ["supervisor", "specialist"]},
+                "delegation_hint": NULLABLE_STR}, "required": ["agent_id", "role"]}}}
 
 
 @dataclass(frozen=True)
@@ -63,7 +92,7 @@ class Op:
 
 OPERATIONS: List[Op] = [
     # chat (spec: chat-stream-events.md)
-    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", TURN, ("message",),
+    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", CHAT_TURN, ("message",),
        stream=True),
     Op("GET", "/api/chat/stream_status/<session_id>", "The session's newest run: status and counters.", "chat"),
     Op("GET", "/api/chat/resume/<session_id>", "Replay the session's run after a cursor, then follow it.", "chat",
@@ -93,16 +122,65 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/agents/<agent_id>", "One named agent.", "agent"),
     Op("PATCH", "/api/agents/<agent_id>", "Change a named agent.", "agent", AGENT),
     Op("DELETE", "/api/agents/<agent_id>", "Delete a named agent.", "agent"),
+    # memories
+    Op("GET", "/api/memory", "The caller's memories (pinned first) and memory switches.", "memory"),
+    Op("POST", "/api/memory", "Remember a fact.", "memory", MEMORY, ("text",), status=201),
+    Op("GET", "/api/memory/search", "Full-text search over the caller's memories.", "memory",
+       query=(("q", {"type": "string", "minLength": 1, "maxLength": 500}),)),
+    Op("GET", "/api/memory/settings", "The caller's memory switches.", "memory"),
+    Op("PATCH", "/api/memory/settings", "Turn memories in context or automatic extraction on or off.", "memory",
+       MEMORY_SETTINGS),
+    Op("GET", "/api/memory/<memory_id>", "One memory.", "memory"),
+    Op("PATCH", "/api/memory/<memory_id>", "Change a memory's text, category or pinned flag.", "memory", MEMORY),
+    Op("POST", "/api/memory/<memory_id>/pin", "Pin (or, with pinned false, unpin) a memory.", "memory",
+       {"pinned": BOOL}),
+    Op("DELETE", "/api/memory/<memory_id>", "Forget a memory.", "memory"),
+    Op("GET", "/api/workspace/browse", "Directories under a path, for the workspace picker (admin).", "agent",
+       query=(("path", {"type": "string", "maxLength": 4096}),)),
+    # research jobs (README "Research"; docs/protocol.md "Research jobs")
+    Op("POST", "/api/research/start", "Start a research job; answers at once with its id.", "research", RESEARCH,
+       ("query",), status=202),
+    Op("GET", "/api/research/stream/<job_id>", "The job's stream: progress frames, then its final status.",
+       "research", query=(("after", INT),), headers=(("Last-Event-ID", STR),), stream=True),
+    Op("GET", "/api/research/status/<job_id>", "Where a job is: status, phase, counts.", "research"),
+    Op("POST", "/api/research/cancel/<job_id>", "Cancel a job (idempotent).", "research"),
+    Op("GET", "/api/research/<job_id>", "A job's result: report, sources, findings, stats.", "research"),
+    Op("GET", "/api/research", "The caller's jobs, newest first.", "research",
+       query=(("q", STR),) + PAGE),
+    Op("DELETE", "/api/research/<job_id>", "Forget a job (cancels it when running).", "research"),
+    Op("GET", "/api/alloy/workflows", "The caller's Agent Alloy workflows.", "agent"),
+    Op("POST", "/api/alloy/workflows", "Create a workflow (a supervisor agent and its specialists).", "agent",
+       WORKFLOW, ("name", "members"), status=201),
+    Op("GET", "/api/alloy/workflows/<workflow_id>", "One workflow.", "agent"),
+    Op("PATCH", "/api/alloy/workflows/<workflow_id>", "Change a workflow.", "agent", WORKFLOW),
+    Op("DELETE", "/api/alloy/workflows/<workflow_id>", "Delete a workflow.", "agent"),
     # history
     Op("POST", "/api/sessions", "Create a session.", "history", {"title": STR}, status=201),
-    Op("GET", "/api/sessions", "The caller's sessions.", "history", query=PAGE),
+    Op("GET", "/api/sessions", "The caller's sessions, most recently updated first, paged (limit <= 500).",
+       "history", query=PAGE + (("before", {"type": "string", "description": "next_before of the previous page"}),)),
     Op("GET", "/api/sessions/<session_id>", "One session.", "history"),
     Op("PATCH", "/api/sessions/<session_id>", "Rename a session.", "history", {"title": STR}),
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
-    Op("GET", "/api/sessions/<session_id>/messages", "The session's messages in order.", "history"),
+    Op("GET", "/api/sessions/<session_id>/messages", "The session's newest messages in order, paged back by id.",
+       "history", query=(("before", {"type": "integer", "minimum": 1}),
+                         ("limit", {"type": "integer", "minimum": 1, "maximum": 1000}))),
     Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR},
        ("content",)),
     Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),
+    # editor documents
+    Op("POST", "/api/document", "Create a document (in a session when session_id names one).", "documents",
+       {"session_id": ID, "title": {"type": "string", "minLength": 1, "maxLength": 200}, "language": STR,
+        "content": STR}, ("title",), status=201),
+    Op("GET", "/api/documents/<session_id>", "The session's documents (no content).", "documents"),
+    Op("GET", "/api/document/<doc_id>", "One document with its content.", "documents"),
+    Op("PUT", "/api/document/<doc_id>", "Save the content (new user version; no-op when unchanged).", "documents",
+       {"content": STR, "summary": STR}, ("content",)),
+    Op("PATCH", "/api/document/<doc_id>", "Rename a document or change its language.", "documents",
+       {"title": {"type": "string", "minLength": 1, "maxLength": 200}, "language": STR}),
+    Op("DELETE", "/api/document/<doc_id>", "Delete a document and its versions.", "documents"),
+    Op("GET", "/api/document/<doc_id>/versions", "The document's versions, newest first.", "documents"),
+    Op("GET", f"/api/document/<doc_id>/version/{DOC_VERSION}", "One version with its content.", "documents"),
+    Op("POST", f"/api/document/<doc_id>/restore/{DOC_VERSION}", "Restore a version as a new version.", "documents"),
     # accounts
     Op("GET", "/api/auth/status", "Who is signed in, the mode and the CSRF token.", "auth", public=True),
     Op("POST", "/api/auth/setup", "Create the first (admin) account.", "auth", CREDENTIALS, public=True),
@@ -121,6 +199,37 @@ OPERATIONS: List[Op] = [
        status=201),
     Op("GET", "/api/auth/settings", "Instance settings (admin).", "auth"),
     Op("POST", "/api/auth/settings", "Change instance settings (admin).", "auth", {"allow_signup": BOOL}),
+    # uploads (README "Uploads, attachments and retrieval")
+    Op("POST", "/api/upload", "Upload files (multipart field files); same bytes give the existing record.", "uploads",
+       extra={"requestBody": UPLOAD_BODY}),
+    Op("GET", "/api/upload", "The caller's uploads, newest first.", "uploads", query=PAGE),
+    Op("GET", "/api/upload/<upload_id>", "One upload's record, with its index status.", "uploads"),
+    Op("GET", "/api/upload/<upload_id>/content", "An upload's bytes (images inline, other files as downloads).",
+       "uploads"),
+    Op("DELETE", "/api/upload/<upload_id>", "Delete an upload with its file and indexed chunks.", "uploads"),
+    # the page's features (issue #20)
+    Op("GET", "/api/search", "Search the caller's messages (every word, as a prefix).", "history",
+       query=(("q", {"type": "string", "minLength": 1, "maxLength": 500}),) + PAGE),
+    Op("GET", "/api/sessions/<session_id>/export", "Download a chat as Markdown or JSON (importable).", "history",
+       query=(("format", {"type": "string", "enum": ["md", "json"]}),)),
+    Op("POST", "/api/sessions/import", "Create a chat from a JSON export (refused whole on bad input).", "history",
+       {"format": STR, "version": INT, "session": OBJ, "messages": {"type": "array", "items": OBJ}},
+       ("format", "version", "session", "messages"), status=201),
+    Op("GET", "/api/user/settings", "The caller's settings and the page's limits.", "settings"),
+    Op("PATCH", "/api/user/settings", "Change some of the caller's settings (null resets one).", "settings",
+       {"default_model": NULLABLE_STR, "default_mode": {"type": ["string", "null"], "enum": ["chat", "agent", None]},
+        "system_prompt": NULLABLE_STR,
+        "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
+        "theme": {"type": ["string", "null"], "enum": ["auto", "light", "dark", None]},
+        "memory_enabled": {"type": ["boolean", "null"]}}),
+    Op("GET", "/api/admin/users", "Every account with its admin flag and disabled state (admin).", "settings"),
+    Op("PATCH", "/api/admin/users/<user_id>", "Set an account's admin flag or disable it (admin).", "settings",
+       {"is_admin": BOOL, "disabled": BOOL}),
+    Op("POST", "/api/admin/users/<user_id>/password", "Set an account's password (admin).", "settings",
+       {"new_password": STR}, ("new_password",)),
+    Op("GET", "/api/diagnostics/stream", "Streaming self-test: timestamped frames at known intervals.", "meta",
+       query=(("count", {"type": "integer", "minimum": 2, "maximum": 10}),
+              ("interval_ms", {"type": "integer", "minimum": 50, "maximum": 1000})), stream=True, public=True),
     # meta
     Op("GET", "/api/images/<name>", "An image the agent generated (its owner only).", "agent"),
     Op("GET", "/api/health", "Liveness and engine counters.", "meta", public=True),
@@ -134,7 +243,7 @@ ERROR = {"type": "object", "properties": {"error": STR}, "required": ["error"]}
 
 def openapi_path(rule: str) -> Tuple[str, List[Tuple[str, Dict[str, Any]]]]:
     """``/a/<int:x>`` -> (``/a/{x}``, [("x", integer schema)])."""
-    params = [(name, INT if conv == "int" else {"type": "string", "minLength": 1})
+    params = [(name, INT if conv in ("int", "digits") else {"type": "string", "minLength": 1})
               for conv, name in _CONVERTER.findall(rule)]  # int limits are not described: fuzz past them
     return _CONVERTER.sub(lambda m: "{" + m.group(2) + "}", rule), params
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from typing import Dict, Iterable, Iterator, List, Optional
 
-from .events import CLOSE, DELTA, DONE, ERROR, PROVIDER_ONLY, RUN_STARTED, Event
+from .events import (AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DELEGATION_EVENTS, DELTA, DOC_EVENTS, DONE, ERROR,
+                     PROVIDER_ONLY, RESEARCH_DONE, RESEARCH_FINDINGS, RESEARCH_PROGRESS, RESEARCH_SOURCES,
+                     RUN_STARTED, Event)
 
 #: Events the chat projection does not send (they exist for the agent projection).
 CHAT_HIDDEN = frozenset({RUN_STARTED, CLOSE}) | PROVIDER_ONLY
@@ -85,6 +87,15 @@ AGENT_NAMES = {
     RUN_STARTED: "run_started", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
     "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
     "run_missing": "run_missing",
+    **{name: name for name in DOC_EVENTS},  # editor documents: the same names on both projections
+    "attachments": "attachments", "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
+    # context events (odysseus.context): same payload as the chat projection's
+    "memories_used": "memories_used", "web_sources": "web_sources", "workspace_rejected": "workspace_rejected",
+    "notice": "notice",
+    # research jobs (odysseus.research): the same names as the chat projection's types
+    RESEARCH_PROGRESS: "research_progress", RESEARCH_SOURCES: "research_sources",
+    RESEARCH_FINDINGS: "research_findings", RESEARCH_DONE: "research_done",
+    **{name: name for name in DELEGATION_EVENTS},  # Agent Alloy: sent as they are
 }
 TOOL_RESULT_PREVIEW = 500
 
@@ -124,3 +135,44 @@ def agent_frame(event: Event, payload_json: Optional[str] = None) -> Optional[st
         head = f"id: {seq}\n" if seq is not None else ""
         return f"{head}event: {name}\ndata: {payload_json}\n\n"
     return named_frame(name, data, seq)
+
+
+# ---------------------------------------------------------------- research job projection
+#: Run status -> the job status a research client sees.
+JOB_STATUS = {"done": "done", "error": "error", "stopped": "cancelled", "interrupted": "error"}
+
+
+def job_frame(data: dict, seq: Optional[int] = None) -> str:
+    """One job-stream frame: ``data: {...}`` with its id."""
+    head = f"id: {seq}\n" if seq is not None else ""
+    return f"{head}data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+def research_frame(event: Event, payload_json: Optional[str] = None) -> Optional[str]:
+    """Encode ``event`` for /api/research/stream: ``data: {phase, ..., status}`` frames with ids.
+
+    Progress frames carry the phase's fields; ``sources``, ``findings`` and ``report`` (one per
+    report delta) follow; the last frame is ``{"status": "done"|"error"|"cancelled", "final": true}``,
+    built from the terminal record (or, for a failed run, from its ``error`` event).
+    """
+    kind, data, seq = event.type, event.data, event.seq
+    if kind == RESEARCH_PROGRESS:
+        return job_frame({**(data.get("data") or {}), "status": "running"}, seq)
+    if kind == RESEARCH_SOURCES:
+        return job_frame({"phase": "sources", "sources": data.get("data") or [], "status": "running"}, seq)
+    if kind == RESEARCH_FINDINGS:
+        return job_frame({"phase": "findings", "findings": data.get("data") or [], "status": "running"}, seq)
+    if kind == DELTA and not data.get("thinking"):
+        return job_frame({"phase": "report", "delta": data.get("delta", ""), "status": "running"}, seq)
+    if kind in (CHAT_TERMINAL, AGENT_TERMINAL):
+        record = data.get("data") or {}
+        status = JOB_STATUS.get(record.get("status"), "error")
+        if status == "error":
+            return None  # the error event that follows is the final frame
+        research = record.get("research") or {}
+        return job_frame({"status": status, "final": True, "job_id": record.get("run_id"),
+                           "session_id": record.get("session_id"), "message_id": record.get("message_id"),
+                           "partial": bool(research.get("partial") or record.get("partial"))}, seq)
+    if kind == ERROR:
+        return job_frame({"status": "error", "final": True, "error": data.get("error"), "partial": True}, seq)
+    return None

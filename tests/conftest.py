@@ -13,11 +13,23 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# In-process apps read the environment too: no title request to a scripted model unless a test asks.
+os.environ.setdefault("ODYSSEUS_TITLE_MODE", "first_line")
 
 from fakeproviders import FakeProvider  # noqa: E402
 from liveserver import LiveServer  # noqa: E402
 
 from odysseus import create_app  # noqa: E402
+
+
+def close_app(application) -> None:
+    """Stop an in-process app's runs and close its SQLite file.
+
+    Each open database holds three descriptors (db, -wal, -shm); left open across hundreds
+    of tests they push later sockets past select()'s FD_SETSIZE in the fake servers.
+    """
+    application.extensions["odysseus.runs"].close()
+    application.extensions["odysseus.store"].close()
 
 
 @pytest.fixture
@@ -26,7 +38,7 @@ def app(tmp_path):
     application = create_app({"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.001, "PROVIDERS": [],
                               "AUTH": "none"})
     yield application
-    application.extensions["odysseus.runs"].close()
+    close_app(application)
 
 
 @pytest.fixture

@@ -42,7 +42,9 @@ class LiveServer:
                     "ODYSSEUS_LOG_LEVEL": "warning",
                     "ODYSSEUS_AUTH": "none",  # single-user on loopback unless the test asks for accounts
                     # a test server stops within about two seconds
-                    "ODYSSEUS_SHUTDOWN_GRACE": "1", "ODYSSEUS_GRACEFUL_MARGIN": "1"})
+                    "ODYSSEUS_SHUTDOWN_GRACE": "1", "ODYSSEUS_GRACEFUL_MARGIN": "1",
+                    # no title request after a first reply: scripted models answer only what a test scripted
+                    "ODYSSEUS_TITLE_MODE": "first_line"})
         env.update(self.env)
         os.makedirs(self.data_dir, exist_ok=True)
         self._log = open(self.log_path, "ab")

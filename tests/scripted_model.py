@@ -131,8 +131,11 @@ class ScriptedModel:
             half = len(args) // 2
             send(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
                                         "function": {"name": call["name"], "arguments": ""}}]}))
-            send(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[:half]}}]}))
-            send(chunk({"tool_calls": [{"index": index, "function": {"arguments": args[half:]}}]}))
+            # "fragments": the argument text exactly as split (tests of split escapes); else two halves
+            for piece in call.get("fragments") or [args[:half], args[half:]]:
+                send(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+                if call.get("fragment_delay"):
+                    time.sleep(call["fragment_delay"])
         send(chunk({}, "tool_calls" if script["tool_calls"] else "stop"))
         send({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": self.model, "choices": [],
               "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})

@@ -65,7 +65,9 @@ def fuzz_target(tmp_path_factory):
     """A live server in single-user mode with a fast demo model."""
     from liveserver import LiveServer
     server = LiveServer(str(tmp_path_factory.mktemp("fuzz")), {
-        "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.001", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+        "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.001", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        # research jobs search a loopback port nobody listens on: they fail fast, never leave the machine
+        "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": "http://127.0.0.1:9"}).start()
     yield server
     server.stop()
 
@@ -85,9 +87,23 @@ def _existing_ids(base: str) -> dict:
                                       timeout=10).json()["id"]
     ids["agent_id"] = requests.post(base + "/api/agents", json={"name": "fuzz"}, headers=origin,
                                     timeout=10).json()["agent_id"]
+    specialist = requests.post(base + "/api/agents", json={"name": "fuzz two"}, headers=origin,
+                               timeout=10).json()["agent_id"]
+    ids["workflow_id"] = requests.post(base + "/api/alloy/workflows", headers=origin, timeout=10, json={
+        "name": "fuzz", "members": [{"agent_id": ids["agent_id"], "role": "supervisor"},
+                                    {"agent_id": specialist, "role": "specialist"}]}).json()["workflow"]["id"]
     ids["job_id"] = requests.post(base + "/api/chat/background", json={"message": "fuzz job"}, headers=origin,
                                   timeout=10).json()["job_id"]
+    ids["doc_id"] = requests.post(base + "/api/document", json={"title": "fuzz", "content": "a\nb",
+                                                               "session_id": ids["session_id"]},
+                                  headers=origin, timeout=10).json()["id"]
+    ids["number"] = 1
+    ids["upload_id"] = requests.post(base + "/api/upload", files={"files": ("fuzz.txt", b"fuzz text")}, headers=origin,
+                                     timeout=10).json()["files"][0]["id"]
+    ids["memory_id"] = requests.post(base + "/api/memory", json={"text": "fuzz memory"}, headers=origin,
+                                     timeout=10).json()["id"]
     ids["token_id"] = "tok_unknown"
+    ids["user_id"] = "u_unknown"  # single-user mode has no accounts: the admin routes answer 409
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404
     return ids
 

@@ -21,6 +21,7 @@ import pytest
 import requests
 from flask import Flask
 from liveserver import ROOT, LiveServer
+from searxng import searxng
 
 from odysseus import create_app
 
@@ -73,8 +74,52 @@ ROUTES = [
           json={"message": "pwned", "target_agent_id": "{agent}"}, needs=("agent",)),
     Route("agent turn with victim's profile", "POST", "/api/agent/chat/stream",
           json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
+    Route("get upload", "GET", "/api/upload/{upload}", needs=("upload",)),
+    Route("upload content", "GET", "/api/upload/{upload}/content", needs=("upload",)),
+    Route("delete upload", "DELETE", "/api/upload/{upload}", needs=("upload",)),
+    Route("chat with upload", "POST", "/api/chat_stream", json={"message": "pwned", "attachments": ["{upload}"]},
+          needs=("upload",)),
+    Route("agent with upload", "POST", "/api/agent/chat/stream", rule="/api/agent/chat/stream",
+          json={"message": "pwned", "attachments": ["{upload}"]}, needs=("upload",)),
     Route("background job into session", "POST", "/api/chat/background",
           json={"message": "pwned", "session_id": "{session}"}),
+    # editor documents
+    Route("get document", "GET", "/api/document/{document}", needs=("document",)),
+    Route("save document", "PUT", "/api/document/{document}", json={"content": "pwned"}, needs=("document",)),
+    Route("rename document", "PATCH", "/api/document/{document}", json={"title": "pwned"}, needs=("document",)),
+    Route("delete document", "DELETE", "/api/document/{document}", needs=("document",)),
+    Route("document versions", "GET", "/api/document/{document}/versions", needs=("document",)),
+    Route("document version", "GET", "/api/document/{document}/version/1", needs=("document",)),
+    Route("restore document version", "POST", "/api/document/{document}/restore/1", needs=("document",)),
+    Route("list session documents", "GET", "/api/documents/{session}", rule="/api/documents/<session_id>"),
+    Route("create document in session", "POST", "/api/document", json={"title": "pwned", "session_id": "{session}"},
+          rule="/api/document"),
+    Route("chat with victim's document", "POST", "/api/chat_stream",
+          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
+    Route("agent with victim's document", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
+    Route("get memory", "GET", "/api/memory/{memory}", needs=("memory",)),
+    Route("edit memory", "PATCH", "/api/memory/{memory}", json={"text": "pwned"}, needs=("memory",)),
+    Route("pin memory", "POST", "/api/memory/{memory}/pin", json={"pinned": False}, needs=("memory",)),
+    Route("delete memory", "DELETE", "/api/memory/{memory}", needs=("memory",)),
+    # research jobs (a job id is a run id)
+    Route("research status", "GET", "/api/research/status/{research}", rule="/api/research/status/<job_id>",
+          needs=("research",)),
+    Route("research result", "GET", "/api/research/{research}", needs=("research",)),
+    Route("research stream", "GET", "/api/research/stream/{research}", needs=("research",)),
+    Route("research stream after cursor", "GET", "/api/research/stream/{research}?after=1", needs=("research",)),
+    Route("research cancel", "POST", "/api/research/cancel/{research}", needs=("research",)),
+    Route("research delete", "DELETE", "/api/research/{research}", needs=("research",)),
+    Route("research status of a chat run", "GET", "/api/research/status/{run}", rule="/api/research/status/<job_id>"),
+    Route("research into session", "POST", "/api/research/start", json={"query": "pwned", "session_id": "{session}"},
+          rule="/api/research/start"),
+    Route("get workflow", "GET", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
+    Route("edit workflow", "PATCH", "/api/alloy/workflows/{workflow}", json={"name": "pwned"}, needs=("workflow",)),
+    Route("delete workflow", "DELETE", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
+    Route("agent turn with victim's workflow", "POST", "/api/agent/chat/stream",
+          json={"message": "pwned", "workflow_id": "{workflow}"}, needs=("workflow",)),
+    Route("chat_stream with victim's workflow", "POST", "/api/chat_stream",
+          json={"message": "pwned", "mode": "agent", "workflow_id": "{workflow}"}, needs=("workflow",)),
 ]
 
 # attacker -> the status every route must answer
@@ -140,6 +185,32 @@ class User:
                                json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"})
         if agent.status_code == 201:
             self.ids["agent"] = agent.json()["agent_id"]
+        document = self.http.post(self.base + "/api/document", timeout=10,
+                                  json={"title": f"{self.name} doc", "content": self.secret,
+                                        "session_id": self.ids["session"]})
+        if document.status_code == 201:
+            self.ids["document"] = document.json()["id"]
+        upload = self.http.post(self.base + "/api/upload", timeout=10,
+                                files={"files": ("notes.txt", f"private notes {self.secret}".encode())})
+        if upload.status_code == 200:
+            self.ids["upload"] = upload.json()["files"][0]["id"]
+        memory = self.http.post(self.base + "/api/memory", json={"text": f"memory {self.secret}", "pinned": True},
+                                timeout=10)
+        if memory.status_code == 201:
+            self.ids["memory"] = memory.json()["id"]
+        research = self.http.post(self.base + "/api/research/start", timeout=10,
+                                  json={"query": f"research {self.secret}"})
+        if research.status_code == 202:
+            self.ids["research"] = research.json()["job_id"]
+            self.ids["research_session"] = research.json()["session_id"]
+            second = self.http.post(self.base + "/api/agents", timeout=10,
+                                    json={"name": "helper two", "agent_id": f"{self.name}_second"})
+            workflow = self.http.post(self.base + "/api/alloy/workflows", timeout=10, json={
+                "id": f"{self.name}-team", "name": self.secret, "members": [
+                    {"agent_id": self.ids["agent"], "role": "supervisor"},
+                    {"agent_id": second.json().get("agent_id"), "role": "specialist"}]})
+            if workflow.status_code == 201:
+                self.ids["workflow"] = workflow.json()["workflow"]["id"]
 
     def get(self, path: str) -> requests.Response:
         return self.http.get(self.base + path, timeout=10)
@@ -151,8 +222,17 @@ class User:
         status = self.get(f"/api/chat/stream_status/{self.ids['session']}").json()
         profile = self.get(f"/api/agent/profiles/{self.ids['profile']}").json() if "profile" in self.ids else None
         agent = self.get(f"/api/agents/{self.ids['agent']}").json() if "agent" in self.ids else None
+        document = self.get(f"/api/document/{self.ids['document']}").json() if "document" in self.ids else None
+        versions = self.get(f"/api/document/{self.ids['document']}/versions").json() if document else None
+        upload = self.get(f"/api/upload/{self.ids['upload']}").json() if "upload" in self.ids else None
+        if upload:
+            upload.pop("index_status", None), upload.pop("chunk_count", None)  # the indexer moves on meanwhile
+        memory = self.get(f"/api/memory/{self.ids['memory']}").json() if "memory" in self.ids else None
+        workflow = self.get(f"/api/alloy/workflows/{self.ids['workflow']}").json() if "workflow" in self.ids else None
         return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent}
+                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
+                "document": document, "versions": versions, "upload": upload, "memory": memory,
+                "workflow": workflow}
 
 
 def forge_cookie(victim: User) -> str:
@@ -163,10 +243,19 @@ def forge_cookie(victim: User) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def search_url():
+    """A SearXNG stand-in for the users' research jobs (its result is refused by the SSRF guard: fine here)."""
+    with searxng([{"title": "t", "url": "http://127.0.0.1:9/x", "content": "c"}]) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, search_url):
     """A password-mode server with alice (admin) and bob, each with a run lasting over a minute (stopped at teardown)."""
     server = LiveServer(str(tmp_path_factory.mktemp("accounts")), {
         "ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "1.0", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        # research jobs search a SearXNG stand-in on loopback (tests/searxng.py), never the internet
+        "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": search_url,
     }).start()
     try:
         setup = requests.post(server.url + "/api/auth/setup", json={"username": "alice", "password": PASSWORD},
@@ -214,6 +303,8 @@ def fill(value, ids: Dict[str, str]):
         return value.format(**ids)
     if isinstance(value, dict):
         return {k: fill(v, ids) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, ids) for v in value]
     return value
 
 
@@ -258,7 +349,8 @@ def test_session_list_shows_only_your_own(world):
     server, users = world
     for user in users.values():
         listed = user.get("/api/sessions").json()["sessions"]
-        own = {user.ids["session"], user.ids.get("job_session", user.ids["session"])}
+        own = {user.ids["session"], user.ids.get("job_session", user.ids["session"]),
+               user.ids.get("research_session", user.ids["session"])}
         assert {s["id"] for s in listed} == own
         assert all(s["owner"] == user.id for s in listed)
     if "/api/agent/chat/runs" in RULES:
@@ -267,6 +359,23 @@ def test_session_list_shows_only_your_own(world):
             assert user.ids["run"] in json.dumps(runs)
             other = users["bob" if user.name == "alice" else "alice"]
             assert other.ids["run"] not in json.dumps(runs)
+
+
+def test_memories_list_and_search_show_only_your_own(world):
+    _, users = world
+    for user in users.values():
+        other = users["bob" if user.name == "alice" else "alice"]
+        listed = user.get("/api/memory").json()["memories"]
+        assert [m["id"] for m in listed] == [user.ids["memory"]]
+        found = user.get(f"/api/memory/search?q=memory+{other.secret}").json()["memories"]
+        assert other.secret not in json.dumps(found) and [m["id"] for m in found] == [user.ids["memory"]]
+
+
+def test_workspace_browse_is_for_admins_only(world):
+    server, users = world
+    assert users["alice"].get("/api/workspace/browse?path=/tmp").status_code == 200  # alice set up: admin
+    refused = users["bob"].get("/api/workspace/browse?path=/tmp")
+    assert refused.status_code == 403 and refused.json()["error"]
 
 
 def test_anonymous_callers_get_401_everywhere(world):

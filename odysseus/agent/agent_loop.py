@@ -26,7 +26,8 @@ from typing import Callable, Iterator, List, Optional
 from ..cancel import Cancelled
 from ..chat_turn import model_messages
 from ..errors import OdysseusError, ProviderError
-from ..events import DELTA, FINISH, MODEL_INFO, TOOL_CALL, USAGE, Event, delta
+from ..documents.service import record_touch
+from ..events import DELTA, DOC_SUGGESTIONS, DOC_UPDATE, FINISH, MODEL_INFO, TOOL_CALL, TOOL_CALL_DELTA, USAGE, Event, delta
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
@@ -223,17 +224,23 @@ class AgentLoop:
                               temperature=self.temperature)
         parts: List[str] = []
         calls: List[dict] = []
+        previews: dict = {}  # call index -> streaming state of a tool with a preview (documents)
         record = {"round": round_no, "text": "", "tool_calls": [], "finish_reason": None, "route": None}
         self.term["rounds"].append(record)
         started = time.monotonic()
         try:
             for event in stream_route(self.candidates, request, self.ctx.cancel):
+                if event.type == TOOL_CALL_DELTA:  # provider-level: only a tool's preview makes events of it
+                    if tools:
+                        yield from self._preview(previews, event.data)
+                    continue
                 if event.type == DELTA and not event.data.get("thinking"):
                     if not parts and self.any_text:
                         yield delta("\n\n")
                     parts.append(event.data["delta"])
                     record["text"] = "".join(parts)
                 elif event.type == TOOL_CALL and tools:
+                    yield from self._preview_done(previews, event.data.get("index", 0))
                     call = normalize_call(event.data, round_no)
                     calls.append(call)
                     record["tool_calls"].append({"id": call["id"], "name": call["name"]})
@@ -256,6 +263,27 @@ class AgentLoop:
             self.any_text = True
         self.meta["rounds"].append({"round": round_no, "tool_calls": [c["id"] for c in calls]})
         return text, calls
+
+    def _preview(self, previews: dict, data: dict) -> Iterator[Event]:
+        """Feed a streaming tool call's argument fragment to its tool's preview, if it has one."""
+        entry = previews.setdefault(data.get("index", 0), {"name": "", "pending": "", "preview": None})
+        if data.get("name"):
+            entry["name"] = data["name"]
+        fragment = entry["pending"] + (data.get("arguments_delta") or "")
+        if entry["preview"] is None:
+            tool = self.registry.get(entry["name"]) if entry["name"] else None
+            if tool is None or tool.preview is None:
+                entry["pending"] = fragment if not entry["name"] else ""
+                return
+            entry["preview"] = tool.preview(self.tool_ctx)
+        entry["pending"] = ""
+        yield from entry["preview"].feed(fragment)
+
+    def _preview_done(self, previews: dict, index: int) -> Iterator[Event]:
+        """The call is complete: its preview's last events."""
+        entry = previews.pop(index, None)
+        if entry and entry["preview"] is not None:
+            yield from entry["preview"].finish()
 
     def _last_round(self) -> Iterator[Event]:
         """After the loop breaker: one more round without tools so the model can answer."""
@@ -310,6 +338,8 @@ class AgentLoop:
         for event in result.events:
             if event.type == "exhibit":
                 self._record_exhibit(event.data)
+            elif event.type in (DOC_UPDATE, DOC_SUGGESTIONS):  # the saved reply names the documents it touched
+                record_touch(self.ctx.metadata, event)
             yield event
         display = _cap(result.output, self.settings.display_cap)
         self.messages.append({"role": "tool", "tool_call_id": call["id"],

@@ -10,6 +10,7 @@ result the model sees. A stopped run cancels the child too, and the turn raises
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -31,8 +32,8 @@ def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, 
     lines: "queue.Queue" = queue.Queue()
     done = threading.Event()
     box: List[Optional[ToolResult]] = [None]
-    tool_ctx = ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=child, config=ctx.config,
-                           workspace_root=ctx.workspace_root, progress=lines.put, save_image=ctx.save_image)
+    # every field of the run's context (workspace, memories, ...), with this call's cancel token and progress
+    tool_ctx = dataclasses.replace(ctx, cancel=child, progress=lines.put)
 
     def work() -> None:
         try:

@@ -10,6 +10,7 @@ from ..cancel import Cancelled, CancelToken
 from ..events import DELTA, PROVIDER_META, TOOL_CALL, Event
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, Timeouts, Transport, provider_errors
+from .text_repair import repaired
 
 
 class HTTPProvider:
@@ -17,7 +18,8 @@ class HTTPProvider:
 
     Subclasses implement ``_open`` (send the request) and ``_events`` (turn the open
     response into canonical events). ``stream`` wraps both in the one error boundary,
-    switches to the idle timeout at the first output, and always closes the connection.
+    repairs UTF-16 surrogates in their text once (``text_repair.repaired``), switches to
+    the idle timeout at the first output, and always closes the connection.
     """
 
     kind = "http"
@@ -48,7 +50,7 @@ class HTTPProvider:
         response = self._open(request, cancel)
         try:
             with provider_errors(self.name, cancel):
-                for event in self._events(response, request):
+                for event in repaired(self._events(response, request)):  # the one text repair
                     if event.type in (DELTA, TOOL_CALL):
                         response.mark_output()
                     cancel.raise_if_cancelled()
@@ -105,6 +107,13 @@ def text_of(content: Any) -> str:
         return "".join(part.get("text", "") for part in content
                        if isinstance(part, dict) and part.get("type") in ("text", None))
     return str(content)
+
+
+def image_parts(message: dict) -> List[dict]:
+    """The provider-neutral image parts ``{"type": "image", "mime", "data": <base64>}`` of a message
+    (added by ``odysseus.context``; each adapter translates them to its own wire shape)."""
+    return [part for part in message.get("parts") or []
+            if isinstance(part, dict) and part.get("type") == "image" and part.get("data")]
 
 
 def normalise_finish(reason: Optional[str], had_tool_calls: bool) -> Optional[str]:

@@ -1,5 +1,8 @@
 """Anthropic Messages ``/v1/messages`` (SSE): text, thinking, tool_use, usage, in-stream errors.
 
+A ``tool_use`` block's ``input_json_delta`` fragments are passed on as ``tool_call_delta``
+events (for live previews); the whole call follows as ``tool_call`` when the block stops.
+
 ``base_url`` is the server root (``https://api.anthropic.com``). OpenAI-shaped input is
 translated: system messages become the top-level ``system``, assistant ``tool_calls``
 become ``tool_use`` blocks, ``tool`` messages become ``tool_result`` blocks in a user
@@ -14,9 +17,9 @@ from typing import Dict, Iterator, List, Optional
 
 from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
-from ..events import Event, delta, finish, tool_call, usage
+from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from ..sse import parse_sse
-from .adapter import HTTPProvider, normalise_finish, parse_arguments, text_of
+from .adapter import HTTPProvider, image_parts, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
 
@@ -63,7 +66,9 @@ def wire_messages(messages: List[dict]) -> tuple:
                                "input": args if isinstance(args, dict) else {"value": args}})
             add("assistant", blocks)
         else:
-            add("user", [{"type": "text", "text": text}] if text else [])
+            images = [{"type": "image", "source": {"type": "base64", "media_type": part["mime"], "data": part["data"]}}
+                      for part in image_parts(message)]
+            add("user", images + ([{"type": "text", "text": text}] if text else []))
     return "\n\n".join(system), out
 
 
@@ -122,6 +127,7 @@ class AnthropicProvider(HTTPProvider):
     def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
         blocks: Dict[int, dict] = {}
         tools_seen = 0
+        tool_blocks = 0  # tool_use blocks started: the index of their tool_call_delta fragments
         input_tokens = output_tokens = None
         extra_usage: dict = {}
         reason: Optional[str] = None
@@ -155,6 +161,9 @@ class AnthropicProvider(HTTPProvider):
                 blocks[doc.get("index", 0)] = block
                 if block.get("type") == "tool_use":
                     response.mark_output()
+                    block["tool_index"] = tool_blocks
+                    tool_blocks += 1
+                    yield tool_call_delta(block["tool_index"], "", block.get("id") or None, block.get("name") or None)
                 elif block.get("type") == "text" and block.get("text"):
                     yield delta(block["text"])
                 elif block.get("type") == "thinking" and block.get("thinking"):
@@ -170,7 +179,10 @@ class AnthropicProvider(HTTPProvider):
                     yield delta(part.get("thinking", ""), thinking=True)
                 elif part.get("type") == "input_json_delta":
                     response.mark_output()
-                    block["json"] += part.get("partial_json", "")
+                    fragment = part.get("partial_json", "")
+                    block["json"] += fragment
+                    if fragment and "tool_index" in block:
+                        yield tool_call_delta(block["tool_index"], fragment)
                 else:
                     yield self.meta(index=doc.get("index", 0), delta=part)  # signature_delta, citations, ...
             elif kind == "content_block_stop":

@@ -36,6 +36,7 @@ from ..cancel import Cancelled, CancelToken
 from ..errors import (ProviderError, ProviderHTTPError, ProviderNetworkError, ProviderProtocolError,
                       ProviderTimeout, ProviderUnavailable)
 from .base import ProviderConfig
+from .text_repair import repair_text, repair_value
 
 READ_SIZE = 65536
 DRAIN_SECONDS = 0.25  # after the protocol's end marker, how long to wait for the body's end
@@ -98,7 +99,8 @@ def map_error(exc: BaseException, provider: str) -> ProviderError:
     if any(isinstance(e, http.client.IncompleteRead) for e in chain):
         return ProviderNetworkError(f"Connection closed by provider {provider} before the response was complete",
                                     provider=provider)
-    if isinstance(exc, (ValueError, UnicodeDecodeError)) and not isinstance(exc, requests.RequestException):
+    malformed = (ValueError, UnicodeDecodeError, RecursionError)
+    if isinstance(exc, malformed) and not isinstance(exc, requests.RequestException):
         return ProviderProtocolError(f"Malformed chunk from provider {provider}: {exc}", provider=provider)
     return ProviderNetworkError(f"Network error talking to provider {provider}: {exc.__class__.__name__}",
                                 provider=provider)
@@ -111,12 +113,15 @@ def provider_errors(provider: str, cancel: Optional[CancelToken] = None) -> Iter
         yield
     except Cancelled:
         raise
-    except ProviderError:
+    except ProviderError as exc:
         if cancel is not None and cancel.cancelled:
             raise Cancelled(cancel.reason or "stopped") from None
+        if exc.message != repair_text(exc.message):  # a provider's own words may carry half a pair
+            exc.message = repair_text(exc.message)
+            exc.args = (exc.message,)
         raise
     except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError,
-            ValueError, EOFError) as exc:
+            ValueError, EOFError, RecursionError) as exc:
         if cancel is not None and cancel.cancelled:
             raise Cancelled(cancel.reason or "stopped") from None
         raise map_error(exc, provider) from exc
@@ -142,8 +147,8 @@ def error_message(body: bytes) -> str:
     """The human part of a provider's error body (OpenAI, Ollama and Anthropic shapes)."""
     text = body.decode("utf-8", "replace").strip()
     try:
-        doc = json.loads(text)
-    except ValueError:
+        doc = repair_value(json.loads(text))
+    except (ValueError, RecursionError):
         return text[:500]
     err = doc.get("error", doc) if isinstance(doc, dict) else doc
     if isinstance(err, dict):
@@ -404,7 +409,7 @@ class Transport:
                 raise ProviderHTTPError(
                     f"Provider {self.provider} returned HTTP {response.status_code}: {error_message(response.content)}",
                     status=response.status_code, retry_after=retry_after(response.headers), provider=self.provider)
-            return response.json()
+            return repair_value(response.json())
 
 
 def ndjson_lines(chunks: Iterator[bytes]) -> Iterator[str]:
@@ -424,7 +429,7 @@ def parse_json(text: str, provider: str) -> Any:
     """One JSON chunk; a malformed one is a ProviderProtocolError naming the provider."""
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep
         shown = text if len(text) <= 200 else text[:197] + "..."
         raise ProviderProtocolError(f"Malformed chunk from provider {provider}: {shown!r}",
                                     provider=provider) from None

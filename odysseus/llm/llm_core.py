@@ -18,7 +18,7 @@ from typing import Dict, Iterable, Iterator, List, Optional
 
 from ..cancel import CancelToken
 from ..errors import NotFound, ProviderError
-from ..events import DELTA, FALLBACK, MODEL_INFO, TOOL_CALL, Event
+from ..events import DELTA, FALLBACK, MODEL_INFO, TOOL_CALL, TOOL_CALL_DELTA, Event
 from .base import ChatRequest, Provider
 from .demo import DEMO_LABEL, DEMO_MODEL
 from .metrics import CompletionMetrics, message_chars
@@ -108,7 +108,7 @@ def model_info(candidate: Candidate) -> Event:
 
 
 def _is_output(event: Event) -> bool:
-    return event.type in (DELTA, TOOL_CALL)
+    return event.type in (DELTA, TOOL_CALL, TOOL_CALL_DELTA)  # streamed tool arguments are output: no holding back
 
 
 def _fallback(candidates: List[Candidate], answering: Candidate, failures: List[dict]) -> Event:

@@ -13,7 +13,7 @@ from typing import Dict, Iterator, List, Optional
 from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
 from ..events import Event, delta, finish, tool_call, usage
-from .adapter import HTTPProvider, new_call_id, normalise_finish, parse_arguments, text_of
+from .adapter import HTTPProvider, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, ndjson_lines, parse_json
 from .think_splitter import ThinkSplitter
@@ -40,7 +40,7 @@ def wire_messages(messages: List[dict]) -> List[dict]:
     for message in messages:
         role = message.get("role")
         item: dict = {"role": role, "content": text_of(message.get("content"))}
-        images = _images(message.get("content"))
+        images = _images(message.get("content")) + [part["data"] for part in image_parts(message)]
         if images:
             item["images"] = images
         if role == "assistant" and message.get("tool_calls"):

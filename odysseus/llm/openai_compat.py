@@ -4,7 +4,8 @@
 ``https://openrouter.ai/api/v1``); a bare host (``http://localhost:8080``) gets ``/v1``.
 Reasoning arrives as ``reasoning_content`` (llama.cpp, vLLM, DeepSeek), ``reasoning``
 (OpenRouter, Groq, Ollama's compat API) or inline ``<think>`` tags in the content.
-Tool calls arrive as deltas keyed by ``index`` and are emitted whole, in index order,
+Tool calls arrive as deltas keyed by ``index``: each fragment is passed on as a
+``tool_call_delta`` (for live previews) and the calls are emitted whole, in index order,
 when the choice finishes. ``stream_options.include_usage`` is asked for; a server that
 rejects it is asked again without it, and remembered.
 """
@@ -17,9 +18,9 @@ from urllib.parse import urlsplit
 
 from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
-from ..events import Event, delta, finish, tool_call, usage
+from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from ..sse import parse_sse
-from .adapter import HTTPProvider, arguments_json, new_call_id, normalise_finish, parse_arguments
+from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
 from .think_splitter import ThinkSplitter
@@ -41,6 +42,12 @@ def wire_messages(messages: List[dict]) -> List[dict]:
     out = []
     for message in messages:
         message = dict(message)
+        images = image_parts(message)
+        message.pop("parts", None)
+        if images:  # a content array: the text, then each image as a data URL
+            message["content"] = [{"type": "text", "text": text_of(message.get("content"))}] + [
+                {"type": "image_url", "image_url": {"url": f"data:{part['mime']};base64,{part['data']}"}}
+                for part in images]
         if message.get("tool_calls"):
             calls = []
             for call in message["tool_calls"]:
@@ -59,20 +66,28 @@ class _ToolCallBuffer:
         self.calls: Dict[int, dict] = {}
         self.emitted = False
 
-    def add(self, part: dict, fallback_index: int) -> None:
+    def add(self, part: dict, fallback_index: int) -> Optional[Event]:
+        """Fold one delta in; return the ``tool_call_delta`` event it amounts to (None when it adds nothing)."""
         index = part.get("index", fallback_index)
         call = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+        new_id = new_name = None
         if part.get("id") and not call["id"]:
-            call["id"] = part["id"]
+            call["id"] = new_id = part["id"]
         fn = part.get("function") or {}
         name = fn.get("name")
         if name and name != call["name"]:  # some servers repeat the whole name in every delta
             call["name"] += name
+            new_name = call["name"]
         args = fn.get("arguments")
-        if isinstance(args, (dict, list)):
+        piece = ""
+        if isinstance(args, (dict, list)):  # a whole object at once: no preview worth streaming
             call["arguments"] = json.dumps(args)
-        elif args:
+        elif isinstance(args, str) and args:
             call["arguments"] += args
+            piece = args
+        if not (piece or new_id or new_name):
+            return None
+        return tool_call_delta(index, piece, new_id, new_name)
 
     def drain(self) -> List[Event]:
         events = [tool_call(call["id"] or new_call_id(), call["name"], parse_arguments(call["arguments"]), index)
@@ -159,7 +174,9 @@ class OpenAICompatProvider(HTTPProvider):
                         yield delta(text, thinking=is_thinking)
                 for index, part in enumerate(piece.get("tool_calls") or []):
                     response.mark_output()  # arguments streaming in count as output
-                    tools.add(part, index)
+                    fragment = tools.add(part, index)
+                    if fragment is not None:
+                        yield fragment
                 if choice.get("finish_reason"):
                     reason = choice["finish_reason"]
                     yield from tools.drain()

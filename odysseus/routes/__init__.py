@@ -14,19 +14,29 @@ log = logging.getLogger(__name__)
 
 def init_app(app: Flask) -> None:
     """Register every blueprint and the error handlers."""
-    from . import (agent_routes, auth, auth_routes, background_routes, chat_routes, history_routes, meta_routes,
-                   page_routes, profile_routes)
+    from . import (agent_routes, auth, auth_routes, background_routes, chat_routes, history_routes, memory_routes,
+                   meta_routes, page_routes, profile_routes, workflow_routes)
+    from .params import AsciiIntConverter
 
+    app.url_map.converters["digits"] = AsciiIntConverter  # before any rule uses <digits:...>
     for module in (chat_routes, history_routes, meta_routes, auth_routes, agent_routes, background_routes,
-                   profile_routes, page_routes):
+                   profile_routes, memory_routes, page_routes, workflow_routes):
         app.register_blueprint(module.bp)
     auth.init_app(app)
-    from . import agent_mode, turn_registry
+    from . import agent_mode, document_routes, turn_registry
 
     turn_registry.init_app(app)
     background_routes.init_app(app)
+    from . import research_mode, upload_routes  # uploads + the attachments and retrieval context sources
+
+    upload_routes.init_app(app)
 
     agent_mode.init_app(app)
+    document_routes.init_app(app)
+    research_mode.init_app(app)  # research jobs: mode, job rows and the /api/research routes
+    from . import page_api
+
+    page_api.init_app(app)  # search, export/import, settings, stream self-test, titles
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

@@ -29,15 +29,20 @@ from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
+from ..context.agent_context import with_context
+from ..context.memories import memory_book
+from ..context.workspace import chosen_workspace
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
 from ..runs.run import RunContext
 from ..store.approvals import ApprovalRepo
 from ..tools import ToolContext, ToolRegistry, build_registry
 from ..tools.registry import safe_segment
+from .alloy_mode import build_workflow_turn, wants_workflow
 from .auth import current_owner
+from .document_mode import add_context, with_document_tools
 from .params import optional_str
-from .turn_registry import PreparedTurn, register_mode
+from .turn_registry import PreparedTurn, context_gather, register_mode
 
 bp = Blueprint("agent_mode", __name__)
 
@@ -73,7 +78,10 @@ class AgentService:
         """The context tools of this run get: workspace root, config, image storage."""
         return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
                            workspace_root=os.path.join(self.data_dir, "workspaces"),
-                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime))
+                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime),
+                           # context/workspace.py: a chosen host directory (judged again); memories for manage_memory
+                           workspace_dir=chosen_workspace(ctx.metadata, self.config),
+                           memory=memory_book(self.store, self.config, ctx.owner))
 
     def forget_session(self, app: Flask, owner: str, session_id: str, images: List[str]) -> None:
         """A session was deleted: remove its image files and its workspace directory."""
@@ -136,8 +144,7 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     elif _flag(data.get("continue")):
         if not session_id:
             raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
-        history = service.store.messages.list(owner, session_id)
-        last = next((m for m in reversed(history) if m["role"] == "assistant"), None)
+        last = service.store.messages.latest(owner, session_id, "assistant")
         saved = ((last or {}).get("metadata") or {}).get("agent", {}).get("continuation")
         if not saved:
             raise BadRequest("there is no paused agent task to continue in this session", reason="invalid")
@@ -149,16 +156,28 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         user_metadata = {"agent_action": {"continue": True, "task_id": state.get("task_id")}}
     elif not (message or "").strip():
         raise BadRequest("message is required and must be a non-empty string")
+    # Agent Alloy: a task for a workflow's supervisor, or the continuation of one (routes/alloy_mode.py)
+    if wants_workflow(data, state):
+        return build_workflow_turn(req, candidates, owner, state, resolution, message, user_metadata)
 
-    registry, settings = service.registry, service.settings
+    settings = service.settings
+    registry, active_doc = with_document_tools(service.registry, data, owner)  # + the document tools of this turn
     if req.get("tools") is not None:  # an agent profile limits the tools
-        registry = ToolRegistry(t for name, t in service.registry.tools.items() if name in set(req["tools"]))
+        registry = ToolRegistry(t for name, t in registry.tools.items() if name in set(req["tools"]))
     if req.get("system_prompt"):  # an agent profile's prompt comes first; the tool guidance stays
         settings = dataclasses.replace(settings, system_prompt=f"{req['system_prompt']}\n\n{settings.system_prompt}")
 
+    # the model rides along so a source can tell whether it accepts images
+    gather = context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
+
     def make_turn(history):
         start = state if state is not None else initial_state(history, settings)
-        return agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        if state is None:
+            start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
+        turn = agent_turn(candidates, registry, settings, service.hooks, start, resolution, req.get("temperature"))
+        # context pipeline (odysseus.context): attachments, retrieval, memories, workspace, ... gathered and
+        # announced before the loop's first round (a continued task gathers nothing new)
+        return with_context(turn, start, gather)
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
                         user_metadata=user_metadata, in_transaction=in_transaction)

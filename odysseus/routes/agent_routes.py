@@ -12,11 +12,13 @@ from flask import Blueprint, current_app, jsonify, request
 
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL, CLOSE, Event
+from ..preferences import apply_user_defaults
 from ..sse import agent_frame
 from .agent_routing import apply_agent_routing
 from .auth import current_owner
 from ..runs.views import run_view
 from .params import body, cursor, page_args
+from .research_mode import apply_use_research
 from .streaming import project, sse_response, stream_row, stream_started_turn
 from .turn_start import ext, parse_turn_request, start_turn
 
@@ -26,8 +28,9 @@ bp = Blueprint("agent_api", __name__)
 def _agent_request(owner: str) -> dict:
     """Validate an agent-API body and resolve which agent answers it."""
     data = body()
-    req = parse_turn_request(dict(data, mode="agent"))
+    req = apply_use_research(parse_turn_request(dict(data, mode="agent")))  # use_research: true -> research
     apply_agent_routing(ext("store"), owner, req)
+    apply_user_defaults(req, ext("store"), owner)  # after the agent's own prompt/temperature: those win
     return req
 
 

@@ -1,4 +1,4 @@
-"""Which agent answers an agent-API turn: target_agent_id > agent_profile_id/profile_id > default.
+"""Which agent answers an agent-API turn: workflow_id > target_agent_id > agent_profile_id/profile_id > default.
 
 An unknown id is a 404 with a clear message, never a silent fall back to the default.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..errors import BadRequest
+from .alloy_mode import apply_workflow_routing
 from .params import optional_str
 
 
@@ -29,8 +29,8 @@ def apply_agent_routing(store, owner: str, req: dict) -> Optional[dict]:
     data = req["data"]
     target = optional_str(data, "target_agent_id", 100)
     profile_id = optional_str(data, "agent_profile_id", 100) or optional_str(data, "profile_id", 100)
-    if data.get("workflow_id") is not None:
-        raise BadRequest("workflow_id is not supported by this server yet")
+    if data.get("workflow_id") not in (None, ""):  # Agent Alloy (routes/alloy_mode.py)
+        return apply_workflow_routing(store, owner, req)
     if target:
         agent = store.agents.get(owner, target)  # NotFound names the id
         base = store.profiles.get(owner, agent["profile_id"]) if agent.get("profile_id") else {}

@@ -9,6 +9,7 @@ from ..store.tokens import public_token
 from ..store.users import public_user
 from .auth import CSRF_HEADER, auth_method, csrf_token, current_user, public, sign_in, sign_out
 from .params import body
+from .safe_next import local_target
 
 bp = Blueprint("auth", __name__)
 
@@ -34,11 +35,8 @@ def _require_admin() -> dict:
 
 
 def _safe_next() -> str:
-    """The local path to return to after signing in (never another site)."""
-    target = request.args.get("next") or "/"
-    if not target.startswith("/") or target.startswith(("//", "/\\")):
-        return "/"
-    return target
+    """The local path to return to after signing in (never another site; see safe_next.py)."""
+    return local_target(request.args.get("next"))
 
 
 @bp.get("/api/auth/status")

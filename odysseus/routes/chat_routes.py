@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator, List
 
-from flask import Blueprint, jsonify, request
+from flask import Blueprint, current_app, jsonify, request
 
 from ..cancel import CancelToken
 from ..chat_turn import model_messages
@@ -12,10 +12,12 @@ from ..errors import NotFound
 from ..events import CHAT_TERMINAL, Event
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
+from ..preferences import apply_user_defaults
 from ..sse import chat_frame, comment
 from .auth import current_owner
 from ..runs.views import run_view
-from .params import body, cursor
+from .params import body, cursor, json_or_empty
+from .research_mode import apply_use_research
 from .streaming import run_stream, sse_response, stream_row, stream_started_turn
 from .turn_start import ext, parse_turn_request, start_turn
 
@@ -26,7 +28,8 @@ bp = Blueprint("chat", __name__)
 def chat_stream():
     """Start a turn (or attach to the one a repeated ``client_message_id`` started) and stream it."""
     owner = current_owner()
-    req = parse_turn_request(body())
+    req = apply_use_research(parse_turn_request(body()))  # use_research: true -> a research job
+    apply_user_defaults(req, ext("store"), owner)  # the user's system prompt and temperature (settings screen)
     if req["mode"] == "compare":
         candidates = ext("router").resolve(req["model"])
         if req["session_id"]:
@@ -38,7 +41,8 @@ def chat_stream():
 def _compare_stream(candidates: List[Candidate], req: dict, owner: str):
     """Compare mode: stream one model directly; nothing is detached or stored."""
     store = ext("store")
-    history = store.messages.list(owner, req["session_id"]) if req["session_id"] else []
+    newest = int(current_app.config["HISTORY_CONTEXT_MESSAGES"])
+    history = store.messages.recent(owner, req["session_id"], newest) if req["session_id"] else []
     messages = model_messages(history) + [{"role": "user", "content": req["message"]}]
     request_ = ChatRequest(model=candidates[0].model, messages=messages, temperature=req["temperature"])
     cancel = CancelToken()
@@ -101,7 +105,6 @@ def stop(session_id: str):
     ext("store").sessions.get(owner, session_id)
     run_id = request.headers.get("X-Odysseus-Run-Id")
     if not run_id:
-        data = request.get_json(silent=True) or {}
-        run_id = data.get("run_id") if isinstance(data, dict) else None
+        run_id = json_or_empty().get("run_id")
     stopped = ext("runs").stop(owner, session_id, run_id if isinstance(run_id, str) else None)
     return jsonify({"stopped": stopped})

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify
+import re
+
+from flask import Blueprint, current_app, jsonify, request
 
 from .. import signals
 from ..errors import BadRequest
 from .auth import current_owner
-from .params import body, optional_str, page_args
+from .params import MAX_ROW_ID, body, optional_query_int, optional_str, page_args
+
+MESSAGES_PAGE = 200  # messages per page by default
+MESSAGES_PAGE_MAX = 1000
+SESSIONS_PAGE = 100
+SESSIONS_PAGE_MAX = 500
+#: A sessions cursor: the ``updated_at`` (repr of a float) and the id of the last session shown.
+_SESSION_CURSOR = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,20})?(?:e[+-]?[0-9]{1,3})?)~(s_[A-Za-z0-9_-]{1,64})")
 
 bp = Blueprint("history", __name__)
-#: Message ids are SQLite integers: a larger number in the URL is an unknown message (404), not a 500.
-MESSAGE_ID = "<int(max=9223372036854775807):message_id>"
+#: Message ids are SQLite integers in ASCII digits: anything else (``٣``, a larger number) is an unknown message (404).
+MESSAGE_ID = "<digits:message_id>"
 
 
 def _store():
@@ -26,11 +35,35 @@ def create_session():
     return jsonify(_store().sessions.create(current_owner(), title)), 201
 
 
+def session_cursor(session: dict) -> str:
+    """The ``before`` value that continues a sessions listing after ``session``."""
+    return f"{float(session['updated_at'])!r}~{session['id']}"
+
+
+def _parse_session_cursor(raw: str) -> tuple:
+    match = _SESSION_CURSOR.fullmatch(raw)
+    if not match:
+        raise BadRequest("before must be the next_before value of the previous page")
+    return float(match.group(1)), match.group(2)
+
+
 @bp.get("/api/sessions")
 def list_sessions():
-    """The caller's sessions, most recent first."""
-    limit, offset = page_args(100, 500)
-    return jsonify({"sessions": _store().sessions.list(current_owner(), limit, offset)})
+    """The caller's sessions, most recently updated first, a page at a time.
+
+    ``?limit=`` (default 100, at most 500); ``?before=`` takes the previous page's
+    ``next_before`` (``offset`` still works but can repeat a session that moved meanwhile).
+    """
+    limit, offset = page_args(SESSIONS_PAGE, SESSIONS_PAGE_MAX)
+    raw_before = request.args.get("before")
+    before = _parse_session_cursor(raw_before) if raw_before else None
+    if before is not None and offset:
+        raise BadRequest("send before or offset, not both")
+    rows = _store().sessions.list(current_owner(), limit + 1, offset, before=before)
+    has_more = len(rows) > limit
+    sessions = rows[:limit]
+    return jsonify({"sessions": sessions, "has_more": has_more,
+                    "next_before": session_cursor(sessions[-1]) if has_more else None})
 
 
 @bp.get("/api/sessions/<session_id>")
@@ -66,10 +99,17 @@ def delete_session(session_id: str):
 
 @bp.get("/api/sessions/<session_id>/messages")
 def list_messages(session_id: str):
-    """The session's messages in order."""
+    """The session's newest messages (``?limit=``, default 200, at most 1000), in order.
+
+    ``?before=<message id>`` pages back: the messages just older than that id.
+    ``has_more`` says whether still older ones exist.
+    """
     owner = current_owner()
+    limit = optional_query_int("limit", 1, MESSAGES_PAGE_MAX) or MESSAGES_PAGE
+    before = optional_query_int("before", 1, MAX_ROW_ID)
     _store().sessions.get(owner, session_id)
-    return jsonify({"session_id": session_id, "messages": _store().messages.list(owner, session_id)})
+    messages, has_more = _store().messages.page(owner, session_id, before, limit)
+    return jsonify({"session_id": session_id, "messages": messages, "has_more": has_more})
 
 
 @bp.patch(f"/api/messages/{MESSAGE_ID}")

@@ -54,6 +54,9 @@ def context_gather(req: dict, owner: str):
 
 
 def _chat_builder(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
+    if req["data"].get("active_doc_id"):  # an open editor document: chat with the document tools (document_mode.py)
+        from .document_mode import build_document_chat_turn
+        return build_document_chat_turn(req, candidates, owner)
     gather = context_gather(req, owner)
     return PreparedTurn(req["message"], req["client_message_id"],
                         lambda history: chat_turn(candidates, history, req["temperature"], req.get("system_prompt"),

@@ -27,9 +27,10 @@ import collections
 import json
 import logging
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, List, Optional, Tuple
+from typing import Callable, Deque, List, Optional, Tuple
 
 from ..events import CLOSE, DELTA, Event
 from ..process_identity import worker_is_dead
@@ -112,8 +113,6 @@ class DurableLog:
         """Start the periodic flusher (a greenlet or thread that submits flushes to the native thread)."""
         if self._flusher is not None:
             return
-        import threading
-
         self._flusher = threading.Thread(target=self._flush_loop, name="run-flusher", daemon=True)
         self._flusher.start()
 
@@ -153,7 +152,6 @@ class DurableLog:
 
     def retry_final(self, final: FinalSave) -> None:
         """Keep retrying a final save in the background until it lands (disk full, long lock)."""
-        import threading
 
         def retry() -> None:
             while not self.save_final(final, patience=30.0):
@@ -178,12 +176,25 @@ class DurableLog:
                 "native_thread": gevent_active()}
 
     def close(self) -> None:
-        """Flush what is queued and stop the flusher."""
+        """Flush what is queued, stop the flusher and close the writer connection."""
+        if self._closing:
+            return
         self._closing = True
         try:
             self.flush(timeout=10)
         except Exception:  # noqa: BLE001 - best effort at shutdown
             log.exception("final durable flush failed")
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join(self.interval + 5)
+        try:
+            self._native.call(self._close_native, timeout=10)
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            log.exception("closing the durable writer failed")
+
+    def _close_native(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     # ------------------------------------------------------------ native thread
     def _db(self) -> sqlite3.Connection:

@@ -231,7 +231,8 @@ class RunEngine:
                                            terminal_type=spec.terminal_type)
             for hook in spec.in_transaction:
                 hook(db)
-            return spec.make_turn(self.store.messages.list(spec.owner, run.session_id))
+            return spec.make_turn(self.store.messages.recent(spec.owner, run.session_id,
+                                                             int(self.config["HISTORY_CONTEXT_MESSAGES"])))
 
     def replace_running(self, owner: str, session_id: str) -> Optional[Run]:
         """Stop the session's running run with reason ``replaced`` (waits until its partial is saved)."""
@@ -530,8 +531,10 @@ class RunEngine:
         self.close()
 
     def close(self) -> None:
-        """Stop the janitor and flush the durable log (tests and shutdown)."""
+        """Stop the janitor, flush the durable log and close its connection (tests and shutdown)."""
         self._closing.set()
+        if self._janitor is not None and self._janitor is not threading.current_thread():
+            self._janitor.join(5)
         self.durable.close()
 
 

@@ -1,16 +1,24 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images. No Flask here."""
+"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images, documents. No Flask here."""
 
 from __future__ import annotations
 
 from .approvals import ApprovalRepo, ImageRepo
 from .agents import AgentRepo, ProfileRepo
 from .database import Locked, open_database
+from .documents import DocumentRepo
 from .jobs import JobRepo
+from .memories import MemoryRepo
 from .messages import MessageRepo
+from .research import ResearchRepo
 from .runs import RunRepo
+from .search import SearchRepo
 from .sessions import SessionRepo, new_id
 from .tokens import TokenRepo
+from .uploads import UploadRepo
+from .user_admin import UserAdminRepo
+from .user_settings import UserSettingsRepo
 from .users import SettingsRepo, UserRepo
+from .workflows import WorkflowRepo
 
 
 class Store:
@@ -30,6 +38,19 @@ class Store:
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
+        self.documents = DocumentRepo(self.locked)
+        self.uploads = UploadRepo(self.locked)
+        self.memories = MemoryRepo(self.locked)
+        self.research = ResearchRepo(self.locked)
+        self.workflows = WorkflowRepo(self.locked)  # Agent Alloy
+        self.search = SearchRepo(self.locked)  # m111_page: FTS5 over message text
+        self.user_settings = UserSettingsRepo(self.locked)  # m111_page: per-user settings
+        self.user_admin = UserAdminRepo(self.locked)  # m111_page: admin flag, disabled accounts
+
+    def close(self) -> None:
+        """Close the connection (under the lock, so no statement of another thread is cut in half)."""
+        with self.locked.lock:
+            self.locked.db.conn.close()
 
     @property
     def db(self):

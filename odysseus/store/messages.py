@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..errors import NotFound
 from .database import Locked
@@ -45,11 +45,41 @@ class MessageRepo:
                                   run_id=run_id, client_message_id=client_message_id)
 
     def list(self, owner: str, session_id: str, limit: int = 1000, after_id: int = 0) -> List[dict]:
-        """The session's messages in order."""
+        """The session's OLDEST ``limit`` messages after ``after_id``, in order.
+
+        Not for building a model's context or showing a conversation: a session may hold
+        more than ``limit`` messages. Use ``recent`` or ``page`` for those.
+        """
         with self._l.read() as db:
             rows = db["messages"].rows_where("session_id = ? and owner = ? and id > ?", [session_id, owner, after_id],
                                              order_by="id", limit=limit)
             return [_decode(r) for r in rows]
+
+    def page(self, owner: str, session_id: str, before: Optional[int] = None,
+             limit: int = 200) -> Tuple[List[dict], bool]:
+        """The newest ``limit`` messages older than id ``before`` (all when None), in order; and whether older exist.
+
+        Pages taken with ``before`` = the first id of the previous page meet with no gap
+        and no duplicate, however many messages are added meanwhile.
+        """
+        where, args = "session_id = ? and owner = ?", [session_id, owner]
+        if before is not None:
+            where, args = where + " and id < ?", args + [before]
+        with self._l.read() as db:
+            rows = [_decode(r) for r in db["messages"].rows_where(where, args, order_by="id desc", limit=limit + 1)]
+        has_more = len(rows) > limit
+        return rows[:limit][::-1], has_more
+
+    def recent(self, owner: str, session_id: str, limit: int) -> List[dict]:
+        """The session's newest ``limit`` messages in chronological order (what a model's context is built from)."""
+        return self.page(owner, session_id, None, limit)[0]
+
+    def latest(self, owner: str, session_id: str, role: str) -> Optional[dict]:
+        """The session's newest message with ``role``, if any."""
+        with self._l.read() as db:
+            rows = list(db["messages"].rows_where("session_id = ? and owner = ? and role = ?", [session_id, owner, role],
+                                                  order_by="id desc", limit=1))
+        return _decode(rows[0]) if rows else None
 
     def get(self, owner: str, message_id: int) -> dict:
         """The owner's message, or NotFound."""

@@ -121,3 +121,94 @@ def m005_durable_runs(db: Database) -> None:
     db["runs"].create_index(["events_purged", "finished_at"])
     for column, kind in (("worker", str), ("lease_until", float)):
         db["jobs"].add_column(column, kind)
+
+
+@migration
+def m106_documents(db: Database) -> None:
+    """Editor documents (owner-scoped, optionally in a session) and their numbered versions."""
+    db["documents"].create({
+        "id": str, "owner": str, "session_id": str, "title": str, "language": str, "content": str,
+        "version_count": int, "active": int, "created_at": float, "updated_at": float,
+    }, pk="id", not_null={"owner", "title", "language", "content"})
+    db["documents"].create_index(["owner", "session_id", "updated_at"])
+    db["document_versions"].create({
+        "document_id": str, "version": int, "content": str, "summary": str, "source": str, "created_at": float,
+    }, pk=("document_id", "version"), not_null={"document_id", "version", "content", "source"})
+
+
+@migration
+def m107_uploads(db: Database) -> None:
+    """Uploaded files (per owner, deduplicated by sha256), their text chunks and the FTS5 index over them."""
+    db["uploads"].create({
+        "id": str, "owner": str, "name": str, "mime": str, "kind": str, "size": int, "sha256": str,
+        "width": int, "height": int, "uploaded_at": float, "index_status": str, "index_error": str,
+        "chunk_count": int, "indexed_at": float,
+    }, pk="id", not_null={"owner", "name", "mime", "kind", "size", "sha256"})
+    db["uploads"].create_index(["owner", "sha256"])  # not unique: adopting single-user rows must never fail
+    db["uploads"].create_index(["index_status"])
+    db["upload_chunks"].create({
+        "id": int, "upload_id": str, "owner": str, "chunk": int, "text": str, "vector": bytes,
+    }, pk="id", not_null={"upload_id", "owner", "chunk", "text"})
+    db["upload_chunks"].create_index(["upload_id", "chunk"])
+    db["upload_chunks"].create_index(["owner"])
+    # rowid = upload_chunks.id; the owner filter joins upload_chunks (the FTS table has no owner column)
+    db.execute("create virtual table upload_chunks_fts using fts5(text, tokenize='porter unicode61')")
+
+
+@migration
+def m108_memories(db: Database) -> None:
+    """Memories per user (text, category, pinned, source, uses, last use) with an FTS5 index; memory switches."""
+    db["memories"].create({
+        "id": str, "owner": str, "text": str, "category": str, "pinned": int, "source": str, "uses": int,
+        "created_at": float, "updated_at": float, "last_used_at": float,
+    }, pk="id", not_null={"owner", "text"})
+    db["memories"].create_index(["owner", "created_at"])
+    # porter stemming so "cats" recalls "cat"; triggers keep the index in step with the table
+    db["memories"].enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
+    db["memory_settings"].create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
+                                 pk="owner")
+
+
+@migration
+def m108_research(db: Database) -> None:
+    """Research jobs: one row per job (its id is the run id), with the result once it has ended."""
+    db["research_jobs"].create({
+        "job_id": str, "owner": str, "session_id": str, "query": str, "status": str, "partial": int,
+        "message_id": int, "report": str, "sources": str, "findings": str, "stats": str, "error": str,
+        "created_at": float, "updated_at": float, "finished_at": float,
+    }, pk="job_id", not_null={"owner", "session_id", "query", "status"})
+    db["research_jobs"].create_index(["owner", "created_at"])
+    db["research_jobs"].create_index(["owner", "session_id"])
+
+
+@migration
+def m109_workflows(db: Database) -> None:
+    """Agent Alloy workflows: a supervisor agent and its specialists, per owner (members as JSON)."""
+    db["workflows"].create({
+        "id": str, "owner": str, "name": str, "description": str, "supervisor_agent_id": str, "members": str,
+        "created_at": float, "updated_at": float,
+    }, pk=("owner", "id"), not_null={"owner", "id", "name", "supervisor_agent_id", "members"})
+
+
+@migration
+def m111_page(db: Database) -> None:
+    """Full-text search over message text (FTS5, kept in sync by triggers), per-user settings, disabled accounts."""
+    # one statement at a time: executescript() would commit the migration's transaction half-way
+    statements = [
+        "create virtual table messages_fts using fts5(content, content='messages', content_rowid='id',"
+        " tokenize='unicode61 remove_diacritics 2')",
+        "create trigger messages_fts_ai after insert on messages begin"
+        " insert into messages_fts(rowid, content) values (new.id, coalesce(new.content, '')); end",
+        "create trigger messages_fts_ad after delete on messages begin"
+        " insert into messages_fts(messages_fts, rowid, content) values ('delete', old.id, coalesce(old.content, ''));"
+        " end",
+        "create trigger messages_fts_au after update of content on messages begin"
+        " insert into messages_fts(messages_fts, rowid, content) values ('delete', old.id, coalesce(old.content, ''));"
+        " insert into messages_fts(rowid, content) values (new.id, coalesce(new.content, '')); end",
+        "insert into messages_fts(messages_fts) values ('rebuild')",
+    ]
+    for statement in statements:
+        db.execute(statement)
+    db["user_settings"].create({"owner": str, "key": str, "value": str, "updated_at": float},
+                               pk=("owner", "key"), not_null={"owner", "key"})
+    db["users"].add_column("disabled_at", float)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import List
+from typing import List, Optional, Tuple
 
 from ..errors import NotFound
 from .database import Locked
@@ -37,10 +37,20 @@ class SessionRepo:
             raise NotFound("session not found")
         return rows[0]
 
-    def list(self, owner: str, limit: int = 100, offset: int = 0) -> List[dict]:
-        """The owner's sessions, most recently updated first."""
+    def list(self, owner: str, limit: int = 100, offset: int = 0,
+             before: Optional[Tuple[float, str]] = None) -> List[dict]:
+        """The owner's sessions, most recently updated first (ties by id).
+
+        ``before`` is the (updated_at, id) of the last session of the previous page: the
+        next page starts right after it, so paging never repeats a session when another
+        one is updated meanwhile (that one moves to the top instead).
+        """
+        where, args = "owner = ?", [owner]
+        if before is not None:
+            where += " and (updated_at < ? or (updated_at = ? and id < ?))"
+            args += [before[0], before[0], before[1]]
         with self._l.read() as db:
-            return list(db["sessions"].rows_where("owner = ?", [owner], order_by="updated_at desc",
+            return list(db["sessions"].rows_where(where, args, order_by="updated_at desc, id desc",
                                                   limit=limit, offset=offset))
 
     def rename(self, owner: str, session_id: str, title: str) -> dict:

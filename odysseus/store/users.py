@@ -11,7 +11,7 @@ from .database import Locked
 from .sessions import new_id
 
 # Tables whose ``owner`` column names a user but which are not user data to adopt.
-_NOT_ADOPTED = {"users", "api_tokens"}
+_NOT_ADOPTED = {"users", "api_tokens", "user_settings"}
 
 
 def public_user(row: dict) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .code import code_tools
 from .exhibits import exhibit_tools
 from .images import image_tools
+from .memory import memory_tools
 from .registry import Tool, ToolContext, ToolError, ToolRegistry, ToolResult, execute
 from .ui import ui_tools
 from .web import web_tools
@@ -21,7 +22,7 @@ def build_registry(config: dict) -> ToolRegistry:
     enabled = set(_names(config.get("AGENT_TOOLS")))
     approval = set(_names(config.get("AGENT_APPROVAL_TOOLS")))
     registry = ToolRegistry()
-    for tool in web_tools(config) + code_tools(config) + image_tools(config) + ui_tools() + exhibit_tools():
+    for tool in web_tools(config) + code_tools(config) + image_tools(config) + ui_tools() + exhibit_tools() + memory_tools():
         if tool.name in enabled:
             tool.needs_approval = tool.name in approval
             registry.register(tool)

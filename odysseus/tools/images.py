@@ -13,6 +13,7 @@ from typing import List
 import requests
 
 from ..events import Event
+from ..llm.text_repair import repair_value
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
@@ -56,8 +57,8 @@ def generate_image(args: dict, ctx: ToolContext) -> ToolResult:
         if response.status_code != 200:
             raise ToolError(f"the image endpoint answered HTTP {response.status_code}")
         try:
-            item = (response.json().get("data") or [None])[0] or {}
-        except ValueError:
+            item = repair_value((response.json().get("data") or [None])[0] or {})
+        except (ValueError, RecursionError, AttributeError, IndexError, TypeError):
             raise ToolError("the image endpoint did not answer JSON") from None
         if item.get("b64_json"):
             data = base64.b64decode(item["b64_json"])

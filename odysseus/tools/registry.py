@@ -13,7 +13,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 from ..cancel import CancelToken
 from ..events import Event
@@ -54,9 +54,15 @@ class ToolContext:
     progress: Callable[[str], None] = lambda line: None
     #: save_image(data, mime) -> URL served by us; None when images cannot be stored
     save_image: Optional[Callable[[bytes, str], str]] = None
+    #: a host directory chosen for this turn (odysseus.context.workspace), used instead of the session's
+    workspace_dir: str = ""
+    #: the owner's memories for manage_memory (odysseus.context.memories.MemoryBook); None: not available
+    memory: Optional[Any] = None
 
     def workspace(self) -> str:
-        """The session's working directory (created on first use)."""
+        """The chosen workspace, else the session's working directory (created on first use)."""
+        if self.workspace_dir:
+            return self.workspace_dir
         if not self.workspace_root:
             raise ToolError("no workspace directory is configured")
         path = os.path.join(self.workspace_root, safe_segment(self.owner), safe_segment(self.session_id))
@@ -78,6 +84,9 @@ class Tool:
     describe: Optional[Callable[[dict], str]] = None
     #: internal tools show only the events they produce (an exhibit), never a tool row
     internal: bool = False
+    #: preview(ctx) -> an object with ``feed(fragment) -> [Event]`` and ``finish() -> [Event]`` that the
+    #: agent loop feeds the call's arguments while they stream (a live document preview)
+    preview: Optional[Callable[["ToolContext"], Any]] = None
 
     def spec(self) -> dict:
         """The OpenAI function-tool shape the provider layer translates."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
-from typing import List, Optional
+from typing import Callable, List, Optional
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import requests
@@ -22,6 +22,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..events import Event
+from ..llm.text_repair import repair_text, repair_value
 from .html_text import extract_text, parse_ddg_results
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
@@ -181,22 +182,41 @@ def fetch(url: str, ctx: ToolContext) -> tuple:
         session.close()
 
 
+def _decode(body: bytes, charset: Optional[str]) -> str:
+    """A page's text in its declared charset (UTF-8 when unknown), never with a lone surrogate.
+
+    A page may declare ``charset=utf-7`` or ``unicode_escape``: both decode to half pairs.
+    """
+    try:
+        text = body.decode(charset or "utf-8", "replace")
+    except LookupError:  # an unknown charset, or a codec that is not a text encoding
+        text = body.decode("utf-8", "replace")
+    return repair_text(text)
+
+
+def readable(response: requests.Response, body: bytes, extract: Callable = extract_text) -> tuple:
+    """(title, text) of a fetched page; ToolError for HTTP errors and non-text content.
+
+    ``extract`` turns HTML into (title, text); callers on the gevent hub pass one that runs in a thread.
+    """
+    if response.status_code >= 400:
+        raise ToolError(f"the server answered HTTP {response.status_code}")
+    ctype = response.headers.get("Content-Type", "").lower()
+    text = _decode(body, response.encoding)
+    if "html" in ctype or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+        return extract(text)
+    if ctype.startswith(("text/", "application/json", "application/xml")) or not ctype:
+        return "", text
+    raise ToolError(f"not a text page ({ctype or 'unknown type'})")
+
+
 def fetch_url(args: dict, ctx: ToolContext) -> ToolResult:
     """Fetch a page and return its readable text."""
     url = args.get("url")
     if not isinstance(url, str) or not url.strip():
         raise ToolError("url must be a non-empty string")
     final_url, response, body = fetch(url.strip(), ctx)
-    if response.status_code >= 400:
-        raise ToolError(f"the server answered HTTP {response.status_code}")
-    ctype = response.headers.get("Content-Type", "").lower()
-    text = body.decode(response.encoding or "utf-8", "replace")
-    if "html" in ctype or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
-        title, text = extract_text(text)
-    elif ctype.startswith(("text/", "application/json", "application/xml")) or not ctype:
-        title = ""
-    else:
-        raise ToolError(f"not a text page ({ctype or 'unknown type'})")
+    title, text = readable(response, body)
     head = f"URL: {final_url}\n" + (f"Title: {title}\n" if title else "")
     return ToolResult(head + "\n" + text, meta={"url": final_url, "title": title, "bytes": len(body)})
 
@@ -212,8 +232,8 @@ def _search_searxng(query: str, ctx: ToolContext) -> List[dict]:
     if response.status_code != 200:
         raise ToolError(f"the search backend answered HTTP {response.status_code}")
     try:
-        results = response.json().get("results") or []
-    except ValueError:
+        results = repair_value(response.json().get("results") or [])  # half a surrogate pair -> U+FFFD
+    except (ValueError, RecursionError, AttributeError):
         raise ToolError("the search backend did not answer JSON (is format=json enabled?)") from None
     return [{"title": r.get("title") or r.get("url"), "url": r.get("url"), "snippet": r.get("content") or ""}
             for r in results if isinstance(r, dict) and r.get("url")]

@@ -132,6 +132,11 @@ export const agentHandlers = {
     const call = data.call || {};
     const tool = call.tool || call.name || data.tool || "a tool";
     card.appendChild(el("h4", null, `Allow ${tool}?`));
+    if (data.target_agent_id) {  // asked inside an Agent Alloy delegation: say which specialist
+      card.dataset.agent = String(data.target_agent_id);
+      card.appendChild(el("p", "approval-from muted", `Asked by the specialist ${data.target_agent_id}`));
+      this.markDelegationWaiting?.(data.delegation_id);
+    }
     const detail = callDetail(call.arguments);
     if (detail) card.appendChild(el("pre", "approval-detail", detail));
     if (typeof data.expires_at === "number" && data.expires_at * 1000 <= Date.now()) {

@@ -2,9 +2,19 @@
 // Streaming rules live in stream.js, rendering in render.js / exhibits.js, requests in api.js.
 
 import { api, request } from "./api.js";
+import { DocumentPanel } from "./documents.js";
+import { Attachments, showChips } from "./attachments.js";
+import { ContextControls } from "./context_controls.js";
+import { button } from "./dom.js";
+import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
 import { ReplyView, UserView } from "./render.js";
+import { openResearchList, researchToggle } from "./research.js";
+import { Search } from "./search.js";
+import { runStreamCheck } from "./selftest.js";
+import { openSettings } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
+import { Workflows } from "./workflows.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -13,9 +23,21 @@ const ui = {
   model: $("model-picker"), messages: $("messages"), composer: $("composer"), input: $("input"),
   send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
   account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
+  research: $("research-toggle"), researchList: $("research-list"),
+  workflow: $("workflow-picker"), manageWorkflows: $("manage-workflows"),
+  search: $("search"), searchResults: $("search-results"), settings: $("open-settings"), importFile: $("import-file"),
+  export: $("export"), exportMd: $("export-md"), exportJson: $("export-json"), note: $("composer-note"),
+  charCount: $("char-count"), streamWarning: $("stream-warning"),
 };
 
-const state = { sessionId: null, turn: null, loadToken: 0 };
+// answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
+const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [] };
+const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
+const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
+const attachments = new Attachments({ // composer uploads (attachments.js)
+  tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
+  toast: (text) => toast(text),
+});
 
 // ---- small helpers -------------------------------------------------------------------------
 
@@ -55,6 +77,12 @@ for (const radio of document.querySelectorAll('input[name="mode"]')) {
 }
 if (localStorage.getItem("odysseus-mode")) setMode(localStorage.getItem("odysseus-mode"));
 
+// The Research toggle and the research job list (research.js).
+const research = researchToggle(ui.research);
+ui.researchList.addEventListener("click", () => openResearchList({
+  openModal, closeModal: () => ui.modal.close(), openSession: (id) => openSession(id), toast,
+}));
+
 function newClientId() {
   return (crypto.randomUUID && crypto.randomUUID()) || `c${Date.now()}${Math.random().toString(16).slice(2)}`;
 }
@@ -74,6 +102,12 @@ function updateComposer() {
 function setUrl(sessionId) {
   const url = sessionId ? `/?session=${encodeURIComponent(sessionId)}` : "/";
   if (location.pathname + location.search !== url) history.replaceState(null, "", url);
+  ui.export.hidden = !sessionId;
+  if (sessionId) {
+    const base = `/api/sessions/${encodeURIComponent(sessionId)}/export?format=`;
+    ui.exportMd.href = base + "md";
+    ui.exportJson.href = base + "json";
+  }
 }
 
 function showEmpty() {
@@ -100,6 +134,8 @@ const ctx = {
   uiControl,
   onEdit: editMessage,
   onDelete: deleteMessage,
+  documents,
+  onWorkspaceRejected: (path) => controls.rejected(path),
 };
 
 function openModal(title, node) {
@@ -110,6 +146,12 @@ function openModal(title, node) {
   ui.modal.showModal();
 }
 ui.modal.querySelector(".modal-close").addEventListener("click", () => ui.modal.close());
+
+// Agent Alloy (workflows.js): a picked workflow answers agent turns through its supervisor.
+const workflows = new Workflows({
+  select: ui.workflow, manage: ui.manageWorkflows, openModal, closeModal: () => ui.modal.close(), toast,
+  onPick: () => setMode("agent"),
+});
 
 /** Apply a `ui_control` action (documented in docs/protocol-frontend.md); unknown ones are ignored. */
 function uiControl(data) {
@@ -188,6 +230,8 @@ const sidebar = new Sidebar(ui.sessionList, {
   toast,
 });
 const refreshSessions = () => sidebar.refresh();
+// Web toggle, workspace picker and the memories screen (context_controls.js).
+const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();
 
 function detachTurn() {
@@ -205,6 +249,8 @@ function newChat() {
   state.sessionId = null;
   setUrl(null);
   ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
+  documents.reset();
+  pager.clear();
   renderSessions();
   showEmpty();
   closeSidebarOnPhone();
@@ -220,6 +266,8 @@ async function openSession(sessionId) {
   renderSessions();
   closeSidebarOnPhone();
   ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
+  pager.clear();
+  state.answered = new Set();
   ui.messages.setAttribute("aria-busy", "true");
   let status = null;
   let data;
@@ -228,7 +276,8 @@ async function openSession(sessionId) {
     // below and replayed from the run log instead, so it is shown exactly once.
     const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(sessionId)}`);
     if (response.ok) status = await response.json();
-    data = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`);
+    data = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages?limit=${PAGE_SIZE}`);
+    if (token === state.loadToken) await documents.loadSession(sessionId); // its active document, if any
   } catch (err) {
     if (token !== state.loadToken) return;
     ui.messages.removeAttribute("aria-busy");
@@ -240,6 +289,7 @@ async function openSession(sessionId) {
   ui.messages.removeAttribute("aria-busy");
   const live = status && status.status === "running" && status.resumable ? status : null;
   renderHistory(data.messages.filter((m) => !(live && m.role === "assistant" && m.run_id === live.run_id)));
+  pager.reset(sessionId, data);
   showEmpty();
   stick = true;
   grow();
@@ -256,28 +306,38 @@ async function openSession(sessionId) {
 /**
  * Saved messages, shown as a live turn showed them: an approval answer is a continuation (no
  * user bubble), answered approval cards are gone, and choices and Continue are settled once a
- * later message exists.
+ * later message exists. They go at the end, or above `before` (an older page, whose first later
+ * message is `next`).
  */
-function renderHistory(messages) {
-  const answered = new Set();
+function renderHistory(messages, before = null, next = null) {
+  const answered = state.answered;
   for (const message of messages) {
     const action = (message.metadata || {}).agent_action || {};
     if (action.tool_approval && action.tool_approval.approval_id) answered.add(action.tool_approval.approval_id);
   }
   let replies = [];
+  const put = (node) => ui.messages.insertBefore(node, before);
   for (const message of messages) {
     if (message.role === "user") {
       for (const reply of replies) reply.settle(message.content);
       replies = [];
       if (((message.metadata || {}).agent_action || {}).tool_approval) continue;
-      ui.messages.appendChild(new UserView(message.content, ctx, { id: message.id }).el);
+      const view = new UserView(message.content, ctx, { id: message.id });
+      showChips(view.el, (message.metadata || {}).attachments);
+      put(view.el);
     } else if (message.role === "assistant") {
       const reply = ReplyView.fromMessage(message, ctx, { answered });
       replies.push(reply);
-      ui.messages.appendChild(reply.el);
+      put(reply.el);
     }
   }
+  if (next && next.role === "user") for (const reply of replies) reply.settle(next.content);
 }
+
+const pager = new HistoryPager(ui.messages, {
+  render: renderHistory,
+  onError: (err) => toast(`Could not load earlier messages: ${err.message}`),
+});
 
 /** A new message settles the choices and Continue buttons of the replies above it. */
 function settleReplies(text) {
@@ -298,6 +358,19 @@ function makeTurn(options) {
       sidebar.setRunning(sessionId, true);
       refreshSessions();
     },
+    onRefused: (error, turn) => {
+      // Nothing was stored: take the optimistic bubbles away and give the text back with the reason.
+      turn.userView?.el.remove();
+      turn.reply.el.remove();
+      showEmpty();
+      if (!ui.input.value.trim() && turn.text) {
+        ui.input.value = turn.text;
+        autosize();
+        updateCount();
+      }
+      note(`Not sent: ${error.message}. Your message is back in the box.`, "error");
+      ui.note.dataset.reason = "refused";
+    },
     onReplaced: (saved, turn) => {
       const view = ReplyView.fromMessage(saved, ctx);
       turn.reply.el.replaceWith(view.el);
@@ -307,6 +380,7 @@ function makeTurn(options) {
       if (state.turn === turn) updateComposer();
       sidebar.setRunning(turn.sessionId, false); // also reloads the list (titles, order, runs)
       if (turn.sessionId === state.sessionId) assignIds(turn);
+      if (turn.newSession && turn.sessionId && !turn.refused) watchTitle(turn.sessionId);
     },
   });
 }
@@ -330,11 +404,18 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
     toast("Wait for the reply to finish, or press Stop, before sending.");
     return false;
   }
+  if (showUser && attachments.busy) {
+    toast("Wait for the uploads to finish before sending.");
+    return false;
+  }
   settleReplies(text);
   const clientId = newClientId();
   let userView = null;
+  const files = showUser ? attachments.take() : [];
+  if (files.length) extra = { ...extra, attachments: files.map((f) => f.id) };
   if (showUser) {
     userView = new UserView(text, ctx, { clientId });
+    showChips(userView.el, files);
     ui.messages.appendChild(userView.el);
   }
   const reply = new ReplyView(ctx);
@@ -344,16 +425,37 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   grow();
   const turn = makeTurn({ sessionId: state.sessionId, reply });
   turn.userView = userView;
+  turn.text = text;
+  turn.newSession = !state.sessionId;
   state.turn = turn;
   updateComposer();
-  const body = { message: text, mode: sendMode, client_message_id: clientId, ...extra };
+  const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
+  if (showUser && research.on() && !extra.continue) body.use_research = true;
   if (state.sessionId) {
     body.session = state.sessionId;
     sidebar.setRunning(state.sessionId, true);
   }
   if (ui.model.value) body.model = ui.model.value;
+  const docId = documents.activeDocId(); // an open document goes with the turn
+  if (docId) body.active_doc_id = docId;
+  if (workflows.value() && body.mode === "agent") body.workflow_id = workflows.value();
   turn.send(body);
   return true;
+}
+
+/** A line under the composer: why a send did not happen (the text stays in the box). */
+function note(text, kind = "info") {
+  ui.note.textContent = text || "";
+  ui.note.dataset.kind = kind;
+}
+
+/** The character count, shown from 80 % of MAX_MESSAGE_CHARS and marked when over it. */
+function updateCount() {
+  const length = ui.input.value.length;
+  const show = length >= MAX_CHARS * 0.8;
+  ui.charCount.textContent = show ? `${length.toLocaleString()} / ${MAX_CHARS.toLocaleString()} characters` : "";
+  ui.charCount.dataset.over = length > MAX_CHARS ? "true" : "false";
+  if (ui.note.dataset.kind === "error" && length <= MAX_CHARS && ui.note.dataset.reason === "length") note("");
 }
 
 ui.composer.addEventListener("submit", (event) => {
@@ -364,15 +466,26 @@ ui.composer.addEventListener("submit", (event) => {
   }
   const text = ui.input.value;
   if (!text.trim()) return;
+  if (text.length > MAX_CHARS) {
+    note(`This message is ${text.length.toLocaleString()} characters; the limit is ${MAX_CHARS.toLocaleString()}. ` +
+         "Shorten it or split it; your text stays here.", "error");
+    ui.note.dataset.reason = "length";
+    return;
+  }
+  note("");
+  if (!send(text)) return; // refused (e.g. uploads still going): keep the text
   ui.input.value = "";
   autosize();
-  send(text);
+  updateCount();
 });
 
 ui.input.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     if (!running()) ui.composer.requestSubmit();
+    else if (ui.input.value.trim()) {
+      note("A reply is still being written: wait for it to finish or press Stop, then send. Your message stays here.");
+    }
   }
 });
 
@@ -380,7 +493,7 @@ function autosize() {
   ui.input.style.height = "auto";
   ui.input.style.height = `${Math.min(ui.input.scrollHeight, 240)}px`;
 }
-ui.input.addEventListener("input", autosize);
+ui.input.addEventListener("input", () => { autosize(); updateCount(); });
 
 // ---- models, layout, theme ---------------------------------------------------------------------
 
@@ -388,6 +501,7 @@ async function loadModels() {
   try {
     const data = await api("GET", "/api/models");
     ui.model.textContent = "";
+    state.models = data.models.map((m) => m.id);
     for (const model of data.models) {
       ui.model.appendChild(new Option(model.id, model.id));
     }
@@ -433,11 +547,14 @@ document.addEventListener("odysseus:theme", themeLabel);
 async function loadAccount() {
   try {
     const status = await api("GET", "/api/auth/status");
+    state.status = status;
     const user = status.mode === "password" && status.signed_in ? status.user : null;
     ui.account.hidden = !user;
     ui.accountName.textContent = user ? user.username : "";
+    controls.setAccount(status);
   } catch (err) {
     ui.account.hidden = true;
+    controls.setAccount(null);
   }
 }
 
@@ -454,18 +571,118 @@ ui.signOut.addEventListener("click", async () => {
   location.assign("/login");
 });
 
+// ---- titles, search, export and import, settings, the streaming check ---------------------------
+
+/** The server writes a title after the first reply (in the background): look a few times, then stop. */
+async function watchTitle(sessionId) {
+  const before = sidebar.sessions.find((s) => s.id === sessionId)?.title;
+  for (const wait of [800, 1500, 3000, 6000]) {
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    try {
+      const session = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}`);
+      if (before === undefined || session.title !== before) {
+        await refreshSessions();
+        if (session.title !== before) return;
+      }
+    } catch (err) {
+      return;
+    }
+  }
+}
+
+const search = new Search({
+  input: ui.search, list: ui.searchResults, sessions: ui.sessionList, toast,
+  onOpen: async (sessionId, messageId) => {
+    await openSession(sessionId);
+    const node = ui.messages.querySelector(`.msg[data-message-id="${CSS.escape(String(messageId))}"]`);
+    if (node) {
+      node.scrollIntoView({ block: "center" });
+      node.classList.add("found");
+      setTimeout(() => node.classList.remove("found"), 2500);
+    }
+  },
+});
+
+ui.importFile.addEventListener("change", async () => {
+  const file = ui.importFile.files[0];
+  ui.importFile.value = "";
+  if (!file) return;
+  let doc;
+  try {
+    doc = JSON.parse(await file.text());
+  } catch (err) {
+    toast("Could not import: the file is not JSON (export a chat as .json first).");
+    return;
+  }
+  try {
+    const session = await api("POST", "/api/sessions/import", doc);
+    await refreshSessions();
+    await openSession(session.id);
+    toast(`Imported "${session.title}".`);
+  } catch (err) {
+    toast(`Could not import: ${err.message}`);
+  }
+});
+
+/** Apply saved preferences to this page: theme, and the default model and mode. */
+function applySettings(settings, { initial = false } = {}) {
+  if (!settings) return;
+  if (!initial || !localStorage.getItem("odysseus-theme")) {
+    if (!initial || settings.theme !== "auto") window.odysseusTheme.set(settings.theme === "auto" ? "" : settings.theme);
+  }
+  if (!initial || !localStorage.getItem("odysseus-mode")) setMode(settings.default_mode);
+  if (settings.default_model && (!initial || !localStorage.getItem("odysseus-model"))
+      && [...ui.model.options].some((o) => o.value === settings.default_model)) {
+    ui.model.value = settings.default_model;
+    localStorage.setItem("odysseus-model", settings.default_model);
+  }
+}
+
+ui.settings.addEventListener("click", async () => {
+  try {
+    await openSettings(openModal, {
+      status: state.status, models: state.models,
+      onSaved: (settings) => applySettings(settings),
+      onStreamCheck: showStreamVerdict,
+    });
+  } catch (err) {
+    toast(`Could not open the settings: ${err.message}`);
+  }
+});
+
+function showStreamVerdict(verdict) {
+  document.body.dataset.streamCheck = verdict.verdict;
+  if (verdict.verdict !== "buffered") {
+    ui.streamWarning.hidden = true;
+    return;
+  }
+  ui.streamWarning.textContent = verdict.message;
+  ui.streamWarning.appendChild(button("Dismiss", "ghost", () => { ui.streamWarning.hidden = true; }));
+  ui.streamWarning.hidden = false;
+}
+
+/** Once per browser session after sign-in: warn when a proxy buffers the event stream. */
+async function checkStreamingOnce() {
+  if (sessionStorage.getItem("odysseus-stream-checked")) return;
+  sessionStorage.setItem("odysseus-stream-checked", "1");
+  showStreamVerdict(await runStreamCheck());
+}
+
 // ---- start -------------------------------------------------------------------------------------
 
 async function start() {
   themeLabel();
   updateComposer();
   showEmpty();
-  await Promise.all([loadModels(), refreshSessions(), loadAccount()]);
+  const [, , , prefs] = await Promise.all([loadModels(), refreshSessions(), loadAccount(),
+                                          api("GET", "/api/user/settings").catch(() => null), workflows.load()]);
+  applySettings(prefs && prefs.settings, { initial: true });
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";
+  checkStreamingOnce();
 }
 
 // Test and debugging handle; the page never reads it itself.
-window.odysseus = { state, send, openSession, newChat };
+window.odysseus = { state, send, openSession, newChat, documents, controls, search };
 start();

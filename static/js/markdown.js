@@ -1,5 +1,8 @@
 // Markdown to safe HTML. Model output is untrusted: it is ALWAYS sanitised by DOMPurify before it
 // touches innerHTML; when the sanitiser did not load, text is escaped instead (never raw HTML).
+// LaTeX is lifted out before markdown and rendered with KaTeX (math.js).
+
+import { extractMath, restoreMath } from "./math.js";
 
 let hooked = false;
 let markedReady = false;
@@ -57,7 +60,8 @@ export function renderMarkdown(text) {
     // below still runs on everything, so a renderer bug cannot reopen the door.
     md.use({ renderer: { html: (token) => escapeHtml(typeof token === "string" ? token : token.text || token.raw || "") } });
   }
-  const html = md.parse(text, { gfm: true, breaks: false, async: false });
+  const extracted = extractMath(text);
+  const html = restoreMath(md.parse(extracted.text, { gfm: true, breaks: false, async: false }), extracted, escapeHtml);
   return purify.sanitize(html, { USE_PROFILES: { html: true }, FORBID_TAGS: ["style", "form", "input"] });
 }
 

@@ -3,8 +3,15 @@
 // out through the `ctx` callbacks the page passes in.
 
 import { agentHandlers } from "./agent_render.js";
+import { docHandlers } from "./doc_render.js";
+import { contextHandlers } from "./context_render.js";
+import { fileContextHandlers } from "./file_context_render.js";
+import { delegationHandlers } from "./delegation_render.js";
 import { button, el } from "./dom.js";
+import { copyText } from "./clipboard.js";
 import { setMarkdown } from "./markdown.js";
+import { researchHandlers } from "./research_render.js";
+import { dispatch } from "./stream_events.js";
 
 /** "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map. */
 export function metricsText(metrics) {
@@ -31,12 +38,22 @@ function errorText(error) {
 
 /** A user's message bubble. */
 
-/** Give a message view its database id and its Edit and Delete buttons. */
+/** A "Copy" button that copies the message's markdown source (the whole message, not only code). */
+function copyButton(view) {
+  const copy = button("Copy", "copy-message", async () => {
+    const ok = await copyText(view.text);
+    copy.textContent = ok ? "Copied" : "Copy failed";
+    setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+  }, "Copy the whole message");
+  return copy;
+}
+
+/** Give a message view its database id and its Copy, Edit and Delete buttons. */
 function enableActions(view, id) {
   view.id = id;
   view.el.dataset.messageId = String(id);
   view.actions.textContent = "";
-  view.actions.append(button("Edit", "edit", () => view.ctx.onEdit(view)),
+  view.actions.append(copyButton(view), button("Edit", "edit", () => view.ctx.onEdit(view)),
                       button("Delete", "delete", () => view.ctx.onDelete(view)));
 }
 
@@ -123,7 +140,10 @@ export class ReplyView {
     this.el.classList.toggle("stopped", outcome === "stopped");
     this.el.classList.toggle("failed", outcome === "failed");
     this.el.dataset.outcome = outcome;
-    if (outcome !== "ok") this.closeTools();
+    if (outcome !== "ok") {
+      this.closeTools();
+      this.closeDelegations();
+    }
     if (outcome === "stopped") this.setStatus("stopped", "Stopped" + (this.text ? " — partial reply shown." : " before any text arrived."));
     else if (outcome === "failed") this.setStatus("failed", "Failed: " + (detail || "the reply could not be completed") + (this.text ? " (partial reply shown)" : ""));
     else this.setStatus(null, null);
@@ -152,6 +172,7 @@ export class ReplyView {
     if (!this.renderPending) return;
     this.renderPending = false;
     setMarkdown(this.segment, this.text);
+    if (this.researchSources) this.linkCitations(); // a research report's [n] link to its sources
     this.ctx.onGrow?.();
   }
 
@@ -173,14 +194,15 @@ export class ReplyView {
     this.label.title = info.route || "";
   }
 
-  /** Apply one chat-stream event. */
+  /** Apply one chat-stream event (through the table in stream_events.js). */
   handle(event) {
-    const handler = this[`on_${event.type}`];
-    if (typeof handler === "function") handler.call(this, event);
+    dispatch(this, event); // the explicit event -> handler table (stream_events.js)
+    this.ctx.documents?.observe(event); // the document panel follows the same stream
     if (this.statusLine.dataset.kind === "waiting" && event.type !== "done") this.setStatus(null, null);
   }
 
   on_delta(event) {
+    this.deltas = (this.deltas || 0) + 1;
     if (event.thinking) {
       this.thinking += event.delta;
       this.reasoning.hidden = false;
@@ -223,8 +245,19 @@ export class ReplyView {
     this.terminal(event.data || {});
   }
 
+  /** A notice for the user (a context source that was unavailable, ...). */
+  on_notice(event) {
+    this.addBlock(el("p", "notice", event.message || ""), this.notices);
+  }
+
   terminal(data) {
     if (data.message_id != null && this.id === null) this.setMessageId(data.message_id);
+    if (!this.footer.textContent) {
+      // A stopped or failed reply gets no metrics event: keep its time and tokens from the terminal record.
+      const usage = data.usage || {};
+      const counted = usage.output_tokens == null && this.deltas ? { output_tokens: this.deltas, tokens_estimated: true } : {};
+      this.footer.textContent = metricsText({ ...usage, ...counted, total_time_ms: (data.timing || {}).total_time_ms });
+    }
     if (data.status === "stopped") this.finish("stopped");
     else if (FAILED.has(data.status)) this.finish("failed", errorText(data.error) || data.stop_reason || data.status);
     else this.finish("ok"); // done, or a pause such as waiting for an approval
@@ -248,9 +281,14 @@ export class ReplyView {
     if (meta.model_info) view.setLabel(meta.model_info);
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
+    view.restoreContext(meta); // context_render.js: memories pill, web sources, context notices
     view.restoreAgent(meta, history);
+    view.restoreDocs(meta);
+    view.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices
+    view.restoreResearch(meta);
+    view.restoreDelegations(meta);
     view.setText(message.content || "");
-    view.footer.textContent = metricsText(meta.metrics || meta.usage);
+    view.footer.textContent = metricsText(meta.metrics || { ...(meta.usage || {}), total_time_ms: meta.total_time_ms });
     view.setMessageId(message.id);
     if (meta.stopped || meta.status === "stopped") view.finish("stopped");
     else if (FAILED.has(meta.status)) view.finish("failed", errorText(meta.error) || meta.status);
@@ -260,4 +298,12 @@ export class ReplyView {
 }
 
 // Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
-Object.assign(ReplyView.prototype, agentHandlers);
+// Document chips (and their history form): doc_render.js.
+Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
+// Attachments and retrieval sources (file_context_render.js); memories_used, web_sources,
+// workspace_rejected and notice (context_render.js); each with its history form.
+Object.assign(ReplyView.prototype, fileContextHandlers, contextHandlers);
+// Research progress panel and citations: research_render.js.
+Object.assign(ReplyView.prototype, researchHandlers);
+// Agent Alloy delegation cards (and their history form): delegation_render.js.
+Object.assign(ReplyView.prototype, delegationHandlers);

@@ -14,7 +14,7 @@ import { readSSE, toEvent } from "./sse_reader.js";
 const TERMINAL = new Set(["chat_terminal", "agent_terminal", "done", "error"]);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Options: {sessionId, reply, onSession(id), onRunId(id), onFinish(turn), stallMs}. */
+/** Options: {sessionId, reply, onSession(id), onRunId(id), onRefused(error), onFinish(turn), stallMs}. */
 export class Turn {
   constructor(options) {
     this.sessionId = options.sessionId || null;
@@ -52,7 +52,10 @@ export class Turn {
       }
     }
     if (!response.ok) {
+      // Refused before anything was stored (too long, too large, bad input): the page keeps the text.
       const error = await errorOf(response);
+      this.refused = error;
+      this.options.onRefused?.(error, this);
       return this.fail(error.message);
     }
     return this.consume(response);

@@ -58,9 +58,13 @@ def page_factory(browser):
     """New pages (desktop size by default) that fail the test on any page error."""
     contexts, errors = [], []
 
-    def make(width=1200, height=800, **options):
+    def make(width=1200, height=800, stream_check=False, **options):
         context = browser.new_context(viewport={"width": width, "height": height}, **options)
         contexts.append(context)
+        if not stream_check:
+            # The page runs its streaming self-test once per browser session; other tests skip it so its
+            # stream never mixes with theirs (tests/browser/test_page_features.py runs it).
+            context.add_init_script("sessionStorage.setItem('odysseus-stream-checked', '1')")
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.set_default_timeout(15000)

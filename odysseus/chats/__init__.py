@@ -1,0 +1,1 @@
+"""Conversation features around the run engine: titles, export and import. No Flask here."""

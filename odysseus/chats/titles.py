@@ -1,0 +1,136 @@
+"""Session titles written after the first reply.
+
+When a session's first reply finishes (``signals.run_finished``), a background greenlet
+asks for a short title: the ``TITLE_MODEL`` route when configured, else the model that
+answered (``TITLE_MODE = "first_line"`` never asks). With the offline demo model, on any failure, or after ``TITLE_TIMEOUT``
+seconds, the title is the first line of the user's message made clean (no markdown, no
+line breaks). A title the user has set in the meantime is never overwritten: the
+update only applies while the session still has its automatic title.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Callable, List, Optional
+
+from ..cancel import CancelToken
+from ..events import DELTA
+from ..llm.base import ChatRequest
+from ..llm.llm_core import stream_route
+
+log = logging.getLogger(__name__)
+
+MAX_TITLE = 60
+DEFAULT_TITLE = "New chat"
+PROMPT = ("Write a title of at most six words for the conversation below. Answer with the title only: "
+          "no quotes, no markdown, no final period.")
+_MARKUP = re.compile(r"[*_`#>~|\[\]]+")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_LIST_MARK = re.compile(r"^\s*(?:[-+*]|\d+[.)])\s+")
+_LABEL = re.compile(r"^\s*title\s*:\s*", re.IGNORECASE)
+
+
+def auto_title(message: str) -> str:
+    """The title a session gets when its first message creates it (as the turn start names it)."""
+    text = " ".join(message.split())
+    return text if len(text) <= MAX_TITLE else text[:57] + "..."
+
+
+def clean_title(text: str) -> str:
+    """The first non-empty line of ``text`` without markdown, quotes or line breaks, at most 60 characters."""
+    line = next((ln for ln in (text or "").splitlines() if _MARKUP.sub("", ln).strip()), "")
+    line = _LIST_MARK.sub("", _LINK.sub(r"\1", line))
+    quotes = " \"'\u201c\u201d\u2018\u2019"
+    line = " ".join(_MARKUP.sub("", line).split()).strip(quotes)
+    line = _LABEL.sub("", line).strip(quotes)
+    if line.endswith(".") and not line.endswith(".."):
+        line = line[:-1]
+    if len(line) > MAX_TITLE:
+        cut = line[:MAX_TITLE - 1]
+        line = (cut.rsplit(" ", 1)[0] if " " in cut[20:] else cut) + "…"
+    return line
+
+
+def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str:
+    """A clean title from the model, or "" when it fails, says nothing usable or takes too long."""
+    request = ChatRequest(model=candidates[0].model, temperature=0.2, max_tokens=32, messages=[
+        {"role": "system", "content": PROMPT},
+        {"role": "user", "content": f"User: {first_message[:2000]}\n\nAssistant: {reply[:2000]}"}])
+    cancel = CancelToken()
+    timer = threading.Timer(timeout, lambda: cancel.cancel("timeout"))
+    timer.daemon = True
+    timer.start()
+    parts: List[str] = []
+    try:
+        for event in stream_route(candidates, request, cancel):
+            if event.type == DELTA and not event.data.get("thinking"):
+                parts.append(event.data["delta"])
+                if sum(map(len, parts)) > 400:
+                    break
+    except Exception as exc:  # noqa: BLE001 - any failure falls back to the message's first line
+        log.info("title request failed: %s", exc)
+        return ""
+    finally:
+        timer.cancel()
+        cancel.cancel("done")  # closes the provider connection if we stopped reading early
+    return clean_title("".join(parts))
+
+
+class TitleWriter:
+    """Subscribes to ``run_finished`` for one app and titles sessions after their first reply."""
+
+    def __init__(self, store, router, manager, config: dict,
+                 spawn: Callable[[Callable[[], None]], None] = None):
+        self.store, self.router, self.manager = store, router, manager
+        self.ask = str(config.get("TITLE_MODE") or "model").strip().lower() != "first_line"
+        self.model = str(config.get("TITLE_MODEL") or "")
+        self.timeout = float(config.get("TITLE_TIMEOUT") or 20.0)
+        self.spawn = spawn or (lambda fn: threading.Thread(target=fn, name="title", daemon=True).start())
+
+    def on_run_finished(self, run) -> None:
+        """Signal receiver: hand a finished first reply of this app to a background greenlet."""
+        if self.manager.runs.get(run.run_id) is not run:
+            return  # a run of another app in this process
+        if run.status != "done" or not run.content.strip():
+            return
+        owner, session_id, model, reply = run.owner, run.session_id, run.model, run.content
+        self.spawn(lambda: self._title_safely(owner, session_id, model, reply))
+
+    def _title_safely(self, owner: str, session_id: str, model: str, reply: str) -> None:
+        try:
+            self.write_title(owner, session_id, model, reply)
+        except Exception:  # noqa: BLE001 - a title is never worth a crash
+            log.exception("titling session %s failed", session_id)
+
+    def write_title(self, owner: str, session_id: str, model: str, reply: str) -> Optional[str]:
+        """Title the session if this was its first reply and it still has its automatic title."""
+        messages = self.store.messages.list(owner, session_id, limit=50)
+        users = [m for m in messages if m["role"] == "user"]
+        replies = [m for m in messages if m["role"] == "assistant" and (m.get("content") or "").strip()]
+        if not users or len(replies) != 1:
+            return None
+        first = users[0]["content"] or ""
+        current = self.store.sessions.get(owner, session_id)["title"]
+        if current not in (auto_title(first), DEFAULT_TITLE):
+            return None  # the user (or an import) named it
+        title = ""
+        candidates = self._candidates(model) if self.ask else []
+        if candidates:
+            title = ask_model(candidates, first, reply, self.timeout)
+        title = title or clean_title(first) or DEFAULT_TITLE
+        if title == current:
+            return title
+        with self.store.locked.tx() as db:  # only while nobody renamed it since we looked
+            db.execute("update sessions set title = ? where id = ? and owner = ? and title = ?",
+                       [title, session_id, owner, current])
+        return title
+
+    def _candidates(self, model: str):
+        """The title route: TITLE_MODEL, else the answering route; none for the offline demo model."""
+        try:
+            candidates = self.router.resolve(self.model or model)
+        except Exception:  # noqa: BLE001 - an unknown TITLE_MODEL falls back to the first line
+            return []
+        return [c for c in candidates if c.provider.kind != "demo"]

@@ -1,0 +1,150 @@
+"""Export a chat as Markdown or JSON, and validate a JSON export for import. No Flask, no SQL.
+
+The JSON export is the import format: ``{"format": "odysseus.chat", "version": 1,
+"session": {"title", "created_at"}, "messages": [{"role", "content", "thinking",
+"metadata", "created_at", ...}]}``. Import is strict: an unknown format or version,
+a message of the wrong shape, an unknown role or an over-long text refuses the whole
+file, and only display metadata (model label, usage, metrics, outcome) is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Dict, List
+
+from ..errors import BadRequest
+
+FORMAT = "odysseus.chat"
+VERSION = 1
+ROLES = ("user", "assistant", "system")
+MAX_MESSAGES = 5000
+MAX_TITLE = 200
+#: fields a message of an export may carry; anything else refuses the import
+MESSAGE_FIELDS = {"id", "role", "content", "thinking", "metadata", "created_at", "run_id", "parent_id"}
+#: metadata kept on import: what the page shows about a reply, never run or approval state
+KEPT_METADATA = {"model_info", "usage", "metrics", "status", "stop_reason", "stopped", "partial", "total_time_ms",
+                 "edited_at"}
+
+
+def export_json(session: dict, messages: List[dict]) -> Dict[str, Any]:
+    """The JSON export of a session and its messages (every stored message, in order)."""
+    return {
+        "format": FORMAT, "version": VERSION, "exported_at": time.time(),
+        "session": {"id": session["id"], "title": session["title"], "created_at": session["created_at"],
+                    "updated_at": session["updated_at"]},
+        "messages": [{"id": m["id"], "role": m["role"], "content": m.get("content") or "",
+                      "thinking": m.get("thinking") or "", "metadata": m.get("metadata") or {},
+                      "created_at": m.get("created_at"), "run_id": m.get("run_id"),
+                      **({"parent_id": m["parent_id"]} if m.get("parent_id") is not None else {})}
+                     for m in messages],
+    }
+
+
+def _fence(text: str) -> str:
+    """A code fence longer than any backtick run in ``text``."""
+    longest, run = 0, 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def export_markdown(session: dict, messages: List[dict]) -> str:
+    """A readable Markdown transcript: a heading per message, reasoning in a collapsed block."""
+    lines = [f"# {' '.join((session.get('title') or 'Chat').split())}", ""]
+    names = {"user": "You", "assistant": "Assistant", "system": "System"}
+    for message in messages:
+        meta = message.get("metadata") or {}
+        name = names.get(message["role"], message["role"].title())
+        label = (meta.get("model_info") or {}).get("label")
+        heading = f"## {name}" + (f" ({label})" if label and message["role"] == "assistant" else "")
+        if meta.get("stopped") or meta.get("status") == "stopped":
+            heading += " [stopped]"
+        elif meta.get("status") in ("error", "interrupted"):
+            heading += f" [{meta['status']}]"
+        lines += [heading, ""]
+        thinking = message.get("thinking") or ""
+        if thinking.strip():
+            fence = _fence(thinking)
+            lines += ["<details><summary>Reasoning</summary>", "", fence + "text", thinking, fence, "", "</details>",
+                      ""]
+        lines += [message.get("content") or "", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _number(value: Any, where: str):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) > 1e12:
+        raise BadRequest(f"{where} must be a number")
+    return value
+
+
+def _keep_metadata(raw: Any, where: str) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise BadRequest(f"{where}.metadata must be an object")
+    kept = {k: v for k, v in raw.items() if k in KEPT_METADATA}
+    if len(json.dumps(kept)) > 20_000:
+        raise BadRequest(f"{where}.metadata is too large")
+    if "model_info" in kept and not isinstance(kept["model_info"], dict):
+        raise BadRequest(f"{where}.metadata.model_info must be an object")
+    for key in ("usage", "metrics"):
+        if key in kept and not isinstance(kept[key], dict):
+            raise BadRequest(f"{where}.metadata.{key} must be an object")
+    return dict(kept, imported=True)
+
+
+def parse_import(doc: Any, max_chars: int) -> Dict[str, Any]:
+    """The validated title and messages of a JSON export; raises BadRequest naming the first problem."""
+    if not isinstance(doc, dict):
+        raise BadRequest("an import must be a JSON object (an Odysseus chat export)")
+    if doc.get("format") != FORMAT:
+        raise BadRequest(f"format must be {FORMAT!r} (export a chat as JSON to get one)")
+    if doc.get("version") != VERSION or isinstance(doc.get("version"), bool):
+        raise BadRequest(f"unsupported export version {doc.get('version')!r}; this server reads version {VERSION}")
+    session = doc.get("session")
+    if not isinstance(session, dict):
+        raise BadRequest("session must be an object")
+    title = session.get("title", "Imported chat")
+    if not isinstance(title, str) or not title.strip():
+        raise BadRequest("session.title must be a non-empty string")
+    title = " ".join(title.split())[:MAX_TITLE]
+    messages = doc.get("messages")
+    if not isinstance(messages, list):
+        raise BadRequest("messages must be a list")
+    if not messages:
+        raise BadRequest("messages is empty: there is nothing to import")
+    if len(messages) > MAX_MESSAGES:
+        raise BadRequest(f"an import holds at most {MAX_MESSAGES} messages")
+    parsed = []
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if not isinstance(message, dict):
+            raise BadRequest(f"{where} must be an object")
+        unknown = sorted(set(message) - MESSAGE_FIELDS)
+        if unknown:
+            raise BadRequest(f"{where} has unknown field(s): {', '.join(unknown)}")
+        role = message.get("role")
+        if role not in ROLES:
+            raise BadRequest(f"{where}.role must be one of {', '.join(ROLES)}")
+        texts = {}
+        for key in ("content", "thinking"):
+            value = message.get(key, "")
+            if value is None:
+                value = ""
+            if not isinstance(value, str):
+                raise BadRequest(f"{where}.{key} must be a string")
+            if len(value) > max_chars:
+                raise BadRequest(f"{where}.{key} is longer than {max_chars} characters")
+            if "\x00" in value:
+                raise BadRequest(f"{where}.{key} must not contain NUL characters")
+            texts[key] = value
+        if role == "user" and not texts["content"].strip():
+            raise BadRequest(f"{where}.content must not be empty for a user message")
+        _number(message.get("created_at"), f"{where}.created_at")
+        parsed.append({"role": role, "content": texts["content"], "thinking": texts["thinking"],
+                       "metadata": _keep_metadata(message.get("metadata"), where)})
+    return {"title": title, "messages": parsed}

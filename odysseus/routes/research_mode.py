@@ -1,0 +1,115 @@
+"""Flask glue of research mode: the ``research`` builder, ``use_research`` on chat turns, and the job rows.
+
+A research job is a run of the run engine in mode ``research``; its job id is the run id.
+The job row (``store.research``) is written when the run starts and completed when it
+finishes, from the run's own record (``signals.run_started`` / ``run_finished``), so the
+job list and results stay right however the run was started (the research API, a chat
+turn with ``use_research: true``, the agent API) and however it ended.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from flask import Flask, current_app
+
+from .. import signals
+from ..errors import BadRequest
+from ..events import CHAT_TERMINAL
+from ..llm.llm_core import Candidate
+from ..research import report
+from ..research.limits import ResearchLimits
+from ..research.pages import backend_problem
+from ..research.turn import research_turn
+from ..sse import JOB_STATUS
+from .turn_registry import PreparedTurn, register_mode
+
+MAX_QUESTION_CHARS = 4000
+
+
+def wants_research(data: dict) -> bool:
+    """The ``use_research`` flag of a turn body (true/false, or "true"/"false" from forms)."""
+    value = data.get("use_research")
+    if value is None or value is False or value == "":
+        return False
+    if value is True:
+        return True
+    if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise BadRequest("use_research must be true or false")
+
+
+def apply_use_research(req: dict) -> dict:
+    """Turn a parsed chat/agent turn into a research job when its body asks for one."""
+    if wants_research(req["data"]):
+        if req["mode"] == "compare":
+            raise BadRequest("use_research cannot be combined with compare mode")
+        req["mode"] = "research"
+    return req
+
+
+def build_research_turn(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
+    """Validate a research request (question, limits, search backend); store nothing."""
+    config = current_app.config
+    question = " ".join(req["message"].split())
+    if len(question) > MAX_QUESTION_CHARS:
+        raise BadRequest(f"the research question is longer than {MAX_QUESTION_CHARS} characters")
+    problem = backend_problem(config)
+    if problem:
+        raise BadRequest(problem, reason="unavailable")
+    limits = ResearchLimits.from_request(config, req["data"])
+    settings = dict(config)
+    return PreparedTurn(req["message"], req["client_message_id"],
+                        lambda history: research_turn(candidates, question, limits, settings),
+                        terminal_type=CHAT_TERMINAL, user_metadata={"research": {"limits": limits.to_dict()}})
+
+
+class ResearchJobs:
+    """Keeps ``store.research`` in step with the research runs of one app."""
+
+    def __init__(self, app: Flask):
+        self.store = app.extensions["odysseus.store"]
+        self.manager = app.extensions["odysseus.runs"]
+
+    def _ours(self, run) -> bool:
+        # blinker signals are process-wide: only runs of this app's engine are ours
+        return run.mode == "research" and self.manager.runs.get(run.run_id) is run
+
+    def started(self, run) -> None:
+        """A research run started: record its job."""
+        if not self._ours(run):
+            return
+        query = ""
+        if run.user_message_id is not None:
+            query = self.store.messages.get(run.owner, run.user_message_id)["content"]
+        self.store.research.create(run.run_id, run.owner, run.session_id, query)
+
+    def finished(self, run) -> None:
+        """A research run ended: save its result with the job."""
+        if not self._ours(run):
+            return
+        state = run.context.metadata.get("research") or {}
+        sources, findings = state.get("sources") or [], state.get("findings") or []
+        partial = run.status != "done" or bool(state.get("partial"))
+        text = run.content
+        if not text.strip() and (sources or findings):  # stopped before its last event got in
+            text = report.fallback(state.get("query") or "", sources, findings, run.stop_reason or run.status)
+        self.store.research.finish(run.run_id, JOB_STATUS.get(run.status, "error"), message_id=run.message_id,
+                                   report=text, sources=sources, findings=findings, stats=state.get("stats") or {},
+                                   partial=partial, error=run.error)
+
+    def forget_session(self, app: Flask, owner: str, session_id: str, **_) -> None:
+        """A session was deleted: its jobs go with it."""
+        self.store.research.delete_session(owner, session_id)
+
+
+def init_app(app: Flask) -> None:
+    """Register research mode and its routes, and keep the job rows in step with the runs."""
+    jobs = app.extensions["odysseus.research"] = ResearchJobs(app)
+    signals.run_started.connect(jobs.started, weak=False)
+    signals.run_finished.connect(jobs.finished, weak=False)
+    signals.session_deleted.connect(jobs.forget_session, sender=app, weak=False)
+    register_mode(app, "research", build_research_turn)
+    from .research_routes import bp
+
+    app.register_blueprint(bp)
