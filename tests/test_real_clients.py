@@ -13,7 +13,7 @@ import importlib.util
 import json
 import os
 import sys
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import httpx
 import pytest
