@@ -10,6 +10,7 @@ response whose first frame carries ``retry:`` and whose pieces are metered
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Iterable, Iterator, Optional
 
 from flask import Response, current_app
@@ -23,6 +24,8 @@ from ..runs.run import Run
 from ..runs.streams import StreamSlots, metered
 from ..sse import comment
 from .auth import current_owner
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 SSE_HEADERS = {
     "Cache-Control": "no-cache",
@@ -129,7 +132,8 @@ def stream_row(engine: RunEngine, owner: str, row: dict, after: int, projection:
 def missing_stream(run_id: str, status: Optional[str], projection: Projection, after: int) -> Response:
     """The answer to a run the caller cannot follow: ``run_missing`` then ``close``, the same for an
     unknown id, another user's and an expired one; a reconnect carrying their id back gets 204."""
-    headers = {"X-Odysseus-Run-Id": run_id}
+    # echoed only when it looks like an id (any caller-made id does; other bytes cannot go into a header)
+    headers = {"X-Odysseus-Run-Id": run_id} if _ID.fullmatch(run_id) else {}
     if after >= MISSING_SEQ - 1:
         return no_content(headers)
     events = [Event("run_missing", {"run_id": run_id, "status": status,
