@@ -37,6 +37,9 @@ def init_app(app: Flask) -> None:
     from . import page_api
 
     page_api.init_app(app)  # search, export/import, settings, stream self-test, titles
+    from . import window_routes
+
+    window_routes.init_app(app)  # the model's window: GET .../context, POST .../compact (issue 17)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):
