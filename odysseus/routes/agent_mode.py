@@ -44,7 +44,7 @@ from ..tools.sandbox import startup_status
 from . import code_tools_routes
 from .alloy_mode import build_workflow_turn, wants_workflow
 from .auth import current_owner
-from .document_mode import add_context, with_document_tools
+from .document_mode import document_adder, with_document_tools
 from .params import optional_str
 from .turn_registry import PreparedTurn, context_gather, register_mode
 from .window_routes import turn_window
@@ -188,11 +188,12 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
 
     def make_turn(history):
         start = state if state is not None else initial_state(history, settings)
+        with_doc = document_adder(active_doc, owner, history)  # the active document, read now
         if state is None:
-            start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
+            start["messages"] = with_doc(start["messages"])
 
         def build(rows):  # the new task's messages from the rows the model sees (after a summary)
-            return add_context(model_messages(rows, settings.system_prompt), active_doc, owner, history)
+            return with_doc(model_messages(rows, settings.system_prompt))
 
         turn = agent_turn(candidates, registry, settings, hooks, start, resolution, req.get("temperature"))
         # context pipeline (odysseus.context): attachments, retrieval, memories, workspace, ... gathered and

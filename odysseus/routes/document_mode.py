@@ -55,6 +55,13 @@ def add_context(messages: List[dict], active: ActiveDocument, owner: str, histor
     return with_document(messages, active.get(owner, session_id), _docs().context_chars)
 
 
+def document_adder(active: ActiveDocument, owner: str, history: List[dict]):
+    """``add_context`` with the document read now (inside the app): for rebuilding messages later in the run."""
+    session_id = history[-1]["session_id"] if history else None
+    doc, budget = active.get(owner, session_id), _docs().context_chars
+    return lambda messages: with_document(messages, doc, budget)
+
+
 def build_document_chat_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     """Chat mode with an open document: the agent loop with the document tools only."""
     agent = current_app.extensions["odysseus.agent"]
@@ -69,11 +76,12 @@ def build_document_chat_turn(req: dict, candidates, owner: str) -> PreparedTurn:
 
     def make_turn(history):
         state = initial_state(history, settings)
-        state["messages"] = add_context(state["messages"], active, owner, history)
+        with_doc = document_adder(active, owner, history)
+        state["messages"] = with_doc(state["messages"])
         loop = agent_turn(candidates, registry, settings, agent.hooks, state, None, req.get("temperature"))
 
         def build(rows):  # the messages from the rows the model sees (after a summary)
-            return add_context(model_messages(rows, settings.system_prompt), active, owner, history)
+            return with_doc(model_messages(rows, settings.system_prompt))
 
         return with_context(loop, state, gather, window=window, history=history, build=build)
 
