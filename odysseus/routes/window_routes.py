@@ -94,15 +94,16 @@ def compact_session(session_id: str):
     if run is not None and run.status == "running":
         raise Conflict("a reply is being written in this session; compact it when the reply has finished")
     shown = visible(rows)
-    chosen = older_half(shown + [{"role": "user"}])  # everything may be summarised: no message is being answered
-    if len([r for r in chosen if not is_summary(r)]) < 2:
+    compactor = _ext("window.compactor")
+    chosen = older_half(shown + [{"role": "user"}])  # no message is being answered: the newest may be summarised
+    if sum(1 for r in shown if not is_summary(r)) < max(2, compactor.min_messages) or not chosen:
         raise Conflict("there are not enough messages to compact yet")
     candidates = _candidates(rows, optional_str(data, "model", 300))
     length, _ = _ext("window.book").length(candidates[0])
     counter = TokenCounter(getattr(candidates[0].provider, "kind", None), correction_from(rows))
     before = model_messages(shown)
     try:
-        summary = _ext("window.compactor").compact(owner, session_id, chosen, _summary_candidates(candidates), length)
+        summary = compactor.compact(owner, session_id, chosen, _summary_candidates(candidates), length)
     except (CompactionFailed, ProviderError) as exc:
         return jsonify({"error": exc.message}), 502
     after = model_messages(visible(rows + [summary]))
