@@ -10,7 +10,6 @@ stores nothing and still trims, and POST /compact (409 while a run is going, 404
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 import requests

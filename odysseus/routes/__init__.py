@@ -26,6 +26,10 @@ def init_app(app: Flask) -> None:
     from . import agent_mode, document_routes, turn_registry
 
     turn_registry.init_app(app)
+    from . import window_routes
+
+    # the model's window (issue 17): before background jobs, whose recovered turns use it at once
+    window_routes.init_app(app)
     background_routes.init_app(app)
     from . import research_mode, upload_routes  # uploads + the attachments and retrieval context sources
 
@@ -37,9 +41,6 @@ def init_app(app: Flask) -> None:
     from . import page_api
 
     page_api.init_app(app)  # search, export/import, settings, stream self-test, titles
-    from . import window_routes
-
-    window_routes.init_app(app)  # the model's window: GET .../context, POST .../compact (issue 17)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):
