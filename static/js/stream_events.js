@@ -45,6 +45,9 @@ export const STREAM_HANDLERS = {
   memories_used: (view, event) => view.on_memories_used(event),
   web_sources: (view, event) => view.on_web_sources(event),
   workspace_rejected: (view, event) => view.on_workspace_rejected(event),
+  // the model's window (window_render.js)
+  context_trimmed: (view, event) => view.on_context_trimmed(event),
+  compacted: (view, event) => view.on_compacted(event),
   // research jobs (research_render.js)
   research_progress: (view, event) => view.on_research_progress(event),
   research_sources: (view, event) => view.on_research_sources(event),
