@@ -77,6 +77,7 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
     """Run the benchmark and return its Markdown section body and targets."""
     levels = (200, 500) if quick else LEVELS
     env = {"ODYSSEUS_HEARTBEAT_INTERVAL": str(INTERVAL), "ODYSSEUS_EVICT_GRACE": "5",
+           "ODYSSEUS_MAX_STREAMS_PER_USER": "100000",  # thousands of streams from one (single-user) client
            "ODYSSEUS_CONNECT_TIMEOUT": "30"}
     with model_server() as model_port, app_server(model_port, env) as app:
         started = time.monotonic()

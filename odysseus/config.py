@@ -38,6 +38,8 @@ DEFAULTS: Dict[str, Any] = {
     "UTILITY_MODEL": "",  # route for summaries; empty = the model of the turn
     # Run engine
     "HEARTBEAT_INTERVAL": 10.0,  # seconds of silence before ": heartbeat N"
+    "SSE_RETRY_MS": 3000,  # the "retry:" field on the first frame of every stream (client reconnect delay)
+    "MAX_STREAMS_PER_USER": 32,  # open SSE streams per user and worker process; one more is a 429
     "EVICT_GRACE": 180.0,  # seconds a finished run's log stays after its last subscriber leaves
     "RUN_MAX_EVENTS": 100_000,  # per-run log cap
     "RUN_MAX_BYTES": 16 * 1024 * 1024,  # per-run log cap (payload bytes)

@@ -11,7 +11,8 @@ Providers and turns yield events with ``seq=None``; the run log assigns ``seq``.
 
 Lifecycle events every run log contains:
 
-- ``run_started`` is always seq 1;
+- ``run_started`` is the first event, ``start`` the second (ids continue the session's previous
+  run: the first event of a run is the previous run's last id + 1, see ``RunEngine.start``);
 - exactly one terminal record (``chat_terminal`` or ``agent_terminal``);
 - then ``done`` on success, ``error`` on failure, nothing extra on stop;
 - ``close`` is always the last event.
@@ -24,6 +25,8 @@ from typing import Any, Optional
 
 # Event types that end the transcript part of a run.
 RUN_STARTED = "run_started"
+#: the agent projection's ``start`` frame, logged as its own event so it has its own id (chat: hidden)
+START = "start"
 DELTA = "delta"
 DONE = "done"
 ERROR = "error"

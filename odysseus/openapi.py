@@ -276,6 +276,8 @@ def _operation(op: Op) -> Dict[str, Any]:
                       "4XX": {"description": "bad input, not signed in, not found, conflict or rate limited",
                               "content": {"application/json": {"schema": ERROR}}}},
     }
+    if op.stream:  # a reconnect at or past a run's last frame (docs/protocol.md, "Cursor and resume")
+        doc["responses"]["204"] = {"description": "the run has ended and the cursor has everything: stop"}
     if parameters:
         doc["parameters"] = parameters
     if op.body is not None:

@@ -13,10 +13,10 @@ from typing import Dict, Iterable, Iterator, List, Optional
 
 from .events import (AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DELEGATION_EVENTS, DELTA, DOC_EVENTS, DONE, ERROR,
                      PROVIDER_ONLY, RESEARCH_DONE, RESEARCH_FINDINGS, RESEARCH_PROGRESS, RESEARCH_SOURCES,
-                     RUN_STARTED, Event)
+                     RUN_STARTED, START, Event)
 
 #: Events the chat projection does not send (they exist for the agent projection).
-CHAT_HIDDEN = frozenset({RUN_STARTED, CLOSE}) | PROVIDER_ONLY
+CHAT_HIDDEN = frozenset({RUN_STARTED, START, CLOSE}) | PROVIDER_ONLY
 
 
 def comment(text: str) -> str:
@@ -49,7 +49,8 @@ def chat_frame(event: Event, payload_json: Optional[str] = None) -> Optional[str
 def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
     """Parse an SSE byte stream into frames ``{"event", "data", "id", "comment"}``.
 
-    Lines may be split across chunks in any way; a frame ends at a blank line.
+    Lines may be split across chunks in any way; a frame ends at a blank line. As in
+    ``EventSource``, a block without ``data:`` lines (e.g. only ``retry:``) yields no frame.
     """
     buffer = b""
     frame: Dict[str, Optional[str]] = {}
@@ -63,9 +64,8 @@ def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
             line = buffer[:nl].rstrip(b"\r").decode("utf-8")
             buffer = buffer[nl + 1:]
             if line == "":
-                if data_lines or frame:
-                    if data_lines:
-                        frame["data"] = "\n".join(data_lines)
+                if data_lines:  # as EventSource does: a block without data (retry:, id: only) is no event
+                    frame["data"] = "\n".join(data_lines)
                     frame.setdefault("event", "message")
                     yield frame
                 frame, data_lines = {}, []
@@ -84,7 +84,7 @@ def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
 # ---------------------------------------------------------------- agent projection
 #: Canonical event -> named SSE event of /api/agent/chat/stream (spec: agent-stream-and-detached-runs.md).
 AGENT_NAMES = {
-    RUN_STARTED: "run_started", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
+    RUN_STARTED: "run_started", START: "start", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
     "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
     "run_missing": "run_missing",
     **{name: name for name in DOC_EVENTS},  # editor documents: the same names on both projections
@@ -110,16 +110,18 @@ def named_frame(name: str, data: dict, seq: Optional[int] = None) -> str:
 def agent_frame(event: Event, payload_json: Optional[str] = None) -> Optional[str]:
     """Encode ``event`` for the agent API; None for events this projection does not send.
 
-    ``run_started`` (always seq 1) is followed by ``start`` under the same id, so the
-    documented order run_started, start, chunk... holds for every run.
+    ``run_started`` and ``start`` are two logged events with their own ids, so the
+    documented order run_started, start, chunk... holds for every run and a cursor taken
+    between them resumes exactly.
     """
     kind, data, seq = event.type, event.data, event.seq
     name = AGENT_NAMES.get(kind)
     if name is None or (kind == DELTA and data.get("thinking")):
         return None
     if kind == RUN_STARTED:
-        start = {"task_id": data.get("run_id"), "model": data.get("model")}
-        return named_frame("run_started", {"run_id": data.get("run_id")}, seq) + named_frame("start", start, seq)
+        return named_frame("run_started", {"run_id": data.get("run_id")}, seq)
+    if kind == START:
+        return named_frame("start", {"task_id": data.get("task_id"), "model": data.get("model")}, seq)
     if kind == DELTA:
         return named_frame("chunk", {"content": data.get("delta", "")}, seq)
     if kind == "tool_start":

@@ -70,7 +70,15 @@ def test_attach_after_expiry_says_run_missing(server_factory):
     frames = open_stream("GET", f"{server.url}/api/agent/chat/stream/attach?run_id={run_id}").events()
     assert _names(frames) == ["run_missing", "close"]
     assert frames[0]["data"]["run_id"] == run_id
-    assert requests.get(f"{server.url}/api/agent/chat/stream/attach?run_id=run_unknown").status_code == 404
+    # an unknown id is answered the same way (rule 5 of issue 12), and the frames carry ids
+    unknown = open_stream("GET", f"{server.url}/api/agent/chat/stream/attach?run_id=run_unknown").events()
+    assert _names(unknown) == ["run_missing", "close"]
+    assert [f["data"] for f in unknown] == [dict(frames[0]["data"], run_id="run_unknown"), frames[1]["data"]]
+    assert [f["id"] for f in unknown] == [f["id"] for f in frames] and all(f["id"] for f in frames)
+    # the reconnect EventSource makes after them sends the last id back: 204, so it stops
+    again = requests.get(f"{server.url}/api/agent/chat/stream/attach?run_id={run_id}",
+                         headers={"Last-Event-ID": str(frames[-1]["id"])}, timeout=10)
+    assert again.status_code == 204 and again.content == b""
     assert requests.get(f"{server.url}/api/agent/chat/stream/attach").status_code == 400
 
 

@@ -179,7 +179,7 @@ def test_heartbeats_are_per_connection_and_not_logged(server_factory):
     other.close()
     assert seen == ["heartbeat 1"]
     ids = [f["id"] for f in frames if f.get("id") is not None]
-    assert ids == list(range(2, 2 + len(ids)))  # seq 1 is run_started, hidden in this projection
+    assert ids == list(range(3, 3 + len(ids)))  # seq 1 and 2 are run_started and start, hidden in this projection
 
 
 def test_eviction_after_grace(server_factory):

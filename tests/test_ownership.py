@@ -40,6 +40,8 @@ class Route:
     headers: Dict[str, str] = field(default_factory=dict)
     rule: Optional[str] = None  # skip while this Flask rule is not registered
     needs: tuple = ()  # victim ids this route needs beyond session/run/message (e.g. "job")
+    #: signed-in strangers get the answer an unknown id gets (200 run_missing + close, issue 12 rule 5), not 404
+    like_unknown: bool = False
 
 
 ROUTES = [
@@ -57,7 +59,8 @@ ROUTES = [
     Route("stop (header run id)", "POST", "/api/chat/stop/{session}", headers={"X-Odysseus-Run-Id": "{run}"}),
     Route("stop (body run id)", "POST", "/api/chat/stop/{session}", json={"run_id": "{run}"}),
     # The agent API (spec: agent-stream-and-detached-runs.md), active once merged.
-    Route("agent attach", "GET", "/api/agent/chat/stream/attach?run_id={run}", rule="/api/agent/chat/stream/attach"),
+    Route("agent attach", "GET", "/api/agent/chat/stream/attach?run_id={run}", rule="/api/agent/chat/stream/attach",
+          like_unknown=True),
     Route("agent cancel", "POST", "/api/agent/chat/runs/{run}/cancel", rule="/api/agent/chat/runs/<run_id>/cancel"),
     Route("agent chat into session", "POST", "/api/agent/chat/stream",
           json={"message": "pwned", "session_id": "{session}"}, rule="/api/agent/chat/stream"),
@@ -326,6 +329,16 @@ def test_foreign_callers_get_401_or_404_and_change_nothing(world, route, victim_
         body = response.raw.read(4096, decode_content=True).decode("utf-8", "replace")
     finally:
         response.close()
+    if route.like_unknown and ATTACKERS[attacker] == 404:
+        unknown_id = "run_" + "u" * 22
+        unknown = http.request(route.method, server.url + fill(route.path, dict(victim.ids, run=unknown_id)),
+                               json=fill(route.json, victim.ids), headers=fill(route.headers, victim.ids), timeout=10)
+        # nothing tells the victim's id from an unknown one: the same status, headers and bytes (the id echoed)
+        assert response.status_code == unknown.status_code == 200
+        assert body.replace(victim.ids["run"], unknown_id) == unknown.text
+        assert victim.secret not in body and "run_missing" in body
+        assert victim.snapshot() == victim.before
+        return
     assert response.status_code == ATTACKERS[attacker], body
     assert victim.secret not in body and victim.ids["run"] not in body
     assert json.loads(body).get("error")

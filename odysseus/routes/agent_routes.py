@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
-
 from flask import Blueprint, current_app, jsonify, request
 
 from ..errors import BadRequest, NotFound
-from ..events import AGENT_TERMINAL, CLOSE, Event
+from ..events import AGENT_TERMINAL
 from ..preferences import apply_user_defaults
 from ..sse import agent_frame
 from .agent_routing import apply_agent_routing
@@ -19,7 +17,7 @@ from .auth import current_owner
 from ..runs.views import run_view
 from .params import body, cursor, page_args
 from .research_mode import apply_use_research
-from .streaming import project, sse_response, stream_row, stream_started_turn
+from .streaming import check_stream_slot, missing_stream, stream_row, stream_started_turn
 from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("agent_api", __name__)
@@ -38,7 +36,10 @@ def _agent_request(owner: str) -> dict:
 def agent_stream():
     """Start an agent turn and stream it with named events."""
     owner = current_owner()
-    return stream_started_turn(owner, start_turn(owner, _agent_request(owner)), agent_frame, AGENT_TERMINAL)
+    check_stream_slot(owner)  # 429 before anything starts
+    after = cursor()  # a retry (same client_message_id) with Last-Event-ID attaches after that cursor
+    return stream_started_turn(owner, start_turn(owner, _agent_request(owner)), agent_frame, AGENT_TERMINAL,
+                               after=after)
 
 
 @bp.post("/api/agent/chat")
@@ -68,25 +69,26 @@ def agent_chat():
     return jsonify(result), 200
 
 
-def _run_missing(run_id: str, status: Optional[str]) -> Iterator[str]:
-    return project([Event("run_missing", {"run_id": run_id, "status": status,
-                                          "detail": "the replay buffer has expired; restore from history"}),
-                    Event(CLOSE, {})], agent_frame)
-
-
 @bp.get("/api/agent/chat/stream/attach")
 def attach():
-    """Replay a run's events from the start or after the cursor, then follow it live."""
+    """Replay a run's events from the start or after the cursor, then follow it live.
+
+    A run the caller cannot follow (unknown, another user's, past its window) gets the same
+    ``run_missing`` + ``close`` (never a 404, which ``EventSource`` cannot see).
+    """
     owner = current_owner()
     run_id = request.args.get("run_id", "").strip()
     if not run_id:
         raise BadRequest("run_id is required")
     after = cursor()
-    row = ext("store").runs.get(owner, run_id)  # 404 for unknown or foreign ids
-    response = stream_row(ext("runs"), owner, row, after, agent_frame)
+    try:
+        row = ext("store").runs.get(owner, run_id)
+    except NotFound:  # unknown or another user's: answered exactly like an expired run of unknown status
+        row = None
+    response = stream_row(ext("runs"), owner, row, after, agent_frame) if row is not None else None
     if response is not None:
         return response
-    return sse_response(_run_missing(run_id, row["status"]), {"X-Odysseus-Run-Id": run_id})
+    return missing_stream(run_id, None, agent_frame, after)
 
 
 @bp.get("/api/agent/chat/runs")

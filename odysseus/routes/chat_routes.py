@@ -18,7 +18,7 @@ from .auth import current_owner
 from ..runs.views import run_view
 from .params import body, cursor, json_or_empty
 from .research_mode import apply_use_research
-from .streaming import run_stream, sse_response, stream_row, stream_started_turn
+from .streaming import check_stream_slot, run_stream, sse_response, stream_row, stream_started_turn
 from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("chat", __name__)
@@ -28,6 +28,7 @@ bp = Blueprint("chat", __name__)
 def chat_stream():
     """Start a turn (or attach to the one a repeated ``client_message_id`` started) and stream it."""
     owner = current_owner()
+    check_stream_slot(owner)  # 429 before anything starts
     req = apply_use_research(parse_turn_request(body()))  # use_research: true -> a research job
     apply_user_defaults(req, ext("store"), owner)  # the user's system prompt and temperature (settings screen)
     if req["mode"] == "compare":
@@ -35,7 +36,8 @@ def chat_stream():
         if req["session_id"]:
             ext("store").sessions.get(owner, req["session_id"])
         return _compare_stream(candidates, req, owner)
-    return stream_started_turn(owner, start_turn(owner, req), chat_frame, CHAT_TERMINAL)
+    # a retry (same client_message_id) with Last-Event-ID attaches after that cursor
+    return stream_started_turn(owner, start_turn(owner, req), chat_frame, CHAT_TERMINAL, after=cursor())
 
 
 def _compare_stream(candidates: List[Candidate], req: dict, owner: str):

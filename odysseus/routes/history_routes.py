@@ -83,15 +83,16 @@ def rename_session(session_id: str):
 
 @bp.delete("/api/sessions/<session_id>")
 def delete_session(session_id: str):
-    """Delete a session, stopping its run first."""
+    """Delete a session: under its lock, stop its run (``session_deleted``), then remove everything it left.
+
+    A send racing the delete either finished starting before (its run is stopped here) or finds the
+    session gone (404); nothing is ever written into the deleted session.
+    """
     owner = current_owner()
     store = _store()
     store.sessions.get(owner, session_id)
-    manager = current_app.extensions["odysseus.runs"]
-    run = manager.for_session(owner, session_id)
-    if run is not None:
-        manager.stop(owner, session_id, run.run_id, reason="session_deleted")
-    images = store.sessions.delete(owner, session_id)
+    engine = current_app.extensions["odysseus.runs"]
+    images = engine.delete_session(owner, session_id, lambda: store.sessions.delete(owner, session_id))
     signals.session_deleted.send(current_app._get_current_object(), owner=owner, session_id=session_id,
                                  images=images)
     return jsonify({"deleted": True})

@@ -120,11 +120,15 @@ def ascii_int(raw: Any, name: str, low: int, high: int) -> int:
 
 
 def cursor() -> int:
-    """The resume cursor from ``Last-Event-ID`` or ``?after=N``; 0 means from the start."""
-    raw = request.args.get("after")
-    if raw is None:
-        raw = request.headers.get("Last-Event-ID")
-        raw = None if raw is None else raw.strip(" \t")  # optional whitespace around a header value
+    """The resume cursor: ``Last-Event-ID`` when sent, else ``?after=N``; 0 means from the start.
+
+    The header wins: ``EventSource`` keeps the URL it was opened with (``?after=0``) and
+    sends the newer cursor in the header on every reconnect.
+    """
+    raw = request.headers.get("Last-Event-ID")
+    raw = None if raw is None else raw.strip(" \t")  # optional whitespace around a header value
+    if raw is None or raw == "":
+        raw = request.args.get("after")
     if raw is None or raw == "":
         return 0
     if not _DIGITS.fullmatch(raw) or int(raw) > MAX_CURSOR:

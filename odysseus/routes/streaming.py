@@ -1,21 +1,31 @@
 """Serving a run as an SSE response: the Flask side of ``odysseus.runs.follow``.
 
 Which source a reader gets (memory log, durable log, or the saved final state) is the
-engine's policy in ``runs/follow.py``; this module only picks the run, sets the headers
-proxies need and wraps the generator in a response.
+engine's policy in ``runs/follow.py``; this module picks the run, applies the cursor rules
+that need an HTTP status (204 for a reconnect past the end, 429 past
+``MAX_STREAMS_PER_USER``), sets the headers proxies need and wraps the generator in a
+response whose first frame carries ``retry:`` and whose pieces are metered
+(``runs/streams.py``).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Iterable, Iterator, Optional
 
 from flask import Response, current_app
 
-from ..events import Event
+from ..errors import RateLimited
+from ..events import CLOSE, Event
 from ..runs.engine import RunEngine, Started
-from ..runs.follow import Projection, durable_available, follow_durable, follow_memory, saved_final_state
+from ..runs.follow import (MISSING_SEQ, Projection, durable_available, ended_before, follow_durable, follow_memory,
+                           saved_final_state)
 from ..runs.run import Run
+from ..runs.streams import StreamSlots, metered
 from ..sse import comment
+from .auth import current_owner
+
+_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 
 SSE_HEADERS = {
     "Cache-Control": "no-cache",
@@ -32,11 +42,54 @@ def project(events: Iterable[Event], projection: Projection) -> Iterator[str]:
             yield frame
 
 
+def _slots() -> StreamSlots:
+    slots = current_app.extensions.get("odysseus.stream_slots")
+    if slots is None:
+        slots = current_app.extensions.setdefault(
+            "odysseus.stream_slots", StreamSlots(int(current_app.config["MAX_STREAMS_PER_USER"])))
+    return slots
+
+
+def _too_many() -> RateLimited:
+    return RateLimited(f"too many open streams for this user (at most {_slots().limit}); close one first",
+                       retry_after=3)
+
+
+def check_stream_slot(owner: str) -> None:
+    """Refuse (429) before a turn starts when the caller already has ``MAX_STREAMS_PER_USER`` streams open."""
+    if _slots().full(owner):
+        raise _too_many()
+
+
 def sse_response(body: Iterator[str], headers: Optional[Dict[str, str]] = None) -> Response:
-    """A streaming ``text/event-stream`` response with the headers proxies need."""
-    response = Response(body, mimetype="text/event-stream")
+    """A streaming ``text/event-stream`` response with the headers proxies need.
+
+    The stream takes one of the caller's ``MAX_STREAMS_PER_USER`` slots (429 when none is
+    free) until it ends or the client leaves; its first frame carries ``retry: SSE_RETRY_MS``.
+    """
+    owner = current_owner()
+    slots = _slots()
+    if not slots.acquire(owner):
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+        raise _too_many()
+    engine: Optional[RunEngine] = current_app.extensions.get("odysseus.runs")
+    retry = f"retry: {int(current_app.config['SSE_RETRY_MS'])}\n"
+    response = Response(metered(body, engine.budget if engine is not None else None,
+                                on_close=lambda: slots.release(owner), prefix=retry),
+                        mimetype="text/event-stream")
     response.headers.update(SSE_HEADERS)
     response.headers["Content-Type"] = "text/event-stream; charset=utf-8"
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def no_content(headers: Optional[Dict[str, str]] = None) -> Response:
+    """204: the reader has everything this stream will ever send (``EventSource`` stops reconnecting)."""
+    response = Response(status=204)
+    response.headers["Cache-Control"] = "no-cache"
     for key, value in (headers or {}).items():
         response.headers[key] = value
     return response
@@ -48,17 +101,21 @@ def _heartbeat() -> float:
 
 def run_stream(engine: RunEngine, run: Run, after: int, projection: Projection,
                headers: Optional[Dict[str, str]] = None) -> Response:
-    """The SSE response following the live ``run`` from cursor ``after``."""
-    return sse_response(follow_memory(engine, run, after, projection, _heartbeat()),
-                        {"X-Odysseus-Run-Id": run.run_id, **(headers or {})})
+    """The SSE response following the live ``run`` from cursor ``after`` (204 when it ended before it)."""
+    headers = {"X-Odysseus-Run-Id": run.run_id, **(headers or {})}
+    if after and ended_before(engine, run, None, after, projection):
+        return no_content(headers)
+    return sse_response(follow_memory(engine, run, after, projection, _heartbeat()), headers)
 
 
 def durable_stream(engine: RunEngine, row: dict, after: int, projection: Projection,
                    headers: Optional[Dict[str, str]] = None) -> Response:
     """The SSE response replaying (and, if another process still writes it, following) a run from SQLite."""
+    headers = {"X-Odysseus-Run-Id": row["run_id"], **(headers or {})}
+    if after and ended_before(engine, None, row, after, projection):
+        return no_content(headers)
     return sse_response(follow_durable(engine.store, row["run_id"], after, projection, _heartbeat(),
-                                       engine.durable.interval),
-                        {"X-Odysseus-Run-Id": row["run_id"], **(headers or {})})
+                                       engine.durable.interval), headers)
 
 
 def stream_row(engine: RunEngine, owner: str, row: dict, after: int, projection: Projection,
@@ -72,11 +129,28 @@ def stream_row(engine: RunEngine, owner: str, row: dict, after: int, projection:
     return None
 
 
+def missing_stream(run_id: str, status: Optional[str], projection: Projection, after: int) -> Response:
+    """The answer to a run the caller cannot follow: ``run_missing`` then ``close``, the same for an
+    unknown id, another user's and an expired one; a reconnect carrying their id back gets 204."""
+    # echoed only when it looks like an id (any caller-made id does; other bytes cannot go into a header)
+    headers = {"X-Odysseus-Run-Id": run_id} if _ID.fullmatch(run_id) else {}
+    if after >= MISSING_SEQ - 1:
+        return no_content(headers)
+    events = [Event("run_missing", {"run_id": run_id, "status": status,
+                                    "detail": "the replay buffer has expired; restore from history"},
+                    MISSING_SEQ - 1),
+              Event(CLOSE, {}, MISSING_SEQ)]
+    return sse_response(project(events, projection), headers)
+
+
 def stream_started_turn(owner: str, started: Started, projection: Projection, terminal_type: str,
                         after: int = 0) -> Response:
-    """Follow a started turn; a repeat of an earlier one is followed from its log, or its saved final state."""
+    """Follow a started turn; a repeat of an earlier one is followed from its log (after ``after``, the
+    retry's ``Last-Event-ID``), or its saved final state."""
     engine: RunEngine = current_app.extensions["odysseus.runs"]
     headers = {"X-Odysseus-Session-Id": started.session_id}
+    if not started.attached:
+        after = 0  # a new run: a cursor from an earlier one is below its ids anyway
     if started.run is not None:
         return run_stream(engine, started.run, after, projection, headers)
     row = started.row

@@ -43,9 +43,9 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .. import signals
 from ..cancel import Cancelled
-from ..errors import CapacityError, OdysseusError, ProviderError
+from ..errors import CapacityError, NotFound, OdysseusError, ProviderError
 from ..events import (CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, PROVIDER_ONLY, RUN_STARTED,
-                      RUN_TIMEOUT, Event)
+                      RUN_TIMEOUT, START, Event)
 from ..store import Store, new_id
 from ..store.messages import insert_message
 from ..process_identity import worker_identity
@@ -164,7 +164,9 @@ class RunEngine:
                         return Started(session_id, run, row, attached=True)
                     return Started(session_id, None, row, attached=True)
             self.replace_running(spec.owner, session_id)
-            run = self._reserve(spec, session_id)
+            # ids increase across the runs of a session: this run's first id follows the previous run's last
+            base = 0 if creating else self.session_last_seq(spec.owner, session_id)
+            run = self._reserve(spec, session_id, base)
             try:
                 turn = self._store_start(spec, run, creating)
             except BaseException:
@@ -173,13 +175,33 @@ class RunEngine:
             with self._lock:
                 self.runs[run.run_id] = run
                 self.by_session[(spec.owner, session_id)] = run
-            self.durable.enqueue(run.run_id, run.log.read_after(run.log.base)[0])
+            for entry in run.log.read_after(run.log.base):  # run_started and start
+                self.durable.enqueue(run.run_id, entry)
         signals.run_started.send(run)
         threading.Thread(target=self._drive, args=(run, turn), name=f"run-{run.run_id}", daemon=True).start()
         return Started(session_id, run)
 
-    def _reserve(self, spec: StartSpec, session_id: str) -> Run:
-        """Take a capacity slot and log ``run_started`` in memory; CapacityError (nothing stored) when full."""
+    def session_last_seq(self, owner: str, session_id: str) -> int:
+        """The newest event id of the session's previous runs (0 when it has none): the next run's base.
+
+        From the memory log while it is held, else from the newest run row (``first_seq +
+        event_count - 1``) or its durable events, whichever is higher.
+        """
+        last = 0
+        previous = self.for_session(owner, session_id)
+        if previous is not None and not previous.log.released:
+            last = previous.log.last_seq
+        with self.store.locked.read() as db:
+            row = db.execute("select run_id, coalesce(first_seq, 1), coalesce(event_count, 0) from runs"
+                             " where owner = ? and session_id = ? order by created_at desc, rowid desc limit 1",
+                             [owner, session_id]).fetchone()
+            if row is not None:
+                durable = db.execute("select max(seq) from run_events where run_id = ?", [row[0]]).fetchone()
+                last = max(last, row[1] + row[2] - 1, (durable[0] or 0) if durable else 0)
+        return last
+
+    def _reserve(self, spec: StartSpec, session_id: str, base: int = 0) -> Run:
+        """Take a capacity slot and log ``run_started`` and ``start`` in memory; CapacityError (nothing stored)."""
         with self._lock:
             if self.active >= int(self.config["MAX_ACTIVE_RUNS"]):
                 raise CapacityError("too many runs in progress; try again shortly")
@@ -191,11 +213,13 @@ class RunEngine:
         run_id = new_id("run_")
         run = Run(run_id=run_id, session_id=session_id, owner=spec.owner, mode=spec.mode, model=spec.model,
                   client_message_id=spec.client_message_id, user_message_id=None,
-                  log=RunLog(int(self.config["RUN_MAX_EVENTS"]), int(self.config["RUN_MAX_BYTES"]), self.budget),
+                  log=RunLog(int(self.config["RUN_MAX_EVENTS"]), int(self.config["RUN_MAX_BYTES"]), self.budget,
+                             base=base),
                   terminal_type=spec.terminal_type)
         try:
             run.log.append(Event(RUN_STARTED, {"run_id": run_id, "session_id": session_id, "mode": spec.mode,
                                                "model": spec.model}))
+            run.log.append(Event(START, {"task_id": run_id, "model": spec.model}))
         except LogFull:
             with self._lock:
                 self.active -= 1
@@ -217,6 +241,9 @@ class RunEngine:
         """
         now = time.time()
         with self.store.locked.tx() as db:
+            if not creating and db.execute("select 1 from sessions where id = ? and owner = ?",
+                                           [run.session_id, spec.owner]).fetchone() is None:
+                raise NotFound("session not found")  # deleted since the route looked it up: store nothing
             if creating:
                 db.execute("insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
                            [run.session_id, spec.owner, spec.session_title, now, now])
@@ -233,6 +260,23 @@ class RunEngine:
                 hook(db)
             return spec.make_turn(self.store.messages.recent(spec.owner, run.session_id,
                                                              int(self.config["HISTORY_CONTEXT_MESSAGES"])))
+
+    def delete_session(self, owner: str, session_id: str, remove: Callable[[], Any]) -> Any:
+        """Delete a session: under its lock, stop its run (``session_deleted``), then ``remove()`` its rows.
+
+        A start waiting on the lock finds the session gone (404) and stores nothing; the stopped
+        run's final save is conditional on its row, so nothing is written into the deleted session.
+        """
+        with self.session_lock(owner, session_id):
+            run = self.for_session(owner, session_id)
+            if run is not None and run.status == "running":
+                self._end(run, "session_deleted")
+            result = remove()
+        if run is not None:
+            with self._lock:
+                if run.finalized and run.subscribers == 0:
+                    run.evict_at = time.monotonic()  # nothing of the session is kept: free its log now
+        return result
 
     def replace_running(self, owner: str, session_id: str) -> Optional[Run]:
         """Stop the session's running run with reason ``replaced`` (waits until its partial is saved)."""

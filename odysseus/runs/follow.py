@@ -15,15 +15,30 @@ ones, then the end of the stream. Where the events come from:
   saved final state rebuilt from history (``saved_final_state``).
 
 Heartbeats are per connection, never enter the log, and are sent only after
-``heartbeat_interval`` seconds of silence on that connection.
+``heartbeat_interval`` seconds of silence on that connection (also while the reader's
+cursor is ahead of the log: appends it does not get are not "noise" that resets or
+triggers them).
+
+Cursor rules (docs/protocol.md, "Cursor and resume"):
+
+- ids increase across the runs of a session, so a cursor kept from the previous run is
+  below this run's first id and simply means "from the start of this run";
+- a reconnect to an ended run whose cursor is at or past the last frame its projection
+  sends (``ended_before``) gets 204 from the routes, so ``EventSource`` stops reconnecting;
+- a run the caller cannot follow (unknown, another user's, expired) is answered with
+  ``run_missing`` and ``close`` under the ids ``MISSING_SEQ - 1`` and ``MISSING_SEQ``;
+  a reconnect carrying that id back gets 204.
+
+Replays are written in bounded pieces (``encode_pieces``: at most ``PIECE_BYTES`` per
+yield), so a reader that does not read holds one piece in this process, never the run.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Iterator, List, Optional
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence
 
-from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_STARTED, Event
+from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_STARTED, START, Event
 from ..sse import comment
 from .durable import as_entry, read_events
 from .run import Run
@@ -31,10 +46,66 @@ from .run_log import Entry
 
 Projection = Callable[[Event, Optional[str]], Optional[str]]
 
+#: the most SSE text one yield carries (the server writes it before the generator resumes)
+PIECE_BYTES = 64 * 1024
+#: ids of the ``run_missing`` and ``close`` frames of a run the caller cannot follow: above any run's ids
+MISSING_SEQ = 2 ** 53 - 1
+
 
 def encode(entries: Iterable[Entry], projection: Projection) -> str:
     """The SSE text of ``entries`` in one projection."""
     return "".join(frame for frame in (projection(event, payload) for event, payload in entries) if frame)
+
+
+def encode_pieces(entries: Iterable[Entry], projection: Projection, limit: int = PIECE_BYTES) -> Iterator[str]:
+    """The SSE text of ``entries`` in pieces of about ``limit`` characters (a bigger frame is cut in slices).
+
+    SSE frames may be split across writes anywhere, so the client sees the same bytes as one string.
+    """
+    parts: List[str] = []
+    size = 0
+    for event, payload in entries:
+        frame = projection(event, payload)
+        if not frame:
+            continue
+        parts.append(frame)
+        size += len(frame)
+        if size >= limit:
+            text = "".join(parts)
+            parts, size = [], 0
+            for start in range(0, len(text), limit):
+                yield text[start:start + limit]
+    if parts:
+        yield "".join(parts)
+
+
+def last_sent_seq(entries: Sequence[Entry], projection: Projection) -> Optional[int]:
+    """The id of the last entry ``projection`` sends (scanning from the end), or None."""
+    for event, payload in reversed(entries):
+        if projection(event, payload):
+            return event.seq
+    return None
+
+
+def ended_before(engine, run: Optional[Run], row: Optional[dict], after: int, projection: Projection) -> bool:
+    """True when the run has ended and ``after`` is at or past the last frame this projection sends.
+
+    From the memory log while ``run`` holds it, else from the run's durable tail.
+    """
+    if run is not None and not run.log.released:
+        if not run.log.closed:
+            return False
+        last = last_sent_seq(run.log.read_after(run.log.base), projection)
+        return last is not None and after >= last
+    if row is None or row.get("status") == "running":
+        return False
+    with engine.store.locked.read() as db:
+        tail = db.execute("select seq, type, payload from run_events where run_id = ? order by seq desc limit 8",
+                          [row["run_id"]]).fetchall()
+    if not tail or tail[0][1] != CLOSE:
+        return False
+    last = last_sent_seq([as_entry(*r) for r in reversed(tail)], projection)
+    return last is not None and after >= last
 
 
 def follow_memory(engine, run: Run, after: int, projection: Projection, heartbeat_interval: float,
@@ -54,8 +125,7 @@ def follow_memory(engine, run: Run, after: int, projection: Projection, heartbea
             entries = run.log.wait_after(cursor, max(0.0, remaining))
             if entries:
                 cursor = entries[-1][0].seq
-                text = encode(entries, projection)
-                if text:
+                for text in encode_pieces(entries, projection):
                     yield text
                     quiet_since = time.monotonic()
                 if entries[-1][0].type == CLOSE:
@@ -75,7 +145,7 @@ def follow_memory(engine, run: Run, after: int, projection: Projection, heartbea
 
 
 def follow_durable(store, run_id: str, after: int, projection: Projection, heartbeat_interval: float,
-                   poll: float, opened: bool = False, page: int = 500) -> Iterator[str]:
+                   poll: float, opened: bool = False, page: int = 100) -> Iterator[str]:
     """The durable log after ``after``; polls while the run is still being written elsewhere."""
     if not opened:
         yield comment("connected")
@@ -86,8 +156,7 @@ def follow_durable(store, run_id: str, after: int, projection: Projection, heart
         if rows:
             entries = [as_entry(*row) for row in rows]
             cursor = entries[-1][0].seq
-            text = encode(entries, projection)
-            if text:
+            for text in encode_pieces(entries, projection):
                 yield text
                 quiet_since = time.monotonic()
             if entries[-1][0].type == CLOSE:
@@ -125,7 +194,8 @@ def saved_final_state(row: Optional[dict], message: Optional[dict], terminal_typ
         return [Event(ERROR, {"error": f"the earlier request ended as {status}", "status": 409}), Event(CLOSE, {})]
     meta = message["metadata"]
     events = [Event(RUN_STARTED, {"run_id": row["run_id"], "session_id": row["session_id"], "model": row["model"],
-                                  "replayed": True})]
+                                  "replayed": True}),
+              Event(START, {"task_id": row["run_id"], "model": row["model"]})]
     if meta.get("model_info"):
         events.append(Event(MODEL_INFO, meta["model_info"]))
     if message["thinking"]:

@@ -61,7 +61,8 @@ class SessionRepo:
         return self.get(owner, session_id)
 
     def delete(self, owner: str, session_id: str) -> List[str]:
-        """Delete the owner's session with its messages, runs, approvals and image records.
+        """Delete the owner's session with its messages, runs (and their durable events), background jobs,
+        approvals and image records.
 
         Returns the names of the session's image files, for the caller to remove from disk.
         """
@@ -70,7 +71,9 @@ class SessionRepo:
         with self._l.tx() as db:
             images = [row[0] for row in db.execute(
                 "select name from images where session_id = ? and owner = ?", where).fetchall()]
-            for table in ("messages", "runs", "approvals", "images"):
+            db.execute("delete from run_events where run_id in (select run_id from runs where session_id = ?"
+                       " and owner = ?)", where)
+            for table in ("messages", "runs", "jobs", "approvals", "images"):
                 db.execute(f"delete from {table} where session_id = ? and owner = ?", where)
             db.execute("delete from sessions where id = ? and owner = ?", where)
         return images
