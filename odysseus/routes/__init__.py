@@ -37,6 +37,9 @@ def init_app(app: Flask) -> None:
     from . import page_api
 
     page_api.init_app(app)  # search, export/import, settings, stream self-test, titles
+    from . import branch_routes
+
+    app.register_blueprint(branch_routes.bp)  # regenerate / edit-and-resend branches (issue #20)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):
