@@ -4,6 +4,7 @@
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
+import { addBranchPager, cutFrom, selectBranch } from "./branches.js";
 import { ContextControls } from "./context_controls.js";
 import { button } from "./dom.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
@@ -137,6 +138,7 @@ const ctx = {
   uiControl,
   onEdit: editMessage,
   onDelete: deleteMessage,
+  onRegenerate: regenerateReply,
   documents,
   onWorkspaceRejected: (path) => controls.rejected(path),
 };
@@ -194,6 +196,12 @@ function editMessage(view) {
   const save = Object.assign(document.createElement("button"), { type: "submit", textContent: "Save" });
   const cancel = Object.assign(document.createElement("button"), { type: "button", textContent: "Cancel" });
   form.append(area, save, cancel);
+  if (view instanceof UserView) { // edit and resend: the edited text continues the chat as a new branch
+    const resend = Object.assign(document.createElement("button"), { type: "button", textContent: "Save & send",
+                                                                    className: "resend" });
+    resend.addEventListener("click", () => { if (area.value.trim() && resendEdited(view, area.value)) close(); });
+    form.insertBefore(resend, cancel);
+  }
   view.body.hidden = true;
   view.body.after(form);
   area.focus();
@@ -210,6 +218,45 @@ function editMessage(view) {
       toast(`Could not save: ${err.message}`);
     }
   });
+}
+
+// ---- branches (branches.js): regenerate / retry, edit and resend, the `< 2/3 >` pager -------------
+
+function busyForBranch() {
+  if (!running()) return false;
+  toast("Wait for the reply to finish, or press Stop, first.");
+  return true;
+}
+
+/** Answer the reply's user message again; the reply stays as an alternative. */
+function regenerateReply(view) {
+  if (busyForBranch() || view.id === null) return false;
+  cutFrom(view.el);
+  return send("Regenerate", { showUser: false, extra: { regenerate_of: view.id }, branch: true });
+}
+
+/** Send `text` as an edited version of `view`'s message; what followed stays as the earlier branch. */
+function resendEdited(view, text) {
+  if (busyForBranch() || view.id === null) return false;
+  if (text.length > MAX_CHARS) {
+    toast(`The edited message is over the ${MAX_CHARS.toLocaleString()} character limit.`);
+    return false;
+  }
+  cutFrom(view.el);
+  return send(text, { extra: { edit_of: view.id }, branch: true });
+}
+
+/** Show the alternative `messageId` (and the newest messages below it), stored for reloads and the model. */
+async function showBranch(messageId) {
+  const sessionId = state.sessionId;
+  if (!sessionId || busyForBranch()) return;
+  try {
+    await selectBranch(sessionId, messageId);
+  } catch (err) {
+    toast(`Could not switch: ${err.message}`);
+    return;
+  }
+  if (state.sessionId === sessionId) await openSession(sessionId);
 }
 
 async function deleteMessage(view) {
@@ -327,9 +374,11 @@ function renderHistory(messages, before = null, next = null) {
       if (((message.metadata || {}).agent_action || {}).tool_approval) continue;
       const view = new UserView(message.content, ctx, { id: message.id });
       showChips(view.el, (message.metadata || {}).attachments);
+      addBranchPager(view, message.branch, showBranch);
       put(view.el);
     } else if (message.role === "assistant") {
       const reply = ReplyView.fromMessage(message, ctx, { answered });
+      addBranchPager(reply, message.branch, showBranch);
       replies.push(reply);
       put(reply.el);
     }
@@ -384,6 +433,8 @@ function makeTurn(options) {
       sidebar.setRunning(turn.sessionId, false); // also reloads the list (titles, order, runs)
       if (turn.sessionId === state.sessionId) assignIds(turn);
       if (turn.newSession && turn.sessionId && !turn.refused) watchTitle(turn.sessionId);
+      // a regenerate or resend made a branch: show the session again, with its `< 2/2 >` pager
+      if (turn.branch && turn.sessionId === state.sessionId && !turn.detached) openSession(turn.sessionId);
     },
   });
 }
@@ -401,7 +452,7 @@ async function assignIds(turn) {
 }
 
 /** Send `text` as the next message (or an approval answer when showUser is false). */
-function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {}) {
+function send(text, { mode: sendMode = mode(), extra = {}, showUser = true, branch = false } = {}) {
   if (!text.trim()) return false;
   if (running()) {
     toast("Wait for the reply to finish, or press Stop, before sending.");
@@ -414,7 +465,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   settleReplies(text);
   const clientId = newClientId();
   let userView = null;
-  const files = showUser ? attachments.take() : [];
+  const files = showUser && !branch ? attachments.take() : [];
   if (files.length) extra = { ...extra, attachments: files.map((f) => f.id) };
   if (showUser) {
     userView = new UserView(text, ctx, { clientId });
@@ -428,7 +479,8 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   grow();
   const turn = makeTurn({ sessionId: state.sessionId, reply });
   turn.userView = userView;
-  turn.text = text;
+  turn.text = branch && !showUser ? "" : text; // a refused regenerate puts no word in the box
+  turn.branch = branch;
   turn.newSession = !state.sessionId;
   state.turn = turn;
   updateComposer();
