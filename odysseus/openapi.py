@@ -163,6 +163,9 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/sessions/<session_id>", "One session.", "history"),
     Op("PATCH", "/api/sessions/<session_id>", "Rename a session.", "history", {"title": STR}),
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
+    Op("POST", "/api/compare/keep", "Save the chosen reply of a compare with the user's message.", "chat",
+       {"message": {"type": "string", "minLength": 1}, "content": {"type": "string", "minLength": 1},
+        "thinking": STR, "model": ID, "session": ID, "session_id": ID}, ("message", "content"), status=201),
     Op("PUT", "/api/sessions/<session_id>/branch", "Show the branch through one of a message's alternatives.",
        "history", {"message_id": {"type": "integer", "minimum": 1}}, ("message_id",)),
     Op("GET", "/api/sessions/<session_id>/messages", "The selected branch's newest messages in order (each with"

@@ -208,3 +208,39 @@ def test_deleting_a_message_keeps_what_followed_it(client):
     last = page(client, session)[-1]
     assert client.delete(f"/api/messages/{last['id']}", headers=H).status_code == 200
     assert [m["content"] for m in page(client, session)] == ["a", "b"]
+
+
+# ---------------------------------------------------------------- compare: keep one reply
+
+def test_keep_a_compare_reply_stores_the_exchange_on_the_selected_branch(app, client, model):
+    kept = client.post("/api/compare/keep", json={"message": "which?", "content": "this one", "model": "openai/x"},
+                       headers=H)
+    assert kept.status_code == 201, kept.get_data(as_text=True)
+    session = kept.get_json()["session_id"]
+    rows = page(client, session)
+    assert [(m["role"], m["content"]) for m in rows] == [("user", "which?"), ("assistant", "this one")]
+    assert rows[1]["metadata"]["model_info"]["label"] == "openai/x" and rows[1]["parent_id"] == rows[0]["id"]
+    again = client.post("/api/compare/keep", json={"message": "next", "content": "ok", "session": session}, headers=H)
+    assert again.status_code == 201 and again.get_json()["session_id"] == session
+    stream(client, message="go on", session=session)
+    assert sent(model) == [("user", "which?"), ("assistant", "this one"), ("user", "next"), ("assistant", "ok"),
+                           ("user", "go on")]
+
+
+@pytest.mark.parametrize("body", [{}, {"message": "x"}, {"content": "x"}, {"message": " ", "content": "x"},
+                                  {"message": "x", "content": 5}, {"message": "x", "content": "a\x00b"},
+                                  {"message": "x", "content": "y", "thinking": []},
+                                  {"message": "x" * 300_000, "content": "y"}])
+def test_keep_refuses_bad_input_and_stores_nothing(app, client, body):
+    before = count_messages(app)
+    response = client.post("/api/compare/keep", json=body, headers=H)
+    assert response.status_code in (400, 413) and "error" in response.get_json()
+    assert count_messages(app) == before
+
+
+def test_keep_into_another_users_session_is_404(app, client):
+    theirs = app.extensions["odysseus.store"].sessions.create("someone-else", "Theirs")
+    response = client.post("/api/compare/keep", json={"message": "x", "content": "y", "session": theirs["id"]},
+                           headers=H)
+    assert response.status_code == 404
+    assert count_messages(app) == 0

@@ -5,6 +5,7 @@ import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
 import { addBranchPager, cutFrom, selectBranch } from "./branches.js";
+import { Compare } from "./compare.js";
 import { ContextControls } from "./context_controls.js";
 import { button } from "./dom.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
@@ -36,6 +37,13 @@ const ui = {
 const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [],
                 codeToolsOff: "" };
 const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
+// Compare mode (compare.js): side-by-side replies; `ctx` is read when a pane is made
+const compare = new Compare({
+  picker: $("compare-picker"), messages: ui.messages, ctx: () => ctx,
+  models: () => state.models, sessionId: () => state.sessionId, onChange: () => updateComposer(),
+  onKept: async (sessionId) => { await refreshSessions(); await openSession(sessionId); },
+  toast: (text) => toast(text),
+});
 const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
 const attachments = new Attachments({ // composer uploads (attachments.js)
   tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
@@ -74,6 +82,7 @@ function setMode(value) {
     localStorage.setItem("odysseus-mode", radio.value);
   }
   showCodeNotice();
+  compare.renderPicker(mode() === "compare");
 }
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
 for (const radio of document.querySelectorAll('input[name="mode"]')) {
@@ -92,7 +101,7 @@ function newClientId() {
 }
 
 function running() {
-  return !!(state.turn && !state.turn.finished);
+  return !!(state.turn && !state.turn.finished) || compare.running();
 }
 
 function updateComposer() {
@@ -285,6 +294,7 @@ const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();
 
 function detachTurn() {
+  compare.abandon(); // leaving a comparison stops its streams
   if (state.turn && !state.turn.finished) {
     state.turn.detach();
     sidebar.forget(state.turn.sessionId);
@@ -458,6 +468,12 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true, bran
     toast("Wait for the reply to finish, or press Stop, before sending.");
     return false;
   }
+  if (sendMode === "compare" && showUser && !branch) { // side by side (compare.js); nothing stored until Keep
+    settleReplies(text);
+    const started = compare.start(text);
+    if (started) { stick = true; showEmpty(); grow(); updateComposer(); }
+    return started;
+  }
   if (showUser && attachments.busy) {
     toast("Wait for the uploads to finish before sending.");
     return false;
@@ -516,7 +532,8 @@ function updateCount() {
 ui.composer.addEventListener("submit", (event) => {
   event.preventDefault();
   if (running()) {
-    state.turn.stop();
+    if (compare.running()) compare.stop();
+    else state.turn.stop();
     return;
   }
   const text = ui.input.value;
@@ -566,6 +583,7 @@ async function loadModels() {
       option.title = failure.error;
       ui.model.appendChild(option);
     }
+    compare.renderPicker(mode() === "compare");
     const saved = localStorage.getItem("odysseus-model");
     if (saved && data.models.some((m) => m.id === saved)) ui.model.value = saved;
   } catch (err) {
@@ -741,7 +759,10 @@ async function loadCodeTools() {
   }
   showCodeNotice();
 }
-for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", showCodeNotice);
+for (const radio of document.querySelectorAll('input[name="mode"]')) {
+  radio.addEventListener("change", showCodeNotice);
+  radio.addEventListener("change", () => compare.renderPicker(mode() === "compare"));
+}
 
 // ---- start -------------------------------------------------------------------------------------
 
