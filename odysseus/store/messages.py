@@ -99,9 +99,11 @@ class MessageRepo:
             where, args = "session_id = ? and owner = ?", [head, session_id, owner]
             if before is not None:
                 where, args = where + " and id < ?", args + [before]
-            rows = [_decode(r) for r in db.query(
-                f"{_PATH} select * from messages where id in (select id from path) and {where}"
-                " order by id desc limit ?", args + [limit + 1])]
+            # execute, not query(): sqlite-utils wraps query() in a savepoint, and this may run inside a start
+            cursor = db.execute(f"{_PATH} select * from messages where id in (select id from path) and {where}"
+                                " order by id desc limit ?", args + [limit + 1])
+            columns = [d[0] for d in cursor.description]
+            rows = [_decode(dict(zip(columns, r))) for r in cursor.fetchall()]
         has_more = len(rows) > limit
         return rows[:limit][::-1], has_more
 
