@@ -51,7 +51,7 @@ def app_url(server_factory, model):
     return server.url
 
 
-def wait_shown(page, expected, timeout=15000):
+def wait_shown(page, expected, timeout=40000):
     page.wait_for_function("""(expected) => {
         const rows = [...document.querySelectorAll('#messages .msg')];
         if (rows.some((n) => n.classList.contains('streaming'))) return false;
@@ -63,6 +63,7 @@ def wait_shown(page, expected, timeout=15000):
 
 
 def test_regenerate_keeps_alternatives_and_the_choice_survives_a_reload(app_url, model, page):
+    page.set_default_timeout(40000)  # generous: the machine running the suite may be loaded
     open_app(page, app_url)
     send(page, "hello")
     wait_shown(page, [("user", "hello"), ("assistant", "answer 1")])
@@ -88,6 +89,7 @@ def test_regenerate_keeps_alternatives_and_the_choice_survives_a_reload(app_url,
 
 
 def test_edit_and_resend_sends_the_edited_branch_only(app_url, model, page):
+    page.set_default_timeout(40000)
     open_app(page, app_url)
     send(page, "first")
     wait_shown(page, [("user", "first"), ("assistant", "answer 1")])
@@ -110,6 +112,7 @@ def test_edit_and_resend_sends_the_edited_branch_only(app_url, model, page):
 
 
 def test_a_failed_reply_offers_retry_and_keeps_the_failure_as_an_alternative(app_url, model, page):
+    page.set_default_timeout(40000)
     model.fail_first = True
     open_app(page, app_url)
     send(page, "please")
