@@ -162,7 +162,8 @@ def test_another_users_messages_and_sessions_answer_404(app, client):
     their_user = store.messages.add("someone-else", theirs["id"], "user", "secret")
     their_reply = store.messages.add("someone-else", theirs["id"], "assistant", "secret reply")
     session, _ = stream(client, message="mine")
-    for body in ({"regenerate_of": their_reply}, {"regenerate_of": their_user}, {"edit_of": their_user, "message": "x"}):
+    for body in ({"regenerate_of": their_reply}, {"regenerate_of": their_user},
+                 {"edit_of": their_user, "message": "x"}):
         assert client.post("/api/chat_stream", json=body, headers=H).status_code == 404
     assert client.put(f"/api/sessions/{theirs['id']}/branch", json={"message_id": their_reply},
                       headers=H).status_code == 404

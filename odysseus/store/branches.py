@@ -82,7 +82,8 @@ def regenerate_writes(owner: str, session_id: str, user_message_id: int):
     Must run first among the start's hooks: the run row is then the connection's last insert.
     """
     def write(db) -> None:
-        db.execute("update sessions set branch_head = ? where id = ? and owner = ?", [user_message_id, session_id, owner])
+        db.execute("update sessions set branch_head = ? where id = ? and owner = ?",
+                   [user_message_id, session_id, owner])
         db.execute("update runs set user_message_id = ? where rowid = last_insert_rowid() and session_id = ?"
                    " and owner = ? and status = 'running'", [user_message_id, session_id, owner])
     return write

@@ -12,7 +12,10 @@ from .sessions import new_id
 
 def keep_compare_reply(locked: Locked, owner: str, session_id: Optional[str], title: str, message: str,
                        content: str, thinking: str, model: str) -> dict:
-    """Store ``message`` and the kept reply on the session's selected branch (a new session when None); one transaction."""
+    """Store ``message`` and the kept reply on the session's selected branch, in one transaction.
+
+    ``session_id`` None creates the session (titled ``title``).
+    """
     now = time.time()
     with locked.tx() as db:
         if session_id is None:

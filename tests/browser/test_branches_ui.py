@@ -20,13 +20,6 @@ def turns(record) -> list:
     return [(m["role"], m["content"]) for m in record.body["messages"] if m["role"] != "system"]
 
 
-def shown(page) -> list:
-    """The conversation on screen: (role, text) per message."""
-    return page.evaluate("""() => [...document.querySelectorAll('#messages .msg')].map((n) =>
-        [n.classList.contains('user') ? 'user' : 'assistant',
-         n.classList.contains('user') ? n.querySelector('.msg-body').textContent : n.replyView.text])""")
-
-
 @pytest.fixture
 def model():
     """Answers "answer 1", "answer 2", ... ; the first reply fails when ``model.fail_first`` is set."""
@@ -51,15 +44,20 @@ def app_url(server_factory, model):
     return server.url
 
 
-def wait_shown(page, expected, timeout=40000):
-    page.wait_for_function("""(expected) => {
-        const rows = [...document.querySelectorAll('#messages .msg')];
+def wait_shown(page, expected, branched=False, timeout=40000):
+    """Wait until the conversation on screen is ``expected``; ``branched``: as re-read after a new branch
+    (the page shows the session again once a regenerate/resend ends, with its pager)."""
+    got = page.wait_for_function("""([expected, branched]) => {
+        const box = document.getElementById('messages');
+        if (box.hasAttribute('aria-busy')) return false;
+        if (branched && !box.querySelector('.branch-pager')) return false;
+        const rows = [...box.querySelectorAll('.msg')];
         if (rows.some((n) => n.classList.contains('streaming'))) return false;
-        const got = rows.map((n) => n.classList.contains('user') ? n.querySelector('.msg-body').textContent
-                                                                 : (n.replyView || {}).text);
-        return JSON.stringify(got) === JSON.stringify(expected);
-    }""", arg=[text for _, text in expected], timeout=timeout)
-    assert shown(page) == [list(row) for row in expected]
+        const got = rows.map((n) => [n.classList.contains('user') ? 'user' : 'assistant',
+            n.classList.contains('user') ? n.querySelector('.msg-body').textContent : (n.replyView || {}).text]);
+        return JSON.stringify(got) === JSON.stringify(expected) && got;
+    }""", arg=[[list(row) for row in expected], branched], timeout=timeout).json_value()
+    assert got == [list(row) for row in expected]
 
 
 def test_regenerate_keeps_alternatives_and_the_choice_survives_a_reload(app_url, model, page):
@@ -68,7 +66,7 @@ def test_regenerate_keeps_alternatives_and_the_choice_survives_a_reload(app_url,
     send(page, "hello")
     wait_shown(page, [("user", "hello"), ("assistant", "answer 1")])
     page.click(".msg.assistant .regenerate")
-    wait_shown(page, [("user", "hello"), ("assistant", "answer 2")])
+    wait_shown(page, [("user", "hello"), ("assistant", "answer 2")], branched=True)
     assert turns(model.posts[-1]) == [("user", "hello")]  # the earlier reply is not sent
     reply = page.locator(".msg.assistant")
     assert reply.get_attribute("data-branch-count") == "2" and reply.get_attribute("data-branch-index") == "2"
@@ -76,7 +74,7 @@ def test_regenerate_keeps_alternatives_and_the_choice_survives_a_reload(app_url,
     assert page.is_disabled(".msg.assistant .branch-next")
     shot(page, "branches-regenerated")
     page.click(".msg.assistant .branch-prev")
-    wait_shown(page, [("user", "hello"), ("assistant", "answer 1")])
+    wait_shown(page, [("user", "hello"), ("assistant", "answer 1")], branched=True)
     page.wait_for_selector(".msg.assistant .branch-index:text-is('1/2')")
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
@@ -99,12 +97,13 @@ def test_edit_and_resend_sends_the_edited_branch_only(app_url, model, page):
     page.fill(".edit-form textarea", "SECOND, edited")
     page.click(".edit-form .resend")
     wait_shown(page, [("user", "first"), ("assistant", "answer 1"), ("user", "SECOND, edited"),
-                      ("assistant", "answer 3")])
+                      ("assistant", "answer 3")], branched=True)
     assert turns(model.posts[-1]) == [("user", "first"), ("assistant", "answer 1"), ("user", "SECOND, edited")]
     edited = page.locator(".msg.user").nth(1)
     assert edited.locator(".branch-index").text_content() == "2/2"
     edited.locator(".branch-prev").click()
-    wait_shown(page, [("user", "first"), ("assistant", "answer 1"), ("user", "second"), ("assistant", "answer 2")])
+    wait_shown(page, [("user", "first"), ("assistant", "answer 1"), ("user", "second"), ("assistant", "answer 2")],
+               branched=True)
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     wait_shown(page, [("user", "first"), ("assistant", "answer 1"), ("user", "second"), ("assistant", "answer 2")])
@@ -119,7 +118,7 @@ def test_a_failed_reply_offers_retry_and_keeps_the_failure_as_an_alternative(app
     page.wait_for_selector(".msg.assistant[data-outcome=failed]")
     page.wait_for_selector(".msg.assistant .regenerate:text-is('Retry')")
     page.click(".msg.assistant .regenerate")
-    wait_shown(page, [("user", "please"), ("assistant", "answer 2")])
+    wait_shown(page, [("user", "please"), ("assistant", "answer 2")], branched=True)
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
     assert page.text_content(".msg.assistant .regenerate") == "Regenerate"
     assert page.text_content(".msg.assistant .branch-index") == "2/2"
