@@ -48,7 +48,9 @@ UPLOAD_BODY = {"required": True, "content": {"multipart/form-data": {"schema": {
     "type": "object", "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
     "required": ["files"]}}}}
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID}
-CHAT_TURN = {**TURN, "workflow_id": ID}  # agent mode: run an Agent Alloy workflow (its supervisor answers)
+CHAT_TURN = {**TURN, "workflow_id": ID,  # agent mode: run an Agent Alloy workflow (its supervisor answers)
+             # branches: answer a user message again (message not needed), or resend an edited one
+             "regenerate_of": {"type": "integer", "minimum": 1}, "edit_of": {"type": "integer", "minimum": 1}}
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID, "workflow_id": ID}
 PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLABLE_STR, "model": NULLABLE_STR,
            "tools": TOOLS, "temperature": {"type": ["number", "null"], "minimum": 0, "maximum": 2},
@@ -94,8 +96,8 @@ class Op:
 
 OPERATIONS: List[Op] = [
     # chat (spec: chat-stream-events.md)
-    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection).", "chat", CHAT_TURN, ("message",),
-       stream=True),
+    Op("POST", "/api/chat_stream", "Start a turn and stream it (chat projection); message is required except"
+       " with regenerate_of.", "chat", CHAT_TURN, (), stream=True),
     Op("GET", "/api/chat/stream_status/<session_id>", "The session's newest run: status and counters.", "chat"),
     Op("GET", "/api/chat/resume/<session_id>", "Replay the session's run after a cursor, then follow it.", "chat",
        query=(("after", INT),), headers=(("Last-Event-ID", STR),), stream=True),
@@ -163,7 +165,13 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/sessions/<session_id>", "One session.", "history"),
     Op("PATCH", "/api/sessions/<session_id>", "Rename a session.", "history", {"title": STR}),
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
-    Op("GET", "/api/sessions/<session_id>/messages", "The session's newest messages in order, paged back by id.",
+    Op("POST", "/api/compare/keep", "Save the chosen reply of a compare with the user's message.", "chat",
+       {"message": {"type": "string", "minLength": 1}, "content": {"type": "string", "minLength": 1},
+        "thinking": STR, "model": ID, "session": ID, "session_id": ID}, ("message", "content"), status=201),
+    Op("PUT", "/api/sessions/<session_id>/branch", "Show the branch through one of a message's alternatives.",
+       "history", {"message_id": {"type": "integer", "minimum": 1}}, ("message_id",)),
+    Op("GET", "/api/sessions/<session_id>/messages", "The selected branch's newest messages in order (each with"
+       " its alternatives), paged back by id.",
        "history", query=(("before", {"type": "integer", "minimum": 1}),
                          ("limit", {"type": "integer", "minimum": 1, "maximum": 1000}))),
     # the model's window (README "Context window")

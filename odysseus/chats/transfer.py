@@ -28,11 +28,16 @@ KEPT_METADATA = {"model_info", "usage", "metrics", "status", "stop_reason", "sto
 
 
 def export_json(session: dict, messages: List[dict]) -> Dict[str, Any]:
-    """The JSON export of a session and its messages (every stored message, in order)."""
+    """The JSON export of a session and its messages (every stored message of every branch, in order).
+
+    ``parent_id`` links each message to the one it follows; ``session.branch_head`` is the
+    newest message of the branch that was shown.
+    """
     return {
         "format": FORMAT, "version": VERSION, "exported_at": time.time(),
         "session": {"id": session["id"], "title": session["title"], "created_at": session["created_at"],
-                    "updated_at": session["updated_at"]},
+                    "updated_at": session["updated_at"],
+                    **({"branch_head": session["branch_head"]} if session.get("branch_head") is not None else {})},
         "messages": [{"id": m["id"], "role": m["role"], "content": m.get("content") or "",
                       "thinking": m.get("thinking") or "", "metadata": m.get("metadata") or {},
                       "created_at": m.get("created_at"), "run_id": m.get("run_id"),
@@ -86,7 +91,7 @@ def _keep_metadata(raw: Any, where: str) -> dict:
         return {}
     if not isinstance(raw, dict):
         raise BadRequest(f"{where}.metadata must be an object")
-    kept = {k: v for k, v in raw.items() if k in KEPT_METADATA}
+    kept = {k: v for k, v in raw.items() if k in KEPT_METADATA and v is not None}  # a null usage is no usage
     if len(json.dumps(kept)) > 20_000:
         raise BadRequest(f"{where}.metadata is too large")
     if "model_info" in kept and not isinstance(kept["model_info"], dict):
@@ -146,5 +151,17 @@ def parse_import(doc: Any, max_chars: int) -> Dict[str, Any]:
             raise BadRequest(f"{where}.content must not be empty for a user message")
         _number(message.get("created_at"), f"{where}.created_at")
         parsed.append({"role": role, "content": texts["content"], "thinking": texts["thinking"],
-                       "metadata": _keep_metadata(message.get("metadata"), where)})
-    return {"title": title, "messages": parsed}
+                       "metadata": _keep_metadata(message.get("metadata"), where),
+                       "id": _optional_id(message.get("id"), f"{where}.id"),
+                       "parent_id": _optional_id(message.get("parent_id"), f"{where}.parent_id")})
+    head = _optional_id(session.get("branch_head"), "session.branch_head")
+    return {"title": title, "messages": parsed, "branch_head": head}
+
+
+def _optional_id(value: Any, where: str):
+    """A message id of the export (links the branches), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not (1 <= value < 2 ** 63):
+        raise BadRequest(f"{where} must be a positive whole number")
+    return value

@@ -41,6 +41,10 @@ def init_app(app: Flask) -> None:
     from . import page_api
 
     page_api.init_app(app)  # search, export/import, settings, stream self-test, titles
+    from . import branch_routes, compare_routes
+
+    app.register_blueprint(branch_routes.bp)  # regenerate / edit-and-resend branches (issue #20)
+    app.register_blueprint(compare_routes.bp)  # keep one reply of a compare (issue #20)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

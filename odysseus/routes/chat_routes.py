@@ -15,6 +15,7 @@ from ..llm.llm_core import Candidate, stream_route
 from ..preferences import apply_user_defaults
 from ..sse import chat_frame, comment
 from .auth import current_owner
+from .branch_routes import plan_branch
 from ..runs.views import run_view
 from .params import body, cursor, json_or_empty
 from .research_mode import apply_use_research
@@ -29,7 +30,10 @@ def chat_stream():
     """Start a turn (or attach to the one a repeated ``client_message_id`` started) and stream it."""
     owner = current_owner()
     check_stream_slot(owner)  # 429 before anything starts
-    req = apply_use_research(parse_turn_request(body()))  # use_research: true -> a research job
+    data = body()
+    plan = plan_branch(owner, data)  # regenerate_of / edit_of (branch_routes.py); None for a plain send
+    req = apply_use_research(parse_turn_request(data))  # use_research: true -> a research job
+    req["branch"] = plan
     apply_user_defaults(req, ext("store"), owner)  # the user's system prompt and temperature (settings screen)
     if req["mode"] == "compare":
         candidates = ext("router").resolve(req["model"])

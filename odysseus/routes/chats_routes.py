@@ -64,5 +64,5 @@ def import_session():
     """Create a new session from a JSON export; a bad file is refused whole and stores nothing."""
     owner = current_owner()
     parsed = parse_import(body(), int(current_app.config["MAX_MESSAGE_CHARS"]))
-    session = import_chat(_store().locked, owner, parsed["title"], parsed["messages"])
+    session = import_chat(_store().locked, owner, parsed["title"], parsed["messages"], parsed.get("branch_head"))
     return jsonify(dict(session, message_count=len(parsed["messages"]))), 201

@@ -9,6 +9,7 @@ from flask import Blueprint, current_app, jsonify, request
 from .. import signals
 from ..errors import BadRequest
 from .auth import current_owner
+from .branch_routes import with_alternatives
 from .params import MAX_ROW_ID, body, optional_query_int, optional_str, page_args
 
 MESSAGES_PAGE = 200  # messages per page by default
@@ -110,6 +111,7 @@ def list_messages(session_id: str):
     before = optional_query_int("before", 1, MAX_ROW_ID)
     _store().sessions.get(owner, session_id)
     messages, has_more = _store().messages.page(owner, session_id, before, limit)
+    messages = with_alternatives(owner, session_id, messages)  # the `< 2/3 >` control (branch_routes.py)
     return jsonify({"session_id": session_id, "messages": messages, "has_more": has_more})
 
 

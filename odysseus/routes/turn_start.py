@@ -13,6 +13,7 @@ from flask import current_app
 from ..context import ContextRequest, pipeline_of
 from ..errors import BadRequest
 from ..runs.engine import StartSpec, Started
+from .branch_routes import apply_branch
 from .params import optional_float, optional_str
 from .turn_registry import build_turn
 
@@ -57,6 +58,7 @@ def start_turn(owner: str, req: dict) -> Started:
     if req["session_id"]:
         store.sessions.get(owner, req["session_id"])  # 404 for unknown or foreign ids
     prepared = build_turn(req, candidates, owner)  # validates mode-specific input; stores nothing
+    apply_branch(owner, req, prepared)  # regenerate / edit-and-resend (routes/branch_routes.py)
     # context sources validate their input (attachment ids, ...) before anything is stored
     context_meta = pipeline_of(current_app.extensions).check(ContextRequest(
         owner=owner, session_id=req["session_id"], mode=req["mode"], message=req["message"], data=req["data"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .approvals import ApprovalRepo, ImageRepo
+from .branches import BranchRepo
 from .agents import AgentRepo, ProfileRepo
 from .code_access import CodeAccessRepo
 from .database import Locked, open_database
@@ -48,6 +49,7 @@ class Store:
         self.user_settings = UserSettingsRepo(self.locked)  # m111_page: per-user settings
         self.user_admin = UserAdminRepo(self.locked)  # m111_page: admin flag, disabled accounts
         self.code_access = CodeAccessRepo(self.locked)  # m105: who may use the code tools
+        self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

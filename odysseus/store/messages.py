@@ -1,4 +1,12 @@
-"""Chat messages: role, content, thinking and a metadata JSON object."""
+"""Chat messages: role, content, thinking and a metadata JSON object, kept as a tree.
+
+Every message has a ``parent_id`` (None for a first message); a session's selected branch is
+the path from its ``branch_head`` message (``sessions.branch_head``; the newest message when
+unset) back to a root. A new message continues the selected branch and becomes its head; a
+reply's parent is the user message its run answers. ``recent`` and ``page`` read only the
+selected branch, so a model is sent that branch and nothing else; ``list`` reads every message.
+Ids grow along every path (a parent is always stored before its children).
+"""
 
 from __future__ import annotations
 
@@ -21,13 +29,35 @@ def insert_message(db, owner: str, session_id: str, role: str, content: str, *, 
                    client_message_id: Optional[str] = None) -> int:
     """Insert a message inside the caller's transaction and return its id."""
     now = time.time()
+    parent_id = _parent_for(db, session_id, role, run_id)
     cursor = db.execute(
         "insert into messages (session_id, owner, role, content, thinking, metadata, run_id, client_message_id,"
-        " created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " created_at, parent_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [session_id, owner, role, content, thinking or "", json.dumps(metadata or {}), run_id,
-         client_message_id, now])
-    db.execute("update sessions set updated_at = ? where id = ?", [now, session_id])
+         client_message_id, now, parent_id])
+    db.execute("update sessions set updated_at = ?, branch_head = ? where id = ?", [now, cursor.lastrowid, session_id])
     return cursor.lastrowid
+
+
+def branch_head(db, session_id: str) -> Optional[int]:
+    """The newest message of the session's selected branch (the newest message when none was selected)."""
+    row = db.execute("select coalesce(branch_head, (select max(id) from messages where session_id = ?))"
+                     " from sessions where id = ?", [session_id, session_id]).fetchone()
+    return row[0] if row else None
+
+
+def _parent_for(db, session_id: str, role: str, run_id: Optional[str]) -> Optional[int]:
+    """A reply answers its run's user message; anything else continues the selected branch."""
+    if role == "assistant" and run_id:
+        row = db.execute("select user_message_id from runs where run_id = ?", [run_id]).fetchone()
+        if row and row[0] is not None:
+            return row[0]
+    return branch_head(db, session_id)
+
+
+#: the ids on the path from message ? back to its root (ids shrink along it, so it ends)
+_PATH = ("with recursive path(id) as (select ? union all select m.parent_id from messages m join path"
+         " on m.id = path.id where m.parent_id is not null and m.parent_id < m.id)")
 
 
 class MessageRepo:
@@ -57,21 +87,28 @@ class MessageRepo:
 
     def page(self, owner: str, session_id: str, before: Optional[int] = None,
              limit: int = 200) -> Tuple[List[dict], bool]:
-        """The newest ``limit`` messages older than id ``before`` (all when None), in order; and whether older exist.
+        """The selected branch's newest ``limit`` messages older than id ``before``, in order; and whether older exist.
 
         Pages taken with ``before`` = the first id of the previous page meet with no gap
         and no duplicate, however many messages are added meanwhile.
         """
-        where, args = "session_id = ? and owner = ?", [session_id, owner]
-        if before is not None:
-            where, args = where + " and id < ?", args + [before]
         with self._l.read() as db:
-            rows = [_decode(r) for r in db["messages"].rows_where(where, args, order_by="id desc", limit=limit + 1)]
+            head = branch_head(db, session_id)
+            if head is None:
+                return [], False
+            where, args = "session_id = ? and owner = ?", [head, session_id, owner]
+            if before is not None:
+                where, args = where + " and id < ?", args + [before]
+            # execute, not query(): sqlite-utils wraps query() in a savepoint, and this may run inside a start
+            cursor = db.execute(f"{_PATH} select * from messages where id in (select id from path) and {where}"
+                                " order by id desc limit ?", args + [limit + 1])
+            columns = [d[0] for d in cursor.description]
+            rows = [_decode(dict(zip(columns, r))) for r in cursor.fetchall()]
         has_more = len(rows) > limit
         return rows[:limit][::-1], has_more
 
     def recent(self, owner: str, session_id: str, limit: int) -> List[dict]:
-        """The session's newest ``limit`` messages in chronological order (what a model's context is built from)."""
+        """The selected branch's newest ``limit`` messages in order (what a model's context is built from)."""
         return self.page(owner, session_id, None, limit)[0]
 
     def latest(self, owner: str, session_id: str, role: str) -> Optional[dict]:
@@ -131,7 +168,11 @@ class MessageRepo:
         return changed
 
     def delete(self, owner: str, message_id: int) -> None:
-        """Delete the owner's message."""
-        self.get(owner, message_id)
+        """Delete the owner's message; its replies and alternatives move up to its parent, so no branch is cut."""
+        message = self.get(owner, message_id)
         with self._l.tx() as db:
+            db.execute("update messages set parent_id = ? where parent_id = ? and session_id = ?",
+                       [message.get("parent_id"), message_id, message["session_id"]])
+            db.execute("update sessions set branch_head = ? where id = ? and branch_head = ?",
+                       [message.get("parent_id"), message["session_id"], message_id])
             db.execute("delete from messages where id = ? and owner = ?", [message_id, owner])

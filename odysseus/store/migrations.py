@@ -220,3 +220,14 @@ def m105_code_tools_access(db: Database) -> None:
     db["code_tools_access"].create({
         "kind": str, "target_id": str, "code_tools": int, "network": int, "updated_by": str, "updated_at": float,
     }, pk=("kind", "target_id"), not_null={"kind", "target_id"})
+
+
+@migration
+def m120_page2_branches(db: Database) -> None:
+    """Conversation trees: each message's parent, and the selected branch (its newest message) per session."""
+    db["messages"].add_column("parent_id", int)
+    # existing chats were linear: each message follows the one before it in its session
+    db.execute("update messages set parent_id = (select max(m2.id) from messages m2"
+               " where m2.session_id = messages.session_id and m2.id < messages.id)")
+    db["messages"].create_index(["session_id", "parent_id"])
+    db["sessions"].add_column("branch_head", int)

@@ -4,6 +4,8 @@
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
+import { addBranchPager, cutFrom, selectBranch } from "./branches.js";
+import { Compare } from "./compare.js";
 import { ContextControls } from "./context_controls.js";
 import { button } from "./dom.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
@@ -37,6 +39,13 @@ const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), 
                 codeToolsOff: "" };
 const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
 const meter = new ContextMeter($("context-meter")); // the model's window (window_render.js)
+// Compare mode (compare.js): side-by-side replies; `ctx` is read when a pane is made
+const compare = new Compare({
+  picker: $("compare-picker"), messages: ui.messages, ctx: () => ctx,
+  models: () => state.models, sessionId: () => state.sessionId, onChange: () => updateComposer(),
+  onKept: async (sessionId) => { await refreshSessions(); await openSession(sessionId); },
+  toast: (text) => toast(text),
+});
 const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
 const attachments = new Attachments({ // composer uploads (attachments.js)
   tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
@@ -75,6 +84,7 @@ function setMode(value) {
     localStorage.setItem("odysseus-mode", radio.value);
   }
   showCodeNotice();
+  compare.renderPicker(mode() === "compare");
 }
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
 for (const radio of document.querySelectorAll('input[name="mode"]')) {
@@ -93,7 +103,7 @@ function newClientId() {
 }
 
 function running() {
-  return !!(state.turn && !state.turn.finished);
+  return !!(state.turn && !state.turn.finished) || compare.running();
 }
 
 function updateComposer() {
@@ -139,6 +149,7 @@ const ctx = {
   uiControl,
   onEdit: editMessage,
   onDelete: deleteMessage,
+  onRegenerate: regenerateReply,
   documents,
   onWorkspaceRejected: (path) => controls.rejected(path),
 };
@@ -196,6 +207,12 @@ function editMessage(view) {
   const save = Object.assign(document.createElement("button"), { type: "submit", textContent: "Save" });
   const cancel = Object.assign(document.createElement("button"), { type: "button", textContent: "Cancel" });
   form.append(area, save, cancel);
+  if (view instanceof UserView) { // edit and resend: the edited text continues the chat as a new branch
+    const resend = Object.assign(document.createElement("button"), { type: "button", textContent: "Save & send",
+                                                                    className: "resend" });
+    resend.addEventListener("click", () => { if (area.value.trim() && resendEdited(view, area.value)) close(); });
+    form.insertBefore(resend, cancel);
+  }
   view.body.hidden = true;
   view.body.after(form);
   area.focus();
@@ -212,6 +229,45 @@ function editMessage(view) {
       toast(`Could not save: ${err.message}`);
     }
   });
+}
+
+// ---- branches (branches.js): regenerate / retry, edit and resend, the `< 2/3 >` pager -------------
+
+function busyForBranch() {
+  if (!running()) return false;
+  toast("Wait for the reply to finish, or press Stop, first.");
+  return true;
+}
+
+/** Answer the reply's user message again; the reply stays as an alternative. */
+function regenerateReply(view) {
+  if (busyForBranch() || view.id === null) return false;
+  cutFrom(view.el);
+  return send("Regenerate", { showUser: false, extra: { regenerate_of: view.id }, branch: true });
+}
+
+/** Send `text` as an edited version of `view`'s message; what followed stays as the earlier branch. */
+function resendEdited(view, text) {
+  if (busyForBranch() || view.id === null) return false;
+  if (text.length > MAX_CHARS) {
+    toast(`The edited message is over the ${MAX_CHARS.toLocaleString()} character limit.`);
+    return false;
+  }
+  cutFrom(view.el);
+  return send(text, { extra: { edit_of: view.id }, branch: true });
+}
+
+/** Show the alternative `messageId` (and the newest messages below it), stored for reloads and the model. */
+async function showBranch(messageId) {
+  const sessionId = state.sessionId;
+  if (!sessionId || busyForBranch()) return;
+  try {
+    await selectBranch(sessionId, messageId);
+  } catch (err) {
+    toast(`Could not switch: ${err.message}`);
+    return;
+  }
+  if (state.sessionId === sessionId) await openSession(sessionId);
 }
 
 async function deleteMessage(view) {
@@ -240,6 +296,7 @@ const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();
 
 function detachTurn() {
+  compare.abandon(); // leaving a comparison stops its streams
   if (state.turn && !state.turn.finished) {
     state.turn.detach();
     sidebar.forget(state.turn.sessionId);
@@ -331,9 +388,11 @@ function renderHistory(messages, before = null, next = null) {
       if (((message.metadata || {}).agent_action || {}).tool_approval) continue;
       const view = new UserView(message.content, ctx, { id: message.id });
       showChips(view.el, (message.metadata || {}).attachments);
+      addBranchPager(view, message.branch, showBranch);
       put(view.el);
     } else if (message.role === "assistant") {
       const reply = ReplyView.fromMessage(message, ctx, { answered });
+      addBranchPager(reply, message.branch, showBranch);
       replies.push(reply);
       put(reply.el);
     } else if (message.role === "system" && (message.metadata || {}).compacted) {
@@ -391,6 +450,8 @@ function makeTurn(options) {
       if (turn.sessionId === state.sessionId) assignIds(turn);
       if (turn.sessionId === state.sessionId) meter.refresh(turn.sessionId, ui.model.value);
       if (turn.newSession && turn.sessionId && !turn.refused) watchTitle(turn.sessionId);
+      // a regenerate or resend made a branch: show the session again, with its `< 2/2 >` pager
+      if (turn.branch && turn.sessionId === state.sessionId && !turn.detached) openSession(turn.sessionId);
     },
   });
 }
@@ -408,11 +469,17 @@ async function assignIds(turn) {
 }
 
 /** Send `text` as the next message (or an approval answer when showUser is false). */
-function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {}) {
+function send(text, { mode: sendMode = mode(), extra = {}, showUser = true, branch = false } = {}) {
   if (!text.trim()) return false;
   if (running()) {
     toast("Wait for the reply to finish, or press Stop, before sending.");
     return false;
+  }
+  if (sendMode === "compare" && showUser && !branch) { // side by side (compare.js); nothing stored until Keep
+    settleReplies(text);
+    const started = compare.start(text);
+    if (started) { stick = true; showEmpty(); grow(); updateComposer(); }
+    return started;
   }
   if (showUser && attachments.busy) {
     toast("Wait for the uploads to finish before sending.");
@@ -421,7 +488,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   settleReplies(text);
   const clientId = newClientId();
   let userView = null;
-  const files = showUser ? attachments.take() : [];
+  const files = showUser && !branch ? attachments.take() : [];
   if (files.length) extra = { ...extra, attachments: files.map((f) => f.id) };
   if (showUser) {
     userView = new UserView(text, ctx, { clientId });
@@ -435,7 +502,8 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true } = {
   grow();
   const turn = makeTurn({ sessionId: state.sessionId, reply });
   turn.userView = userView;
-  turn.text = text;
+  turn.text = branch && !showUser ? "" : text; // a refused regenerate puts no word in the box
+  turn.branch = branch;
   turn.newSession = !state.sessionId;
   state.turn = turn;
   updateComposer();
@@ -471,7 +539,8 @@ function updateCount() {
 ui.composer.addEventListener("submit", (event) => {
   event.preventDefault();
   if (running()) {
-    state.turn.stop();
+    if (compare.running()) compare.stop();
+    else state.turn.stop();
     return;
   }
   const text = ui.input.value;
@@ -521,6 +590,7 @@ async function loadModels() {
       option.title = failure.error;
       ui.model.appendChild(option);
     }
+    compare.renderPicker(mode() === "compare");
     const saved = localStorage.getItem("odysseus-model");
     if (saved && data.models.some((m) => m.id === saved)) ui.model.value = saved;
   } catch (err) {
@@ -696,7 +766,10 @@ async function loadCodeTools() {
   }
   showCodeNotice();
 }
-for (const radio of document.querySelectorAll('input[name="mode"]')) radio.addEventListener("change", showCodeNotice);
+for (const radio of document.querySelectorAll('input[name="mode"]')) {
+  radio.addEventListener("change", showCodeNotice);
+  radio.addEventListener("change", () => compare.renderPicker(mode() === "compare"));
+}
 
 // ---- start -------------------------------------------------------------------------------------
 

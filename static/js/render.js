@@ -7,6 +7,7 @@ import { docHandlers } from "./doc_render.js";
 import { contextHandlers } from "./context_render.js";
 import { fileContextHandlers } from "./file_context_render.js";
 import { delegationHandlers } from "./delegation_render.js";
+import { labelRegenerate, regenerateButton } from "./branches.js";
 import { button, el } from "./dom.js";
 import { copyText } from "./clipboard.js";
 import { setMarkdown } from "./markdown.js";
@@ -56,6 +57,7 @@ function enableActions(view, id) {
   view.actions.textContent = "";
   view.actions.append(copyButton(view), button("Edit", "edit", () => view.ctx.onEdit(view)),
                       button("Delete", "delete", () => view.ctx.onDelete(view)));
+  if (view instanceof ReplyView && view.ctx.onRegenerate) view.actions.append(regenerateButton(view)); // branches.js
 }
 
 export class UserView {
@@ -148,6 +150,7 @@ export class ReplyView {
     if (outcome === "stopped") this.setStatus("stopped", "Stopped" + (this.text ? " — partial reply shown." : " before any text arrived."));
     else if (outcome === "failed") this.setStatus("failed", "Failed: " + (detail || "the reply could not be completed") + (this.text ? " (partial reply shown)" : ""));
     else this.setStatus(null, null);
+    labelRegenerate(this); // "Retry" on a failed or stopped reply
   }
 
   /** Enable edit and delete: the reply is saved under `id`. */
