@@ -13,7 +13,7 @@ from flask import Response, current_app
 
 from ..events import Event
 from ..runs.engine import RunEngine, Started
-from ..runs.follow import Projection, durable_available, follow_durable, follow_memory, saved_final_state
+from ..runs.follow import Projection, durable_available, follow_memory, saved_final_state
 from ..runs.run import Run
 from ..sse import comment
 
@@ -56,8 +56,8 @@ def run_stream(engine: RunEngine, run: Run, after: int, projection: Projection,
 def durable_stream(engine: RunEngine, row: dict, after: int, projection: Projection,
                    headers: Optional[Dict[str, str]] = None) -> Response:
     """The SSE response replaying (and, if another process still writes it, following) a run from SQLite."""
-    return sse_response(follow_durable(engine.store, row["run_id"], after, projection, _heartbeat(),
-                                       engine.durable.interval),
+    # [issue 14] the backend picks the source: SQLite (memory backend) or the run's Redis Stream
+    return sse_response(engine.backend.follow(engine, row["run_id"], after, projection, _heartbeat()),
                         {"X-Odysseus-Run-Id": row["run_id"], **(headers or {})})
 
 
