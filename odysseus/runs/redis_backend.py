@@ -64,6 +64,8 @@ class RedisBackend(LocalBackend):
         self._renewer: Optional[threading.Thread] = None
         self._closing = threading.Event()
         self.recovered = 0
+        self.readers = 0  # readers that followed a stream here
+        self.handovers = 0  # of those, readers that went on from SQLite (gap, expiry, Redis error)
 
     # ------------------------------------------------------------ life
     def start(self, engine) -> None:
@@ -241,5 +243,5 @@ class RedisBackend(LocalBackend):
                 "stream_failures": self.writer.failures, "stream_last_error": self.writer.last_error,
                 "leases_held": len(self.leases.held), "lease_failures": self.leases.failures,
                 "control_received": self.listener.received if self.listener else 0,
-                "recovered": self.recovered}
+                "recovered": self.recovered, "stream_readers": self.readers, "stream_handovers": self.handovers}
 

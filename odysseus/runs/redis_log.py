@@ -149,6 +149,7 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
     cursor, beats, quiet_since, last_check = after, 0, time.monotonic(), 0.0
     handed_over = False
     saw_close = False
+    backend.readers += 1
     try:
         while True:
             remaining = heartbeat_interval - (time.monotonic() - quiet_since)
@@ -183,7 +184,8 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
         log.warning("following run %s from Redis failed (%s); reading SQLite", run_id, exc)
         handed_over = True
     finally:
-        if saw_close or not handed_over:
+        if saw_close:
             backend.reader_left(key)
+    backend.handovers += 1
     yield from follow_durable(engine.store, run_id, cursor, projection, heartbeat_interval, engine.durable.interval,
                               opened=True)
