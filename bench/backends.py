@@ -1,4 +1,4 @@
-"""Benchmark 6: the run backends side by side: 1 worker in-process, 1 worker Redis, N workers Redis.
+"""Benchmark 7: the run backends side by side: 1 worker in-process, 1 worker Redis, N workers Redis.
 
 One model server, one redis-server (loopback, no persistence), and the same app started
 three times. For each set-up, in one run:

@@ -4,8 +4,9 @@
 (role chunk, one content chunk per token ``tk<i> ``, finish chunk, usage chunk,
 ``data: [DONE]``) as an HTTP/1.1 chunked body; ``GET /v1/models`` lists the model
 ``bench``. The defaults come from the command line; the last user message may
-override them per request with ``tokens=N`` and ``delay=SECONDS`` words, so one
-server serves every benchmark. With zero delay the whole reply is written at once
+override them per request with ``tokens=N``, ``delay=SECONDS`` and ``size=BYTES`` (each
+token padded to that length with ``x``, for large replies) words, so one server serves
+every benchmark. With zero delay the whole reply is written at once
 (the physical limit for the client); with a delay, one token per interval.
 
 Run as its own process: ``python -m bench.model_server --port 8001``.
@@ -20,7 +21,7 @@ import re
 import resource
 from typing import Tuple
 
-_DIRECTIVE = re.compile(r"\b(tokens|delay)=([0-9.]+)")
+_DIRECTIVE = re.compile(r"\b(tokens|delay|size)=([0-9.]+)")
 _HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
          b"Transfer-Encoding: chunked\r\n\r\n")
 
@@ -37,17 +38,20 @@ def _frame(delta: dict, finish: str | None = None, usage: dict | None = None) ->
     return _chunk(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
 
 
-def settings(body: dict, tokens: int, delay: float) -> Tuple[int, float]:
-    """Token count and pacing for one request: the server defaults, overridden by the prompt."""
+def settings(body: dict, tokens: int, delay: float) -> Tuple[int, float, int]:
+    """Token count, pacing and token size for one request: the server defaults, overridden by the prompt."""
     messages = body.get("messages") or []
     users = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     text = users[-1] if users and isinstance(users[-1], str) else ""
+    size = 0
     for key, value in _DIRECTIVE.findall(text):
         if key == "tokens":
             tokens = int(float(value))
+        elif key == "size":
+            size = int(float(value))
         else:
             delay = float(value)
-    return tokens, delay
+    return tokens, delay, size
 
 
 class ModelServer:
@@ -86,10 +90,15 @@ class ModelServer:
 
     async def stream(self, writer: asyncio.StreamWriter, body: dict) -> None:
         """One streamed completion."""
-        tokens, delay = settings(body, self.tokens, self.delay)
+        tokens, delay, size = settings(body, self.tokens, self.delay)
+
+        def token(i: int) -> str:
+            text = f"tk{i} "
+            return text if len(text) >= size else f"tk{i}" + "x" * (size - len(text)) + " "
+
         writer.write(_HEAD + _frame({"role": "assistant", "content": ""}))
         if delay <= 0:
-            parts = [_frame({"content": f"tk{i} "}) for i in range(tokens)]
+            parts = [_frame({"content": token(i)}) for i in range(tokens)]
             for start in range(0, len(parts), 512):
                 writer.write(b"".join(parts[start:start + 512]))
                 await writer.drain()
@@ -100,7 +109,7 @@ class ModelServer:
             for i in range(tokens):
                 # on an absolute schedule: sleep overshoot must not add up differently per stream
                 await asyncio.sleep(max(0.0, start + (i + 1) * delay - loop.time()))
-                writer.write(_frame({"content": f"tk{i} "}))
+                writer.write(_frame({"content": token(i)}))
                 await writer.drain()
         writer.write(_frame({}, "stop") + _frame({}, usage={"prompt_tokens": 1, "completion_tokens": tokens,
                                                              "total_tokens": tokens + 1})

@@ -11,7 +11,7 @@ import os
 import time
 from typing import Callable, Dict, List, Tuple
 
-from . import backends, concurrency, memory, overhead, resume, throughput
+from . import backends, concurrency, durable, memory, overhead, resume, throughput
 from .common import ROOT, machine
 
 BENCHMARKS: List[Tuple[str, str, Callable]] = [
@@ -20,7 +20,8 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("throughput", "3. Event throughput", throughput.run),
     ("resume", "4. Resume a finished 10,000-event run", resume.run),
     ("memory", "5. Memory and eviction", memory.run),
-    ("backends", "6. Run backends: 1 worker in-process, 1 worker Redis, N workers Redis", backends.run),
+    ("durable", "6. The durable run log", durable.run),
+    ("backends", "7. Run backends: 1 worker in-process, 1 worker Redis, N workers Redis", backends.run),
 ]
 RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
 MARK = "<!-- results are appended below by `make bench` -->"

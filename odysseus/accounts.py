@@ -18,6 +18,7 @@ from typing import Optional, Tuple
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from .errors import BadRequest, Conflict, Forbidden, RateLimited, Unauthorized
+from .runs.native import offload
 from .throttle import LoginThrottle
 
 log = logging.getLogger(__name__)
@@ -44,13 +45,13 @@ def check_new_password(raw: object) -> str:
 
 
 def hash_password(password: str) -> str:
-    """A salted scrypt hash of ``password``."""
-    return generate_password_hash(password, method=HASH_METHOD)
+    """A salted scrypt hash of ``password`` (computed off the gevent hub: scrypt is CPU- and memory-heavy)."""
+    return offload(generate_password_hash, password, HASH_METHOD)
 
 
 def verify_password(password_hash: str, password: str) -> bool:
-    """True when ``password`` matches ``password_hash``."""
-    return check_password_hash(password_hash, password)
+    """True when ``password`` matches ``password_hash`` (checked off the gevent hub)."""
+    return offload(check_password_hash, password_hash, password)
 
 
 def new_token() -> str:

@@ -17,20 +17,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("ODYSSEUS_TITLE_MODE", "first_line")
 
 from fakeproviders import FakeProvider  # noqa: E402
+from apphelpers import close_app  # noqa: E402
 from liveserver import LiveServer  # noqa: E402
 from redisserver import RedisServer, redis_available  # noqa: E402
 
 from odysseus import create_app  # noqa: E402
-
-
-def close_app(application) -> None:
-    """Stop an in-process app's runs and close its SQLite file.
-
-    Each open database holds three descriptors (db, -wal, -shm); left open across hundreds
-    of tests they push later sockets past select()'s FD_SETSIZE in the fake servers.
-    """
-    application.extensions["odysseus.runs"].close()
-    application.extensions["odysseus.store"].close()
 
 
 @pytest.fixture

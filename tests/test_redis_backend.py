@@ -190,7 +190,10 @@ def test_killed_worker_runs_are_interrupted_once_and_resumable(cluster, model):
     first.close()
     rest = follower.events()  # must end: the survivor marks the run interrupted and appends its tail
     full = seen + rest
-    consecutive(full)
+    tail_at = types_of(full).index("message_saved")
+    consecutive(full[:tail_at])
+    consecutive(full[tail_at:])  # the recovery tail is numbered past any id the dead worker could have sent
+    assert full[tail_at]["id"] > full[tail_at - 1]["id"]
     kinds = types_of(full)
     assert kinds[-2:] == ["chat_terminal", "error"] and kinds.count("chat_terminal") == 1
     assert full[-2]["data"]["data"]["status"] == "interrupted"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote, urljoin, urlsplit
 
 import pytest
-from conftest import close_app
+from apphelpers import close_app
 from test_accounts import setup_admin
 
 from odysseus import create_app

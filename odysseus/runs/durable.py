@@ -15,6 +15,10 @@ Invariants:
   two writers (a live worker and a recovering one) can never save one reply twice.
 - A write that fails (lock held elsewhere, disk full) keeps its events queued and is
   retried on the next flush; ``stats()`` reports the backlog for ``/api/health``.
+- A recovered run's tail is numbered past every id its dead worker could have sent (the
+  run log's cap, ``RUN_MAX_EVENTS``, plus its lifecycle events), not right after the last
+  durable event: the events a client saw but the disk never got must not have their ids
+  reused, and a client resuming with the last id it saw must still get the terminal record.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from ..process_identity import worker_is_dead
 from ..store.database import connect
 from ..store.messages import insert_message
 from .native import NativeWorker, gevent_active
-from .run_log import Entry, encode_payload
+from .run_log import LIFECYCLE, Entry, encode_payload
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +65,8 @@ class FinalSave:
     first_tail_seq: int
     #: the run log's base (its first event is ``base + 1``)
     base: int = 0
+    #: ids left unused before the tail (a recovered run's tail jumps past what a client may have seen)
+    skipped: int = 0
     #: set by the writer
     message_id: Optional[int] = None
     tail: List[Entry] = field(default_factory=list)
@@ -81,6 +87,7 @@ class DurableLog:
         self.interval = float(config.get("EVENT_FLUSH_INTERVAL", 0.2))
         self.lease_seconds = float(config.get("RUN_LEASE_SECONDS", 15))
         self.window = float(config.get("EVICT_GRACE", 180))
+        self.max_events = int(config.get("RUN_MAX_EVENTS", 100_000))
         self.enabled = bool(config.get("DURABLE_EVENTS", True))
         self._pending: Deque[Row] = collections.deque()
         self._retry: List[Row] = []  # native thread only
@@ -273,7 +280,8 @@ class DurableLog:
         self._write_rows(conn, [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail])
         conn.execute("update runs set message_id = ?, event_count = ?, last_event_type = ?, partial_content = ?,"
                      " partial_thinking = ? where run_id = ?",
-                     [message_id, (final.tail[-1][0].seq if final.tail else final.first_tail_seq - 1) - final.base,
+                     [message_id, (final.tail[-1][0].seq if final.tail else final.first_tail_seq - 1) - final.base
+                      - final.skipped,
                       CLOSE, "", "", final.run_id])
         final.message_id, final.saved = message_id, True
 
@@ -310,14 +318,16 @@ class DurableLog:
             if kind == DELTA:
                 data = json.loads(payload)
                 (thinking if data.get("thinking") else content).append(data.get("delta", ""))
+        # past anything the dead worker's memory log could have numbered (see the module invariants)
+        first_tail = max(last_seq + 1, row["first_seq"] + self.max_events + len(LIFECYCLE))
         final = FinalSave(run_id=row["run_id"], owner=row["owner"], session_id=row["session_id"],
                           status="interrupted", stop_reason="interrupted",
                           error="the server restarted during this run", content="".join(content),
                           thinking="".join(thinking),
                           metadata={"run_id": row["run_id"], "status": "interrupted", "stop_reason": "interrupted",
                                     "stopped": False, "partial": True, "interrupted": True},
-                          build_tail=lambda message_id: build_tail(row, message_id), first_tail_seq=last_seq + 1,
-                          base=row["first_seq"] - 1)
+                          build_tail=lambda message_id: build_tail(row, message_id), first_tail_seq=first_tail,
+                          base=row["first_seq"] - 1, skipped=first_tail - last_seq - 1)
         self._finish_row(conn, final)
         conn.execute("COMMIT")
 

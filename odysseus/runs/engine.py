@@ -56,6 +56,9 @@ from .run_log import ByteBudget, LogFull
 
 log = logging.getLogger(__name__)
 
+#: seconds a run's greenlet may process a provider burst before it yields to the hub
+BURST_SLICE = 0.002
+
 #: A turn: given its run context, yields canonical events. It must honour ``context.cancel``.
 Turn = Callable[[RunContext], Iterator[Event]]
 
@@ -166,10 +169,7 @@ class RunEngine:
             self.replace_running(spec.owner, session_id)
             run = self._reserve(spec, session_id)
             try:
-                self._store_start(spec, run, creating)
-                history = self.store.messages.recent(spec.owner, session_id,
-                                                     int(self.config["HISTORY_CONTEXT_MESSAGES"]))
-                turn = spec.make_turn(history)
+                turn = self._store_start(spec, run, creating)
             except BaseException:
                 self._unreserve(run)
                 raise
@@ -213,8 +213,13 @@ class RunEngine:
             self.active -= 1
         run.log.release()
 
-    def _store_start(self, spec: StartSpec, run: Run, creating: bool) -> None:
-        """The session (if new), the user's message, the run row and the mode's writes: one transaction."""
+    def _store_start(self, spec: StartSpec, run: Run, creating: bool) -> Turn:
+        """The session (if new), the user's message, the run row and the mode's writes: one transaction.
+
+        The turn is built inside it too (from the history, read on the same connection, which ends with
+        the uncommitted user message): a builder that raises rolls the start back instead of leaving a
+        committed row ``running`` that this live worker would keep renewing and nobody would finish.
+        """
         now = time.time()
         with self.store.locked.tx() as db:
             if creating:
@@ -231,6 +236,8 @@ class RunEngine:
                                            terminal_type=spec.terminal_type)
             for hook in spec.in_transaction:
                 hook(db)
+            return spec.make_turn(self.store.messages.recent(spec.owner, run.session_id,
+                                                             int(self.config["HISTORY_CONTEXT_MESSAGES"])))
 
     def replace_running(self, owner: str, session_id: str) -> Optional[Run]:
         """Stop the session's running run with reason ``replaced`` (waits until its partial is saved)."""
@@ -255,17 +262,21 @@ class RunEngine:
         """The worker: iterate the turn into the log, then finalize exactly once."""
         outcome: Optional[Outcome] = None
         flushed = False
+        busy_since = time.monotonic()
         try:
             for event in turn(run.context):
                 if event.type in PROVIDER_ONLY:
                     run.observe(event)
                     continue
                 self._append(run, event)
-                if not flushed and event.type == DELTA:
-                    # A provider that sends a burst keeps this greenlet busy until its socket
-                    # would block; yield once so subscribers send the first token right away.
+                # A provider that sends a burst keeps this greenlet busy until its socket would
+                # block: yield after the first delta (subscribers send the first token right away)
+                # and then every BURST_SLICE seconds, so a long burst cannot hold the hub (and every
+                # other request) for seconds.
+                if (not flushed and event.type == DELTA) or time.monotonic() - busy_since >= BURST_SLICE:
                     flushed = True
                     time.sleep(0)
+                    busy_since = time.monotonic()
                 if run.cancel.cancelled:
                     break
             outcome = self._cancel_outcome(run) if run.cancel.cancelled else Outcome("done")
