@@ -3,7 +3,9 @@
 With ``RUN_BACKEND=memory`` a run lives in one worker's memory: a second worker (or a
 second server on the same data directory) would answer resumes and stops for runs it does
 not hold. ``RUN_BACKEND=redis`` shares runs through Redis and allows any number of
-workers (default: one per core); it is refused when Redis cannot be reached. The master claims the data directory with an exclusive ``flock`` that it keeps
+workers (default: one per core); it is refused when Redis cannot be reached.
+
+The master claims the data directory with an exclusive ``flock`` that it keeps
 through reloads; a second master on the same directory is refused.
 """
 

@@ -147,7 +147,6 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
         yield comment("connected")
     client, key = backend.reader_client, stream_key(backend.prefix, run_id)
     cursor, beats, quiet_since, last_check = after, 0, time.monotonic(), 0.0
-    handed_over = False
     saw_close = False
     backend.readers += 1
     try:
@@ -158,8 +157,7 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
             entries = [entry_of(entry_id, fields) for _, items in (reply or []) for entry_id, fields in items]
             if entries:
                 if entries[0][0].seq != cursor + 1:
-                    handed_over = True  # a gap: this stream was rebuilt after a Redis restart
-                    break
+                    break  # a gap: a rebuilt stream (Redis restarted) or a recovery tail's jump
                 cursor = entries[-1][0].seq
                 text = encode(entries, projection)
                 if text:
@@ -172,8 +170,7 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
             if time.monotonic() - last_check >= CHECK_EVERY:
                 last_check = time.monotonic()
                 if not client.exists(key) or not backend.still_running(engine, run_id):
-                    handed_over = True  # expired or lost, or finished without its tail here: SQLite has it
-                    break
+                    break  # expired or lost, or finished without its tail here: SQLite has it
             if time.monotonic() - quiet_since >= heartbeat_interval:
                 beats += 1
                 yield comment(f"heartbeat {beats}")
@@ -182,7 +179,6 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
         raise
     except Exception as exc:  # noqa: BLE001 - Redis went away mid-read: the durable log has the same events
         log.warning("following run %s from Redis failed (%s); reading SQLite", run_id, exc)
-        handed_over = True
     finally:
         if saw_close:
             backend.reader_left(key)
