@@ -38,7 +38,9 @@ Gather = Callable[[RunContext], List[Injection]]
 
 def announce(injections: List[Injection], context: RunContext) -> Iterator[Event]:
     """The injections' events and notices, in order, and their metadata folded into the saved reply."""
-    for injection in injections:
+    from .context.turn_window import merged  # one memories_used for pinned + recalled memories
+
+    for injection in merged(injections):
         if injection.event is not None:
             yield injection.event
         if injection.notice:
@@ -47,15 +49,25 @@ def announce(injections: List[Injection], context: RunContext) -> Iterator[Event
 
 
 def chat_turn(candidates: List[Candidate], history: List[dict], temperature: Optional[float] = None,
-              system_prompt: Optional[str] = None, gather: Optional[Gather] = None):
-    """Return a turn generator function for the run engine."""
+              system_prompt: Optional[str] = None, gather: Optional[Gather] = None, window=None):
+    """Return a turn generator function for the run engine.
+
+    ``window`` (a ``context.turn_window.TurnWindow``) compacts, trims and measures the turn;
+    without it the whole history is sent as it is.
+    """
     messages = model_messages(history, system_prompt)
 
     def turn(context: RunContext) -> Iterator[Event]:
         injections = gather(context) if gather is not None else []
-        yield from announce(injections, context)
-        request = ChatRequest(model=candidates[0].model, messages=apply_injections(messages, injections),
-                              temperature=temperature)
-        yield from stream_route(candidates, request, context.cancel)
+        if window is None:
+            yield from announce(injections, context)
+            final = apply_injections(messages, injections)
+        else:  # the model's window (odysseus.context.turn_window): summaries, trimming, context events
+            final = yield from window.prepare(context, history, lambda rows: model_messages(rows, system_prompt),
+                                              injections)
+        request = ChatRequest(model=candidates[0].model, messages=final, temperature=temperature,
+                              max_tokens=window.max_tokens if window is not None else None)
+        stream = stream_route(candidates, request, context.cancel)
+        yield from (window.measured(stream, context) if window is not None else stream)
 
     return turn

@@ -23,6 +23,19 @@ DEFAULTS: Dict[str, Any] = {
     "MAX_BODY_BYTES": 1024 * 1024,
     "MAX_MESSAGE_CHARS": 200_000,
     "HISTORY_CONTEXT_MESSAGES": 1000,  # newest saved messages a turn's model context is built from
+    # The model's window (odysseus.context.window / trim / compaction; README "Context window")
+    "DEFAULT_CONTEXT_WINDOW": 8192,  # tokens, for local models that neither config nor the server size
+    "DEFAULT_CONTEXT_WINDOW_HOSTED": 128_000,  # tokens, for hosted models that neither config nor the server size
+    "CONTEXT_WINDOW_CACHE_SECONDS": 600.0,  # how long a provider's reported window (or its silence) is kept
+    "CONTEXT_WINDOW_PROBE_TIMEOUT": 5.0,  # seconds to ask a provider for its window
+    "REPLY_RESERVE_TOKENS": 1024,  # tokens kept free for the reply when the request gives no max_tokens
+    "COMPACT_THRESHOLD": 0.8,  # share of the window the history may use before its older half is summarised; 0 = never
+    "COMPACT_MIN_MESSAGES": 6,  # messages a conversation needs before it is compacted
+    "COMPACT_TIMEOUT": 60.0,  # seconds a summary request may take
+    "COMPACT_SUMMARY_TOKENS": 600,  # max_tokens of a summary
+    "COMPACT_MESSAGE_CHARS": 4000,  # characters of each message that go into a summary request
+    "COMPACT_INPUT_CHARS": 48_000,  # characters of transcript a summary request carries at most
+    "UTILITY_MODEL": "",  # route for summaries; empty = the model of the turn
     # Run engine
     "HEARTBEAT_INTERVAL": 10.0,  # seconds of silence before ": heartbeat N"
     "EVICT_GRACE": 180.0,  # seconds a finished run's log stays after its last subscriber leaves
@@ -210,14 +223,31 @@ def providers_from_toml(tables: List[dict]) -> List[ProviderConfig]:
         api_key = table.get("api_key")
         if table.get("api_key_env"):
             api_key = os.environ.get(table["api_key_env"], api_key)
+        models, windows = model_entries(table.get("models", []))
+        options = {k: v for k, v in table.items() if k not in known and k != "api_key_env"}
+        if windows:
+            options["model_context_length"] = windows  # odysseus.context.window reads it
         result.append(ProviderConfig(
             name=table.get("name", table["kind"]), kind=table["kind"],
             base_url=(table.get("base_url") or None) and table["base_url"].rstrip("/"),
-            api_key=api_key, models=list(table.get("models", [])),
-            default_model=table.get("default_model"),
-            options={k: v for k, v in table.items() if k not in known and k != "api_key_env"},
+            api_key=api_key, models=models, default_model=table.get("default_model"), options=options,
         ))
     return result
+
+
+def model_entries(entries: List[Any]) -> tuple:
+    """A provider's ``models``: names, or tables ``{name = "...", context_length = N}``; (names, {name: N})."""
+    names, windows = [], {}
+    for entry in entries:
+        if isinstance(entry, dict):
+            if not isinstance(entry.get("name"), str) or not entry["name"]:
+                raise OdysseusError("a [[providers]] models table needs a name")
+            names.append(entry["name"])
+            if entry.get("context_length") is not None:
+                windows[entry["name"]] = int(entry["context_length"])
+        else:
+            names.append(entry)
+    return names, windows
 
 
 def load_config(env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:

@@ -48,6 +48,13 @@ RAG_SOURCES = "rag_sources"  # context: chunks of the user's files retrieved for
 MEMORIES_USED = "memories_used"  # data: [{id, text, category, type: "pinned" | "recalled"}]
 WEB_SOURCES = "web_sources"  # data: [{url, title, snippet}]
 WORKSPACE_REJECTED = "workspace_rejected"  # data: {path: <as requested>}
+# The model's window (odysseus.context.turn_window), before the first delta on both projections:
+#: data: {messages_before, messages_after, tokens_before, tokens_after, context_length, dropped_sources,
+#: shortened_chars}
+CONTEXT_TRIMMED = "context_trimmed"
+#: context_length, data: {messages_before, messages_after, tokens_before, tokens_after, message_id,
+#: summarized_ids, summary}
+COMPACTED = "compacted"
 
 # Research jobs (odysseus.research): progress {"data": {phase, ...}}, the final rows, the job's ids.
 RESEARCH_PROGRESS = "research_progress"

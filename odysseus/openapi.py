@@ -32,6 +32,8 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     "message": {"type": "string", "minLength": 1}, "session": ID, "session_id": ID,
     "mode": {"type": "string", "enum": ["chat", "agent", "compare"]}, "model": ID,
     "temperature": TEMPERATURE, "client_message_id": ID,
+    # the model's window (README "Context window"): the reply's reserve, also sent to the model
+    "max_tokens": {"type": "integer", "minimum": 1, "maximum": 1000000},
     # agent mode: answer an approval card, or continue after rounds_exhausted
     "tool_approval_id": ID, "tool_approval_decision": {"type": "string", "enum": ["approve", "approve_task", "deny"]},
     "continue": BOOL,
@@ -164,6 +166,11 @@ OPERATIONS: List[Op] = [
     Op("GET", "/api/sessions/<session_id>/messages", "The session's newest messages in order, paged back by id.",
        "history", query=(("before", {"type": "integer", "minimum": 1}),
                          ("limit", {"type": "integer", "minimum": 1, "maximum": 1000}))),
+    # the model's window (README "Context window")
+    Op("GET", "/api/sessions/<session_id>/context", "How much of the model's window the next turn would use.",
+       "history", query=(("model", ID),)),
+    Op("POST", "/api/sessions/<session_id>/compact", "Summarise the older half of the conversation now "
+       "(409 while a reply is being written).", "history", {"model": ID}),
     Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR},
        ("content",)),
     Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),

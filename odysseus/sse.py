@@ -92,6 +92,7 @@ AGENT_NAMES = {
     # context events (odysseus.context): same payload as the chat projection's
     "memories_used": "memories_used", "web_sources": "web_sources", "workspace_rejected": "workspace_rejected",
     "notice": "notice",
+    "context_trimmed": "context_trimmed", "compacted": "compacted",  # the model's window: same payload
     # research jobs (odysseus.research): the same names as the chat projection's types
     RESEARCH_PROGRESS: "research_progress", RESEARCH_SOURCES: "research_sources",
     RESEARCH_FINDINGS: "research_findings", RESEARCH_DONE: "research_done",

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 
 def reply(text: str = "", tool_calls: Optional[List[dict]] = None, delay: float = 0.0,
@@ -41,6 +41,8 @@ class ScriptedModel:
         self.default = default or reply("(no more scripted replies)")
         self.model = model
         self.requests: List[dict] = []
+        #: request body -> the prompt_tokens its usage chunk reports (None: always 11)
+        self.prompt_tokens: Optional[Callable[[dict], int]] = None
         self.lock = threading.Lock()
         self.server: Optional[ThreadingHTTPServer] = None
         self.url = ""
@@ -97,7 +99,7 @@ class ScriptedModel:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 try:
-                    model.stream(self.wfile, script)
+                    model.stream(self.wfile, script, body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 self.close_connection = True
@@ -108,7 +110,7 @@ class ScriptedModel:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
-    def stream(self, out, script: dict) -> None:
+    def stream(self, out, script: dict, body: Optional[dict] = None) -> None:
         """Write one reply as OpenAI streaming chunks."""
         def send(payload) -> None:
             text = payload if isinstance(payload, str) else json.dumps(payload)
@@ -137,8 +139,9 @@ class ScriptedModel:
                 if call.get("fragment_delay"):
                     time.sleep(call["fragment_delay"])
         send(chunk({}, "tool_calls" if script["tool_calls"] else "stop"))
+        prompt = self.prompt_tokens(body or {}) if self.prompt_tokens is not None else 11
         send({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": self.model, "choices": [],
-              "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+              "usage": {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}})
         send("[DONE]")
 
     def stop(self) -> None:

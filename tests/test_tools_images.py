@@ -96,7 +96,8 @@ def test_tool_is_offered_only_when_configured(endpoint, tmp_path):
     app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "IMAGES_BASE_URL": endpoint})
     try:
         service = app.extensions["odysseus.agent"]
-        run_ctx = type("Ctx", (), {"owner": "local", "session_id": "s1", "cancel": CancelToken(), "run_id": "r"})()
+        run_ctx = type("Ctx", (), {"owner": "local", "session_id": "s1", "cancel": CancelToken(), "run_id": "r",
+                                   "metadata": {}})()
         result = generate_image({"prompt": "a dog"}, service.tool_context(run_ctx))
         url = result.events[0].data["url"]
         got = app.test_client().get(url)

@@ -21,18 +21,28 @@ Gather = Callable[[RunContext], List[Injection]]
 Turn = Callable[[RunContext], Iterator[Event]]
 
 
-def with_context(turn: Turn, state: dict, gather: Optional[Gather]) -> Turn:
-    """``turn`` preceded by the context pipeline (``gather`` None: a continued task, nothing gathered)."""
+def with_context(turn: Turn, state: dict, gather: Optional[Gather], window=None,
+                 history: Optional[List[dict]] = None, build: Optional[Callable] = None) -> Turn:
+    """``turn`` preceded by the context pipeline (``gather`` None: a continued task, nothing gathered).
+
+    With ``window`` (``turn_window.TurnWindow``) the messages are compacted (a new task, rebuilt
+    from ``history`` rows with ``build``), trimmed to the model's window and measured.
+    """
 
     def wrapped(ctx: RunContext) -> Iterator[Event]:
-        if gather is not None:
-            injections = gather(ctx)
+        injections = gather(ctx) if gather is not None else []
+        if window is not None:  # the model's window (odysseus.context.turn_window)
+            new_task = gather is not None and build is not None
+            state["messages"][:] = yield from window.prepare(
+                ctx, history or [], build if new_task else None, injections,
+                base=None if new_task else list(state["messages"]))
+        elif gather is not None:
             yield from announce(injections, ctx)
             state["messages"][:] = apply_injections(state["messages"], injections)
-            if ctx.metadata.get("workspace"):
-                state["workspace"] = ctx.metadata["workspace"]
-        elif state.get("workspace"):
+        if gather is not None and ctx.metadata.get("workspace"):
+            state["workspace"] = ctx.metadata["workspace"]
+        elif gather is None and state.get("workspace"):
             ctx.metadata["workspace"] = state["workspace"]
-        yield from turn(ctx)
+        yield from (window.measured(turn(ctx), ctx) if window is not None else turn(ctx))
 
     return wrapped

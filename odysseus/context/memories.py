@@ -69,11 +69,19 @@ class MemorySource:
         if not rows:
             return []
         self.repo.mark_used(request.owner, [row["id"] for row in rows])
-        lines = defang("\n".join(f"- ({row['category']}) {row['text']}" for row in rows))
-        text = untrusted_block("memories", "Facts the user asked to be remembered about them and their "
-                                           "preferences (use when relevant):\n" + lines)
-        return [Injection(SOURCE, event=Event(MEMORIES_USED, {"data": rows}), text=text, score=0.8,
-                          metadata={"memories_used": rows})]
+        # Two injections: pinned memories are never trimmed away (score None), recalled ones may be
+        # (context/trim.py); the window merges their memories_used events back into one.
+        out = []
+        for kind, score in (("pinned", None), ("recalled", 0.8)):
+            chosen = [row for row in rows if row["type"] == kind]
+            if not chosen:
+                continue
+            lines = defang("\n".join(f"- ({row['category']}) {row['text']}" for row in chosen))
+            text = untrusted_block("memories", "Facts the user asked to be remembered about them and their "
+                                               "preferences (use when relevant):\n" + lines)
+            out.append(Injection(SOURCE, event=Event(MEMORIES_USED, {"data": chosen}), text=text, score=score,
+                                 metadata={"memories_used": chosen}))
+        return out
 
 
 class MemoryBook:

@@ -26,6 +26,10 @@ def init_app(app: Flask) -> None:
     from . import agent_mode, document_routes, turn_registry
 
     turn_registry.init_app(app)
+    from . import window_routes
+
+    # the model's window (issue 17): before background jobs, whose recovered turns use it at once
+    window_routes.init_app(app)
     background_routes.init_app(app)
     from . import research_mode, upload_routes  # uploads + the attachments and retrieval context sources
 

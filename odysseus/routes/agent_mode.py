@@ -29,6 +29,7 @@ from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
+from ..chat_turn import model_messages
 from ..context.agent_context import with_context
 from ..context.memories import memory_book
 from ..context.workspace import chosen_workspace
@@ -43,9 +44,10 @@ from ..tools.sandbox import startup_status
 from . import code_tools_routes
 from .alloy_mode import build_workflow_turn, wants_workflow
 from .auth import current_owner
-from .document_mode import add_context, with_document_tools
+from .document_mode import document_adder, with_document_tools
 from .params import optional_str
 from .turn_registry import PreparedTurn, context_gather, register_mode
+from .window_routes import turn_window
 
 bp = Blueprint("agent_mode", __name__)
 
@@ -182,14 +184,21 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     # the model rides along so a source can tell whether it accepts images
     gather = context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
 
+    window = turn_window(req, candidates)  # the model's window: compaction, trimming (issue 17)
+
     def make_turn(history):
         start = state if state is not None else initial_state(history, settings)
+        with_doc = document_adder(active_doc, owner, history)  # the active document, read now
         if state is None:
-            start["messages"] = add_context(start["messages"], active_doc, owner, history)  # the active document
+            start["messages"] = with_doc(start["messages"])
+
+        def build(rows):  # the new task's messages from the rows the model sees (after a summary)
+            return with_doc(model_messages(rows, settings.system_prompt))
+
         turn = agent_turn(candidates, registry, settings, hooks, start, resolution, req.get("temperature"))
         # context pipeline (odysseus.context): attachments, retrieval, memories, workspace, ... gathered and
         # announced before the loop's first round (a continued task gathers nothing new)
-        return with_context(turn, start, gather)
+        return with_context(turn, start, gather, window=window, history=history, build=build)
 
     return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
                         user_metadata=user_metadata, in_transaction=in_transaction)

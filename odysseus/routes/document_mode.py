@@ -17,13 +17,14 @@ from typing import List, Optional, Tuple
 from flask import current_app
 
 from ..agent.agent_loop import agent_turn, initial_state
-from ..chat_turn import announce
-from ..context import apply_injections
+from ..chat_turn import model_messages
+from ..context.agent_context import with_context
 from ..documents.context import with_document
 from ..documents.tools import ActiveDocument, document_tools
 from ..tools import ToolRegistry
 from .params import optional_str
 from .turn_registry import PreparedTurn, context_gather
+from .window_routes import turn_window
 
 CHAT_PROMPT = ("You are Odysseus, a helpful assistant. The user is working on a document with you. Answer in "
                "the chat; when the user asks for a change to the document, make it with a document tool.")
@@ -54,6 +55,13 @@ def add_context(messages: List[dict], active: ActiveDocument, owner: str, histor
     return with_document(messages, active.get(owner, session_id), _docs().context_chars)
 
 
+def document_adder(active: ActiveDocument, owner: str, history: List[dict]):
+    """``add_context`` with the document read now (inside the app): for rebuilding messages later in the run."""
+    session_id = history[-1]["session_id"] if history else None
+    doc, budget = active.get(owner, session_id), _docs().context_chars
+    return lambda messages: with_document(messages, doc, budget)
+
+
 def build_document_chat_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     """Chat mode with an open document: the agent loop with the document tools only."""
     agent = current_app.extensions["odysseus.agent"]
@@ -64,18 +72,17 @@ def build_document_chat_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     settings = dataclasses.replace(agent.settings, system_prompt=prompt, max_nudges=0)
 
     gather = context_gather(req, owner)  # the other context sources (attachments, ...) as in plain chat
+    window = turn_window(req, candidates)  # the model's window: compaction, trimming (issue 17)
 
     def make_turn(history):
         state = initial_state(history, settings)
-        state["messages"] = add_context(state["messages"], active, owner, history)
+        with_doc = document_adder(active, owner, history)
+        state["messages"] = with_doc(state["messages"])
         loop = agent_turn(candidates, registry, settings, agent.hooks, state, None, req.get("temperature"))
 
-        def turn(ctx):
-            injections = gather(ctx)
-            yield from announce(injections, ctx)
-            state["messages"] = apply_injections(state["messages"], injections)
-            yield from loop(ctx)
+        def build(rows):  # the messages from the rows the model sees (after a summary)
+            return with_doc(model_messages(rows, settings.system_prompt))
 
-        return turn
+        return with_context(loop, state, gather, window=window, history=history, build=build)
 
     return PreparedTurn(req["message"], req["client_message_id"], make_turn)

@@ -58,9 +58,11 @@ def _chat_builder(req: dict, candidates: List[Candidate], owner: str) -> Prepare
         from .document_mode import build_document_chat_turn
         return build_document_chat_turn(req, candidates, owner)
     gather = context_gather(req, owner)
+    from .window_routes import turn_window  # the model's window: compaction, trimming (issue 17)
+    window = turn_window(req, candidates)
     return PreparedTurn(req["message"], req["client_message_id"],
                         lambda history: chat_turn(candidates, history, req["temperature"], req.get("system_prompt"),
-                                                  gather=gather))
+                                                  gather=gather, window=window))
 
 
 def register_mode(app: Flask, mode: str, builder: Builder) -> None:

@@ -15,6 +15,7 @@ import { openSettings } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
 import { Workflows } from "./workflows.js";
+import { ContextMeter, summaryDivider } from "./window_render.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -35,6 +36,7 @@ const ui = {
 const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [],
                 codeToolsOff: "" };
 const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
+const meter = new ContextMeter($("context-meter")); // the model's window (window_render.js)
 const documents = new DocumentPanel($("doc-panel"), { toast: (text) => toast(text) });
 const attachments = new Attachments({ // composer uploads (attachments.js)
   tray: $("attach-tray"), button: $("attach"), input: $("attach-input"), dropZone: ui.app, pasteTarget: ui.input,
@@ -251,8 +253,9 @@ function newChat() {
   detachTurn();
   state.sessionId = null;
   setUrl(null);
-  ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
+  ui.messages.querySelectorAll(".msg, .summary-divider").forEach((node) => node.remove());
   documents.reset();
+  meter.clear();
   pager.clear();
   renderSessions();
   showEmpty();
@@ -268,7 +271,7 @@ async function openSession(sessionId) {
   setUrl(sessionId);
   renderSessions();
   closeSidebarOnPhone();
-  ui.messages.querySelectorAll(".msg").forEach((node) => node.remove());
+  ui.messages.querySelectorAll(".msg, .summary-divider").forEach((node) => node.remove());
   pager.clear();
   state.answered = new Set();
   ui.messages.setAttribute("aria-busy", "true");
@@ -292,6 +295,7 @@ async function openSession(sessionId) {
   ui.messages.removeAttribute("aria-busy");
   const live = status && status.status === "running" && status.resumable ? status : null;
   renderHistory(data.messages.filter((m) => !(live && m.role === "assistant" && m.run_id === live.run_id)));
+  meter.refresh(sessionId, ui.model.value);
   pager.reset(sessionId, data);
   showEmpty();
   stick = true;
@@ -332,6 +336,8 @@ function renderHistory(messages, before = null, next = null) {
       const reply = ReplyView.fromMessage(message, ctx, { answered });
       replies.push(reply);
       put(reply.el);
+    } else if (message.role === "system" && (message.metadata || {}).compacted) {
+      put(summaryDivider(message.content, (message.metadata.summarized_ids || []).length, message.id));
     }
   }
   if (next && next.role === "user") for (const reply of replies) reply.settle(next.content);
@@ -383,6 +389,7 @@ function makeTurn(options) {
       if (state.turn === turn) updateComposer();
       sidebar.setRunning(turn.sessionId, false); // also reloads the list (titles, order, runs)
       if (turn.sessionId === state.sessionId) assignIds(turn);
+      if (turn.sessionId === state.sessionId) meter.refresh(turn.sessionId, ui.model.value);
       if (turn.newSession && turn.sessionId && !turn.refused) watchTitle(turn.sessionId);
     },
   });

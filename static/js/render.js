@@ -12,6 +12,7 @@ import { copyText } from "./clipboard.js";
 import { setMarkdown } from "./markdown.js";
 import { researchHandlers } from "./research_render.js";
 import { dispatch } from "./stream_events.js";
+import { windowHandlers } from "./window_render.js";
 
 /** "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map. */
 export function metricsText(metrics) {
@@ -282,6 +283,7 @@ export class ReplyView {
     if (meta.fallback) view.on_fallback(meta.fallback);
     if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
     view.restoreContext(meta); // context_render.js: memories pill, web sources, context notices
+    view.restoreWindow(meta); // window_render.js: "12 of 40 messages sent"
     view.restoreAgent(meta, history);
     view.restoreDocs(meta);
     view.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices
@@ -303,6 +305,8 @@ Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
 // Attachments and retrieval sources (file_context_render.js); memories_used, web_sources,
 // workspace_rejected and notice (context_render.js); each with its history form.
 Object.assign(ReplyView.prototype, fileContextHandlers, contextHandlers);
+// The model's window: context_trimmed notice, compacted divider (window_render.js).
+Object.assign(ReplyView.prototype, windowHandlers);
 // Research progress panel and citations: research_render.js.
 Object.assign(ReplyView.prototype, researchHandlers);
 // Agent Alloy delegation cards (and their history form): delegation_render.js.

@@ -35,8 +35,8 @@ export const STREAM_HANDLERS = {
   intent_nudge_exhausted: (view, event) => view.on_intent_nudge_exhausted(event),
   exhibit: (view, event) => view.on_exhibit(event),
   // editor documents (doc_render.js; the document panel also observes every event, see render.js)
-  doc_stream_open: (view, event) => view.on_doc_stream_open(event),
-  doc_stream_delta: (view, event) => view.on_doc_stream_delta(event),
+  doc_stream_open: ignore, // the live preview belongs to the document panel (ctx.documents.observe)
+  doc_stream_delta: ignore, // likewise
   doc_update: (view, event) => view.on_doc_update(event),
   doc_suggestions: (view, event) => view.on_doc_suggestions(event),
   // context the user brings (file_context_render.js, context_render.js)
@@ -45,6 +45,9 @@ export const STREAM_HANDLERS = {
   memories_used: (view, event) => view.on_memories_used(event),
   web_sources: (view, event) => view.on_web_sources(event),
   workspace_rejected: (view, event) => view.on_workspace_rejected(event),
+  // the model's window (window_render.js)
+  context_trimmed: (view, event) => view.on_context_trimmed(event),
+  compacted: (view, event) => view.on_compacted(event),
   // research jobs (research_render.js)
   research_progress: (view, event) => view.on_research_progress(event),
   research_sources: (view, event) => view.on_research_sources(event),
@@ -61,6 +64,13 @@ export const STREAM_HANDLERS = {
 /** Apply one event to a view through the table; unknown types are logged for whoever adds them. */
 export function dispatch(view, event) {
   const handler = Object.prototype.hasOwnProperty.call(STREAM_HANDLERS, event.type) ? STREAM_HANDLERS[event.type] : null;
-  if (handler) handler(view, event);
-  else console.debug("unhandled stream event", event.type, event);
+  if (!handler) {
+    console.debug("unhandled stream event", event.type, event);
+    return;
+  }
+  try {
+    handler(view, event);
+  } catch (err) {
+    console.error("stream event handler failed", event.type, err); // one bad event must not stop the rest
+  }
 }

@@ -174,6 +174,7 @@ def test_memory_pill_and_web_sources_under_a_reply_match_after_a_reload(site, mo
 
 def test_workspace_picker_chooses_a_folder_and_a_rejected_one_is_cleared(site, model, page, tmp_path):
     (tmp_path / "alpha").mkdir()
+    (tmp_path / "alpha" / "alpha-marker.txt").write_text("here")
     (tmp_path / ".hidden").mkdir()
     open_app(page, site.url)
     page.click(".mode-switch label:has(input[value=agent])")
@@ -187,21 +188,22 @@ def test_workspace_picker_chooses_a_folder_and_a_rejected_one_is_cleared(site, m
     page.wait_for_selector(f".workspace-path:text-is('{tmp_path / 'alpha'}')")
     page.click(".workspace-picker .use")
     assert page.inner_text("#workspace-pick") == f"Workspace: {tmp_path / 'alpha'}"
-    script(model, reply("", [tool("c1", "shell", command="pwd")]), reply("Done."))
+    # the sandbox binds the chosen folder at /workspace: the folder's own file shows where the shell ran
+    script(model, reply("", [tool("c1", "shell", command="ls")]), reply("Done."))
     page.fill("#input", "where are you?")
     page.press("#input", "Enter")
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
-    assert page.locator(".tool-row .tool-output").text_content().strip() == str(tmp_path / "alpha")
+    assert page.locator(".tool-row .tool-output").text_content().strip() == "alpha-marker.txt"
 
     page.evaluate("() => window.odysseus.controls.setWorkspace('/etc')")
-    script(model, reply("", [tool("c2", "shell", command="pwd")]), reply("Done."))
+    script(model, reply("", [tool("c2", "shell", command="ls -a")]), reply("Done."))
     page.fill("#input", "and now?")
     page.press("#input", "Enter")
     page.wait_for_function("document.querySelectorAll('.msg.assistant[data-outcome=ok]').length === 2")
     second = page.locator(".msg.assistant").nth(1)
     assert "inside /etc" in second.locator(".context-notice").inner_text()
     assert page.inner_text("#workspace-pick") == "Workspace: this chat's"
-    assert "/workspaces/" in second.locator(".tool-output").text_content()
+    assert "alpha-marker.txt" not in second.locator(".tool-output").text_content()  # this chat's own workspace
     notices = page.evaluate(CONTEXT_SNAPSHOT)[1]["notices"]
     page.reload()
     page.wait_for_selector("body[data-ready=true]")

@@ -1,0 +1,159 @@
+"""How big a model's context window is, and how much of it a turn may fill.
+
+The window of a (provider, model) pair comes from, in order:
+
+1. configuration: ``context_length`` on the provider's model entry
+   (``models = [{name = "qwen2.5", context_length = 32768}]``), or on the provider table itself
+   (a number for all its models, or a table ``{model = number}``);
+2. the provider's own report, asked once and cached for ``CONTEXT_WINDOW_CACHE_SECONDS``:
+   Ollama ``POST /api/show`` (``model_info["<arch>.context_length"]``, or ``num_ctx`` in its
+   parameters), an OpenAI-compatible ``/v1/models`` listing that carries it (``context_length``,
+   ``max_model_len`` of vLLM, ``context_window``, llama.cpp's ``meta.n_ctx_train``), and for a local
+   OpenAI-compatible server llama.cpp's ``/props`` (``default_generation_settings.n_ctx``);
+3. ``DEFAULT_CONTEXT_WINDOW`` (8192) for local providers (Ollama, loopback/private hosts, the demo
+   model) or ``DEFAULT_CONTEXT_WINDOW_HOSTED`` (128000) for hosted ones.
+
+A failed or slow report counts as "not reported" (and is cached too, so a down server is not
+asked on every turn). The reply reserve is the request's ``max_tokens`` when given, else
+``REPLY_RESERVE_TOKENS``, but never more than a quarter of the window.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Dict, Optional, Tuple
+from urllib.parse import urlsplit
+
+from ..research.limits import is_local
+
+log = logging.getLogger(__name__)
+
+#: keys under which OpenAI-compatible servers list a model's window in /v1/models
+LISTING_KEYS = ("context_length", "max_model_len", "context_window", "max_context_length", "n_ctx")
+
+
+def _positive(value: Any) -> Optional[int]:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0 < number < 100_000_000 else None
+
+
+def configured_length(provider: Any, model: str) -> Optional[int]:
+    """The window configuration gives for ``model`` of ``provider`` (None when it gives none)."""
+    options = getattr(getattr(provider, "config", None), "options", None) or {}
+    per_model = options.get("model_context_length") or {}
+    if isinstance(per_model, dict) and _positive(per_model.get(model)):
+        return _positive(per_model.get(model))
+    value = options.get("context_length")
+    if isinstance(value, dict):
+        return _positive(value.get(model))
+    return _positive(value)
+
+
+def is_local_provider(provider: Any) -> bool:
+    """Local providers get the small default window."""
+    return getattr(provider, "kind", "") == "demo" or is_local(provider)
+
+
+def _get(provider: Any, url: str, timeout: float, body: Optional[dict] = None) -> Any:
+    transport = provider.transport
+    call = transport.session.post if body is not None else transport.session.get
+    response = call(url, json=body, headers=transport.headers, timeout=(min(timeout, 5.0), timeout))
+    response.raise_for_status()
+    return response.json()
+
+
+def ollama_length(provider: Any, model: str, timeout: float) -> Optional[int]:
+    """Ollama's /api/show: num_ctx in the parameters (what the server will use), else the model's trained length."""
+    doc = _get(provider, provider.base_url + "/api/show", timeout, {"model": model}) or {}
+    for line in str(doc.get("parameters") or "").splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == "num_ctx" and _positive(value.strip()):
+            return _positive(value.strip())
+    info = doc.get("model_info") or {}
+    for key, value in info.items():
+        if key.endswith(".context_length") and _positive(value):
+            return _positive(value)
+    return None
+
+
+def listing_length(provider: Any, model: str, timeout: float) -> Optional[int]:
+    """An OpenAI-compatible /v1/models entry for ``model`` that carries its window."""
+    doc = _get(provider, provider.root + "/models", timeout)
+    items = doc.get("data", []) if isinstance(doc, dict) else doc
+    for item in items or []:
+        if not isinstance(item, dict) or item.get("id") != model:
+            continue
+        for holder in (item, item.get("meta") or {}, item.get("top_provider") or {}):
+            for key in LISTING_KEYS + ("n_ctx_train",):
+                if _positive(holder.get(key)):
+                    return _positive(holder.get(key))
+    return None
+
+
+def llamacpp_length(provider: Any, timeout: float) -> Optional[int]:
+    """llama.cpp's /props at the server root: the n_ctx it was started with."""
+    parts = urlsplit(provider.root)
+    doc = _get(provider, f"{parts.scheme}://{parts.netloc}/props", timeout) or {}
+    settings = doc.get("default_generation_settings") or {}
+    return _positive(settings.get("n_ctx")) or _positive(doc.get("n_ctx"))
+
+
+def reported_length(provider: Any, model: str, timeout: float) -> Optional[int]:
+    """What the provider says the window is, or None (never raises)."""
+    kind = getattr(provider, "kind", "")
+    try:
+        if kind == "ollama":
+            return ollama_length(provider, model, timeout)
+        if hasattr(provider, "root") and hasattr(provider, "transport") and kind != "anthropic":
+            found = listing_length(provider, model, timeout)
+            if found is None and is_local(provider):
+                try:
+                    found = llamacpp_length(provider, timeout)
+                except Exception:  # noqa: BLE001 - not llama.cpp
+                    found = None
+            return found
+    except Exception as exc:  # noqa: BLE001 - a report is optional; the default applies
+        log.info("context window of %s/%s not reported: %s", getattr(provider, "name", "?"), model, exc)
+    return None
+
+
+class WindowBook:
+    """The app's windows per (provider, model): configured, reported (cached) or default."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.ttl = float(config.get("CONTEXT_WINDOW_CACHE_SECONDS", 600.0))
+        self.timeout = float(config.get("CONTEXT_WINDOW_PROBE_TIMEOUT", 5.0))
+        self._cache: Dict[Tuple[str, str], Tuple[Optional[int], float]] = {}
+        self._lock = threading.Lock()
+
+    def length(self, candidate: Any) -> Tuple[int, str]:
+        """``(window, source)`` for a route candidate; source is "config", "provider" or "default"."""
+        provider, model = candidate.provider, candidate.model
+        configured = configured_length(provider, model)
+        if configured:
+            return configured, "config"
+        key = (getattr(provider, "name", ""), model)
+        now = time.monotonic()
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is None or cached[1] < now:
+            found = reported_length(provider, model, self.timeout)
+            with self._lock:
+                self._cache[key] = (found, now + self.ttl)
+            cached = (found, 0.0)
+        if cached[0]:
+            return cached[0], "provider"
+        if is_local_provider(provider):
+            return int(self.config.get("DEFAULT_CONTEXT_WINDOW", 8192)), "default"
+        return int(self.config.get("DEFAULT_CONTEXT_WINDOW_HOSTED", 128_000)), "default"
+
+    def reserve(self, window: int, max_tokens: Optional[int] = None) -> int:
+        """Tokens kept free for the reply: ``max_tokens`` or REPLY_RESERVE_TOKENS, at most a quarter of the window."""
+        wanted = max_tokens if max_tokens and max_tokens > 0 else int(self.config.get("REPLY_RESERVE_TOKENS", 1024))
+        return max(0, min(int(wanted), window // 4))
