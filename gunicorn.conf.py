@@ -1,8 +1,9 @@
 """Gunicorn settings for long-lived SSE responses on the gevent worker.
 
-One worker by default: with the in-process run backend, detached runs live in the worker's
-memory, so resume and stop must reach the same process. More than one worker, or a second
-server on the same data directory, is refused at start-up with the in-process backend.
+Workers: ``ODYSSEUS_WORKERS``; by default one with the in-process run backend (detached runs
+live in the worker's memory, so resume and stop must reach the same process: more than one
+worker, or a second server on the same data directory, is refused) and one per core with
+``RUN_BACKEND=redis`` (any worker serves any run; Redis must answer at start-up).
 
 Shutdown and reload (SIGTERM to a worker, SIGHUP to the master): the worker's run engine
 drains (new turns get 503 with Retry-After, running runs get ``SHUTDOWN_GRACE`` seconds, then
@@ -15,7 +16,17 @@ import signal
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '5000')}"
 worker_class = "gevent"
-workers = int(os.environ.get("ODYSSEUS_WORKERS", "1"))
+
+
+def _workers() -> int:
+    """ODYSSEUS_WORKERS, else one per core with RUN_BACKEND=redis and one with the in-process backend."""
+    from odysseus.config import load_config
+    from odysseus.instance import default_workers
+
+    return default_workers(load_config())
+
+
+workers = _workers()
 worker_connections = int(os.environ.get("ODYSSEUS_WORKER_CONNECTIONS", "10000"))
 # SSE responses stay open for minutes; the gevent worker's timeout is a heartbeat of the
 # worker process itself, not a per-request limit, so keep it generous.
@@ -36,11 +47,12 @@ def on_starting(server):
     global _instance_lock
     from odysseus.bind import bind_host, single_user_refusal
     from odysseus.config import load_config
-    from odysseus.instance import claim_data_dir, worker_refusal
+    from odysseus.instance import claim_data_dir, redis_refusal, worker_refusal
 
     config = load_config()
     refusal = single_user_refusal(config, [bind_host(b) for b in server.cfg.bind])
     refusal = refusal or worker_refusal(config, server.cfg.workers)
+    refusal = refusal or redis_refusal(config)
     if not refusal:
         _instance_lock, refusal = claim_data_dir(config)
     if refusal:

@@ -1,4 +1,4 @@
-"""``make bench``: run the six benchmarks and append the results to docs/benchmarks.md.
+"""``make bench``: run the benchmarks and append the results to docs/benchmarks.md.
 
 ``python -m bench.run_all [--quick] [--only overhead,resume] [--no-write]``
 """
@@ -11,7 +11,7 @@ import os
 import time
 from typing import Callable, Dict, List, Tuple
 
-from . import concurrency, durable, memory, overhead, resume, throughput
+from . import backends, concurrency, durable, memory, overhead, resume, throughput
 from .common import ROOT, machine
 
 BENCHMARKS: List[Tuple[str, str, Callable]] = [
@@ -21,6 +21,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("resume", "4. Resume a finished 10,000-event run", resume.run),
     ("memory", "5. Memory and eviction", memory.run),
     ("durable", "6. The durable run log", durable.run),
+    ("backends", "7. Run backends: 1 worker in-process, 1 worker Redis, N workers Redis", backends.run),
 ]
 RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
 MARK = "<!-- results are appended below by `make bench` -->"

@@ -52,7 +52,11 @@ DEFAULTS: Dict[str, Any] = {
     "RUN_LEASE_SECONDS": 15.0,  # a run's lease; a run whose worker stopped renewing it is recovered after this
     "FINAL_SAVE_PATIENCE": 20.0,  # seconds a run waits for its final save before ending in memory (save retried)
     "SHUTDOWN_GRACE": 20.0,  # seconds running runs may go on after SIGTERM/reload before ending as interrupted
-    "RUN_BACKEND": "memory",  # "memory": runs live in the worker process (one worker only)
+    "RUN_BACKEND": "memory",  # "memory": runs live in the worker process (one worker only); "redis": several
+    "REDIS_URL": "",  # the Redis server of RUN_BACKEND=redis (redis://host:port/db)
+    "REDIS_PREFIX": "odysseus:",  # prefix of every Redis key (two installs may share one Redis server)
+    "SESSION_LOCK_SECONDS": 30.0,  # expiry of a session's start lock in Redis (a crashed worker frees it)
+    "SESSION_LOCK_SECONDS": 30.0,  # expiry of a session's start lock in Redis (a crashed worker frees it)
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
     "BACKGROUND_WORKERS": 2,  # background jobs running at once
     # Conversations (the page's features)

@@ -19,6 +19,7 @@ os.environ.setdefault("ODYSSEUS_TITLE_MODE", "first_line")
 from fakeproviders import FakeProvider  # noqa: E402
 from apphelpers import close_app  # noqa: E402
 from liveserver import LiveServer  # noqa: E402
+from redisserver import RedisServer, redis_available  # noqa: E402
 
 from odysseus import create_app  # noqa: E402
 
@@ -38,14 +39,36 @@ def client(app):
     return app.test_client()
 
 
+@pytest.fixture(scope="module")
+def backend_env():
+    """Extra server env for the run backend under test, per data directory: none (the in-process backend).
+
+    A module that runs its tests against both backends overrides this fixture with
+    ``params=["memory", "redis"]`` (see ``tests/test_detached_runs.py``); ``live`` and
+    ``server_factory`` then start every server with that backend.
+    """
+    return lambda data_dir: {}
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory):
+    """A real redis-server on a loopback port for this module (skipped when the package is missing)."""
+    if not redis_available():
+        pytest.skip("redis-server is not installed (Debian package redis-server)")
+    server = RedisServer(str(tmp_path_factory.mktemp("redis"))).start()
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def server_factory(tmp_path_factory):
+def server_factory(tmp_path_factory, backend_env):
     """Start real servers with given env; all are stopped at teardown."""
     started = []
 
     def start(env=None, data_dir=None):
         directory = data_dir or str(tmp_path_factory.mktemp("srv"))
-        settings = {"ODYSSEUS_AUTH": "none", **(env or {})}  # accounts only when a test asks for them
+        # accounts only when a test asks for them
+        settings = {"ODYSSEUS_AUTH": "none", **backend_env(directory), **(env or {})}
         server = LiveServer(directory, {k: str(v) for k, v in settings.items()}).start()
         started.append(server)
         return server
@@ -56,11 +79,12 @@ def server_factory(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, backend_env):
     """One real server per test module: demo model at 20 ms/token, heartbeats every 0.5 s."""
-    server = LiveServer(str(tmp_path_factory.mktemp("live")), {
+    directory = str(tmp_path_factory.mktemp("live"))
+    server = LiveServer(directory, {
         "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.02", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        "ODYSSEUS_EVICT_GRACE": "3"}).start()
+        "ODYSSEUS_EVICT_GRACE": "3", **backend_env(directory)}).start()
     yield server
     server.stop()
 

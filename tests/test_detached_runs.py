@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import pytest
 import requests
 from sseclient import open_stream, post_chat, text_of, types_of
 from waiting import wait_for
 
 from odysseus.llm.demo import demo_reply, demo_thinking
+
+
+@pytest.fixture(scope="module", params=["memory", "redis"])
+def backend_env(request):
+    """Every test here runs on the in-process backend and on Redis with two workers."""
+    if request.param == "memory":
+        return lambda data_dir: {}
+    redis = request.getfixturevalue("redis_server")
+    return lambda data_dir: redis.env(data_dir, workers=2)
 
 
 def _messages(server, session_id):

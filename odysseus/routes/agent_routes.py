@@ -108,12 +108,14 @@ def cancel_run(run_id: str):
     """Cooperatively cancel a run; a repeat or a finished run answers with the final state."""
     owner = current_owner()
     store, engine = ext("store"), ext("runs")
-    store.runs.get(owner, run_id)  # 404 for unknown or foreign ids
+    row = store.runs.get(owner, run_id)  # 404 for unknown or foreign ids
     run = engine.get(owner, run_id)
     requested = False
     if run is not None and run.status == "running":
         requested = run.cancel.cancelled is False
         engine.stop_run(owner, run_id, "cancelled")
+    elif run is None and row["status"] == "running":  # driven by another worker (RUN_BACKEND=redis)
+        requested = engine.backend.stop_elsewhere(engine, owner, run_id, "cancelled")
     row = store.runs.get(owner, run_id)
     view = run_view(row, engine.get(owner, run_id))
     view["cancel_requested"] = requested

@@ -7,7 +7,6 @@ import secrets
 from flask import Blueprint, Flask, current_app, jsonify
 
 from ..errors import BadRequest
-from ..jobs import JobPool
 from .auth import current_owner
 from .params import body, page_args
 from .turn_registry import build_turn
@@ -56,7 +55,8 @@ def init_app(app: Flask) -> None:
         store.jobs.finish(job_id, _JOB_STATUS.get(run.status, "error"), message_id=run.message_id,
                           result=run.content, error=run.error)
 
-    pool = JobPool(int(app.config["BACKGROUND_WORKERS"]), run_job)
+    # [issue 14] the backend's queue: this process's (memory) or one shared by every worker (redis)
+    pool = engine.backend.job_pool(int(app.config["BACKGROUND_WORKERS"]), run_job, store, engine)
     app.extensions["odysseus.jobs"] = pool
 
     def requeue_orphans() -> None:

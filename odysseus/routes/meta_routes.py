@@ -21,6 +21,7 @@ def health():
     return jsonify({"ok": True, "active_runs": engine.active_count(), "runs_in_memory": len(engine.runs),
                     "log_bytes": engine.budget.used, "draining": engine.draining, "worker": engine.worker,
                     "pid": os.getpid(), "durable_log": engine.durable.stats(),
+                    "run_backend": engine.backend.stats(),
                     "code_tools": code_tools_routes.health_info()})
 
 

@@ -18,8 +18,7 @@ from flask import Response, current_app
 from ..errors import RateLimited
 from ..events import CLOSE, Event
 from ..runs.engine import RunEngine, Started
-from ..runs.follow import (MISSING_SEQ, Projection, durable_available, ended_before, follow_durable, follow_memory,
-                           saved_final_state)
+from ..runs.follow import MISSING_SEQ, Projection, durable_available, ended_before, follow_memory, saved_final_state
 from ..runs.run import Run
 from ..runs.streams import StreamSlots, metered
 from ..sse import comment
@@ -114,8 +113,8 @@ def durable_stream(engine: RunEngine, row: dict, after: int, projection: Project
     headers = {"X-Odysseus-Run-Id": row["run_id"], **(headers or {})}
     if after and ended_before(engine, None, row, after, projection):
         return no_content(headers)
-    return sse_response(follow_durable(engine.store, row["run_id"], after, projection, _heartbeat(),
-                                       engine.durable.interval), headers)
+    # [issue 14] the backend picks the source: SQLite (memory backend) or the run's Redis Stream
+    return sse_response(engine.backend.follow(engine, row["run_id"], after, projection, _heartbeat()), headers)
 
 
 def stream_row(engine: RunEngine, owner: str, row: dict, after: int, projection: Projection,

@@ -49,9 +49,10 @@ from ..events import (CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, P
 from ..store import Store, new_id
 from ..store.messages import insert_message
 from ..process_identity import worker_identity
+from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
 from .run import Outcome, Run, RunContext
-from .run_log import ByteBudget, LogFull, RunLog
+from .run_log import ByteBudget, LogFull
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,8 @@ class RunEngine:
         self.budget = ByteBudget(int(config["PROCESS_MAX_BYTES"]))
         self.worker = worker_identity()
         self.durable = DurableLog(store.path, config, self.worker)
+        #: [issue 14] where runs are shared beyond this process (runs/backend.py): memory or redis
+        self.backend = make_backend(config, self.worker)
         self.runs: Dict[str, Run] = {}
         self.by_session: Dict[Tuple[str, str], Run] = {}
         self.modes: Dict[str, Callable] = {}
@@ -143,7 +146,7 @@ class RunEngine:
         key = (owner, session_id)
         with self._lock:
             lock = self._session_locks.setdefault(key, threading.Lock())
-        with lock:
+        with lock, self.backend.session_lock(owner, session_id):  # [issue 14] across workers too
             yield
 
     # ---------------------------------------------------------------- start
@@ -177,6 +180,7 @@ class RunEngine:
                 self.by_session[(spec.owner, session_id)] = run
             for entry in run.log.read_after(run.log.base):  # run_started and start
                 self.durable.enqueue(run.run_id, entry)
+        self.backend.run_started(run)  # [issue 14] lease
         signals.run_started.send(run)
         threading.Thread(target=self._drive, args=(run, turn), name=f"run-{run.run_id}", daemon=True).start()
         return Started(session_id, run)
@@ -213,8 +217,8 @@ class RunEngine:
         run_id = new_id("run_")
         run = Run(run_id=run_id, session_id=session_id, owner=spec.owner, mode=spec.mode, model=spec.model,
                   client_message_id=spec.client_message_id, user_message_id=None,
-                  log=RunLog(int(self.config["RUN_MAX_EVENTS"]), int(self.config["RUN_MAX_BYTES"]), self.budget,
-                             base=base),
+                  log=self.backend.make_log(run_id, int(self.config["RUN_MAX_EVENTS"]),  # [issue 14] mirrored
+                                            int(self.config["RUN_MAX_BYTES"]), self.budget, base=base),
                   terminal_type=spec.terminal_type)
         try:
             run.log.append(Event(RUN_STARTED, {"run_id": run_id, "session_id": session_id, "mode": spec.mode,
@@ -284,6 +288,7 @@ class RunEngine:
         if run is not None and run.status == "running":
             self._end(run, "replaced")
             return run
+        self.backend.replace_elsewhere(self, owner, session_id)  # [issue 14] a run on another worker
         return None
 
     # ---------------------------------------------------------------- driving
@@ -358,6 +363,7 @@ class RunEngine:
             log.exception("finalizing run %s failed", run.run_id)
             self._record_failed_save(run)
         run.finished_at = time.time()
+        self.backend.run_finished(run)  # [issue 14] lease released
         with self._lock:
             self.active -= 1
             if run.subscribers == 0:
@@ -437,6 +443,9 @@ class RunEngine:
     def stop(self, owner: str, session_id: str, expected_run_id: Optional[str], reason: str = "stopped") -> bool:
         """Stop the session's run only when ``expected_run_id`` names it exactly; True when stopped."""
         run = self.for_session(owner, session_id)
+        mismatch = expected_run_id and (run is None or run.run_id != expected_run_id)
+        if mismatch and self.get(owner, expected_run_id) is None:  # [issue 14] maybe on another worker
+            return self.backend.stop_elsewhere(self, owner, expected_run_id, reason, session_id=session_id)
         if run is None or not expected_run_id or run.run_id != expected_run_id or run.status != "running":
             return False
         return self._end(run, reason)
@@ -446,6 +455,8 @@ class RunEngine:
         run = self.get(owner, run_id)
         if run is not None and run.status == "running":
             self._end(run, reason)
+        elif run is None:
+            self.backend.stop_elsewhere(self, owner, run_id, reason)  # [issue 14] driven by another worker
         return run
 
     def _end(self, run: Run, reason: str) -> bool:
@@ -506,6 +517,7 @@ class RunEngine:
     def _ensure_janitor(self) -> None:
         if self._janitor is None or not self._janitor.is_alive():
             self.durable.start()
+            self.backend.start(self)  # [issue 14]
             self._janitor = threading.Thread(target=self._janitor_loop, name="run-janitor", daemon=True)
             self._janitor.start()
 
@@ -543,7 +555,7 @@ class RunEngine:
     # ---------------------------------------------------------------- recovery and shutdown
     def recover_interrupted(self) -> List[str]:
         """Mark ``interrupted`` the runs whose driving worker is gone (expired lease or dead pid), once each."""
-        return self.durable.recover(lambda run_id: run_id in self.runs, recovery_tail, timeout=120)
+        return self.backend.recover(self, lambda run_id: run_id in self.runs, recovery_tail)  # [issue 14]
 
     def begin_shutdown(self, grace: Optional[float] = None) -> threading.Thread:
         """Drain: refuse new turns, give running runs ``grace`` seconds, then end them ``interrupted``."""
@@ -579,6 +591,7 @@ class RunEngine:
         self._closing.set()
         if self._janitor is not None and self._janitor is not threading.current_thread():
             self._janitor.join(5)
+        self.backend.close()  # [issue 14]
         self.durable.close()
 
 

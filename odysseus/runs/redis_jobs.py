@@ -1,0 +1,139 @@
+"""The background-job queue every worker shares: one Redis Stream read through a consumer group.
+
+Invariants:
+
+- A job is persisted in SQLite (``store.jobs``) before its id is added to the stream
+  ``<prefix>jobs``; the stream is only the order of wake-ups. Each worker runs
+  ``BACKGROUND_WORKERS`` readers in the consumer group ``workers``; a reader takes one
+  entry, acknowledges it and hands the job to ``run_job``, which claims it atomically in
+  SQLite (so a duplicate entry, or two workers, never run one job twice).
+- Fairness between users (max-min): a reader that takes a job of a user who has more jobs
+  running than some other user with jobs waiting puts the entry back at the end of the
+  stream, so one user's burst cannot hold every slot while another user's job waits; with
+  nobody else waiting, one user may use every slot.
+- Nothing is lost when a worker dies between taking an entry and claiming the job: a
+  sweeper re-adds jobs that stay queued while the stream has nothing undelivered.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, List
+
+log = logging.getLogger(__name__)
+
+GROUP = "workers"
+#: the stream is trimmed (approximately) to this many entries; jobs themselves live in SQLite
+MAX_ENTRIES = 10_000
+
+
+class RedisJobPool:
+    """``workers`` readers of the shared job stream in this process."""
+
+    def __init__(self, client, prefix: str, workers: int, run_job: Callable[[str], None], store, worker: str,
+                 draining: Callable[[], bool], lease_seconds: float):
+        self.client = client
+        self.stream = f"{prefix}jobs"
+        self.workers = max(1, workers)
+        self.run_job = run_job
+        self.store = store
+        self.consumer = worker
+        self.draining = draining
+        self.sweep_every = max(1.0, 2 * lease_seconds)
+        self._threads: List[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._group_ready = False
+        self.deferred = 0
+        self._ensure_workers()  # every worker reads the shared queue, not only the one a job was posted to
+
+    def submit(self, job_id: str) -> None:
+        """Queue a persisted job for whichever worker is free first (a Redis failure: the sweeper re-adds it)."""
+        self._ensure_workers()
+        try:
+            self.client.xadd(self.stream, {"job": job_id}, maxlen=MAX_ENTRIES, approximate=True)
+        except Exception as exc:  # noqa: BLE001 - the job is in SQLite; the sweeper queues it again
+            log.warning("queueing job %s in Redis failed: %s", job_id, exc)
+
+    def _ensure_workers(self) -> None:
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            if not self._threads:
+                sweeper = threading.Thread(target=self._sweep_loop, name="job-sweeper", daemon=True)
+                sweeper.start()
+                self._threads.append(sweeper)
+            while len(self._threads) < self.workers + 1:
+                thread = threading.Thread(target=self._work, name=f"job-reader-{len(self._threads)}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def _ensure_group(self) -> None:
+        if self._group_ready:
+            return
+        try:
+            self.client.xgroup_create(self.stream, GROUP, id="0", mkstream=True)
+        except Exception as exc:  # noqa: BLE001 - BUSYGROUP: another worker created it
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    def _work(self) -> None:
+        while True:
+            if self.draining():
+                time.sleep(0.5)
+                continue
+            try:
+                self._ensure_group()
+                reply = self.client.xreadgroup(GROUP, self.consumer, {self.stream: ">"}, count=1, block=2000)
+            except Exception as exc:  # noqa: BLE001 - Redis restarted (NOGROUP) or down: retry
+                self._group_ready = False
+                log.debug("reading the job stream failed: %s", exc)
+                time.sleep(0.5)
+                continue
+            for _, items in reply or []:
+                for entry_id, fields in items:
+                    try:
+                        self._take(entry_id, fields.get("job", ""))
+                    except Exception:  # one failing job must not stop the reader
+                        log.exception("background job entry %s failed", entry_id)
+
+    def _take(self, entry_id: str, job_id: str) -> None:
+        job = self.store.jobs.by_id(job_id) if job_id else None
+        self.client.xack(self.stream, GROUP, entry_id)
+        if job is None or job["status"] != "queued":
+            return  # cancelled, done, or a duplicate entry of a job another reader took
+        if self._should_wait(job["owner"]):
+            self.deferred += 1
+            self.client.xadd(self.stream, {"job": job_id}, maxlen=MAX_ENTRIES, approximate=True)
+            time.sleep(0.02)
+            return
+        self.run_job(job_id)
+
+    def _should_wait(self, owner: str) -> bool:
+        """True when another user with jobs waiting has fewer jobs running than ``owner``."""
+        with self.store.locked.read() as db:
+            rows = db.execute("select owner, sum(status = 'queued'), sum(status = 'running') from jobs"
+                              " where status in ('queued', 'running') group by owner").fetchall()
+        mine = next((running for who, _, running in rows if who == owner), 0) or 0
+        return any(who != owner and queued and (running or 0) < mine for who, queued, running in rows)
+
+    def _sweep_loop(self) -> None:
+        while True:
+            time.sleep(self.sweep_every)
+            try:
+                self.sweep()
+            except Exception as exc:  # noqa: BLE001 - Redis down: next time
+                log.debug("job sweep failed: %s", exc)
+
+    def sweep(self) -> int:
+        """Re-add jobs still queued long after the stream delivered everything (an entry was lost)."""
+        groups = self.client.xinfo_groups(self.stream)
+        group = next((g for g in groups if g.get("name") == GROUP), None)
+        if group is None or (group.get("lag") or 0) > 0 or (group.get("pending") or 0) > 0:
+            return 0
+        cutoff = time.time() - 2 * self.sweep_every
+        lost = [job["job_id"] for job in self.store.jobs.queued() if (job.get("updated_at") or 0) < cutoff]
+        for job_id in lost:
+            self.client.xadd(self.stream, {"job": job_id}, maxlen=MAX_ENTRIES, approximate=True)
+        return len(lost)

@@ -1,0 +1,195 @@
+"""A run's log as a Redis Stream, so a reader on any worker follows it.
+
+Invariants:
+
+- The stream of run R is ``<prefix>run:R``; the entry of event ``seq`` has the id
+  ``<seq>-0`` and the fields ``t`` (type) and ``p`` (the payload text the memory log
+  holds), so a cursor (``Last-Event-ID``) maps to ``XREAD ... <cursor>-0`` and a replay
+  from Redis is byte-identical to one from memory or SQLite.
+- Only the worker driving the run writes its stream, in seq order, through one
+  ``StreamWriter`` per process (pipelined batches off the run's greenlet). The memory log
+  in that worker enforces the caps in events and bytes, so the stream never holds more
+  than the log admitted; a cap that bites ends the run with an error the client sees.
+- The stream expires: while the run is live its TTL covers the idle timeout plus the
+  lease (a stream whose worker died and that nobody recovers goes away on its own); after
+  ``close`` it is ``EVICT_GRACE``, reset each time a reader leaves.
+- A reader trusts the stream only while it is gap-free from its cursor: an entry that
+  does not follow the cursor (Redis restarted, an entry was lost), a missing stream, a
+  finished run whose stream lacks its tail, or any Redis error sends the reader to the
+  durable log in SQLite from the same cursor. So a reader never sees a gap or a
+  duplicate, and never hangs on a stream nobody writes.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import threading
+import time
+from typing import Deque, Iterator, List, Optional, Tuple
+
+from ..events import CLOSE, Event
+from ..sse import comment
+from .follow import Projection, encode, follow_durable
+from .run_log import ByteBudget, Entry, RunLog
+
+log = logging.getLogger(__name__)
+
+#: entries read per XREAD
+PAGE = 500
+#: longest a reader blocks in XREAD before it checks that the stream is still alive
+CHECK_EVERY = 1.0
+
+
+def stream_key(prefix: str, run_id: str) -> str:
+    """The Redis key of a run's stream."""
+    return f"{prefix}run:{run_id}"
+
+
+def entry_of(entry_id, fields: dict) -> Entry:
+    """A Redis stream entry as a log entry."""
+    seq = int(str(entry_id).split("-", 1)[0])
+    payload = fields["p"]
+    return Event(fields["t"], json.loads(payload), seq), payload
+
+
+class StreamWriter:
+    """Writes logged entries to their runs' streams, in order, in pipelined batches."""
+
+    def __init__(self, client, prefix: str, grace: float, live_ttl: float):
+        self.client = client
+        self.prefix = prefix
+        self.grace = max(1, int(grace + 0.999))
+        self.live_ttl = max(self.grace, int(live_ttl + 0.999))
+        self._pending: Deque[Tuple[str, Entry]] = collections.deque()
+        self._wake = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._closing = False
+        self.written = 0
+        self.failures = 0
+        self.last_error: Optional[str] = None
+
+    def push(self, run_id: str, entry: Entry) -> None:
+        """Queue one entry (cheap: called under the run log's lock)."""
+        self._pending.append((run_id, entry))
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the writer loop (a greenlet under gevent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="redis-stream-writer", daemon=True)
+            self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, then stop."""
+        deadline = time.monotonic() + timeout
+        while self._pending and time.monotonic() < deadline and self._thread is not None:
+            self._wake.set()
+            time.sleep(0.01)
+        self._closing = True
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._closing:
+            self._wake.wait(1.0)
+            self._wake.clear()
+            while self._pending:
+                batch: List[Tuple[str, Entry]] = []
+                while self._pending and len(batch) < 1000:
+                    batch.append(self._pending.popleft())
+                self._write(batch)
+
+    def _write(self, batch: List[Tuple[str, Entry]]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        ttl = {}
+        for run_id, (event, payload) in batch:
+            key = stream_key(self.prefix, run_id)
+            pipe.xadd(key, {"t": event.type, "p": payload}, id=f"{event.seq}-0")
+            ttl[key] = self.grace if event.type == CLOSE else self.live_ttl
+        for key, seconds in ttl.items():
+            pipe.expire(key, seconds)
+        try:
+            results = pipe.execute(raise_on_error=False)
+        except Exception as exc:  # noqa: BLE001 - Redis down: readers fall back to SQLite (gap check)
+            self.failures += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            log.warning("writing %d run events to Redis failed: %s", len(batch), exc)
+            time.sleep(0.2)
+            return
+        errors = [r for r in results if isinstance(r, Exception)]
+        self.written += len(batch) - len(errors)
+        if errors:
+            self.failures += len(errors)
+            self.last_error = str(errors[0])
+
+
+class MirroredRunLog(RunLog):
+    """A memory run log whose every admitted entry is also queued for the run's Redis Stream."""
+
+    def __init__(self, run_id: str, writer: StreamWriter, max_events: int, max_bytes: int,
+                 budget: Optional[ByteBudget] = None, base: int = 0):
+        super().__init__(max_events, max_bytes, budget, base)
+        self.run_id = run_id
+        self.writer = writer
+
+    def _store(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
+        with self._cond:  # the same lock orders the memory log and the stream
+            entry = super()._store(event, payload, numbered)
+            self.writer.push(self.run_id, entry)
+        return entry
+
+
+def follow_redis(backend, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float,
+                 opened: bool = False) -> Iterator[str]:
+    """Follow a run driven by any worker from its Redis Stream; SQLite takes over when Redis cannot."""
+    if not opened:
+        yield comment("connected")
+    client, key = backend.reader_client, stream_key(backend.prefix, run_id)
+    cursor, beats, quiet_since, last_check = after, 0, time.monotonic(), 0.0
+    try:  # a cursor before this run's first id (0, or one from the session's previous run) means "from the start"
+        first = client.xrange(key, count=1)
+        if first:
+            start = entry_of(*first[0])[0].seq
+            if cursor < start - 1:
+                cursor = start - 1
+    except Exception:  # noqa: BLE001 - Redis down: the loop below falls back to SQLite
+        pass
+    saw_close = False
+    backend.readers += 1
+    try:
+        while True:
+            remaining = heartbeat_interval - (time.monotonic() - quiet_since)
+            block = max(0.001, min(remaining, CHECK_EVERY))
+            reply = client.xread({key: f"{cursor}-0"}, count=PAGE, block=int(block * 1000) or 1)
+            entries = [entry_of(entry_id, fields) for _, items in (reply or []) for entry_id, fields in items]
+            if entries:
+                if entries[0][0].seq != cursor + 1:
+                    break  # a gap: a rebuilt stream (Redis restarted) or a recovery tail's jump
+                cursor = entries[-1][0].seq
+                text = encode(entries, projection)
+                if text:
+                    yield text
+                    quiet_since = time.monotonic()
+                if entries[-1][0].type == CLOSE:
+                    saw_close = True
+                    return
+                continue
+            if time.monotonic() - last_check >= CHECK_EVERY:
+                last_check = time.monotonic()
+                if not client.exists(key) or not backend.still_running(engine, run_id):
+                    break  # expired or lost, or finished without its tail here: SQLite has it
+            if time.monotonic() - quiet_since >= heartbeat_interval:
+                beats += 1
+                yield comment(f"heartbeat {beats}")
+                quiet_since = time.monotonic()
+    except GeneratorExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Redis went away mid-read: the durable log has the same events
+        log.warning("following run %s from Redis failed (%s); reading SQLite", run_id, exc)
+    finally:
+        if saw_close:
+            backend.reader_left(key)
+    backend.handovers += 1
+    yield from follow_durable(engine.store, run_id, cursor, projection, heartbeat_interval, engine.durable.interval,
+                              opened=True)
