@@ -13,7 +13,7 @@ from fakeproviders import FakeProvider, Reply, openai_text
 
 from odysseus import create_app
 from odysseus.llm.base import ProviderConfig
-from conftest import close_app
+from apphelpers import close_app
 
 H = {"Origin": "http://localhost"}
 
