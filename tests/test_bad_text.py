@@ -58,7 +58,8 @@ name = "{route.split('/')[0]}"
 kind = "{kind}"
 base_url = "{fakes[route].url}"
 models = ["m"]
-''' for route, (kind, _) in ADAPTERS.items())
+context_length = 8192
+''' for route, (kind, _) in ADAPTERS.items())  # a known window: no /api/show probe takes a scripted reply
     config = directory / "odysseus.toml"
     config.write_text('default_model = "oa/m"\nevict_grace = 60\n' + tables)
     server = LiveServer(str(directory / "data"), {"ODYSSEUS_CONFIG": str(config)}).start()

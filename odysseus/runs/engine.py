@@ -515,6 +515,8 @@ class RunEngine:
         self._ensure_janitor()
 
     def _ensure_janitor(self) -> None:
+        if self._closing.is_set():
+            return  # closed: nothing may start the writer or the janitor again
         if self._janitor is None or not self._janitor.is_alive():
             self.durable.start()
             self.backend.start(self)  # [issue 14]
@@ -537,6 +539,8 @@ class RunEngine:
                     for task in list(self.maintenance):
                         task()
             except Exception:
+                if self._closing.is_set():
+                    return  # the writer closed under the last sweep: shutting down, nothing to report
                 log.exception("run janitor sweep failed")
 
     def sweep(self) -> None:

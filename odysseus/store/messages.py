@@ -51,6 +51,11 @@ def _parent_for(db, session_id: str, role: str, run_id: Optional[str]) -> Option
     if role == "assistant" and run_id:
         row = db.execute("select user_message_id from runs where run_id = ?", [run_id]).fetchone()
         if row and row[0] is not None:
+            head = branch_head(db, session_id)
+            if head is not None and head != row[0]:
+                note = db.execute("select role, parent_id from messages where id = ?", [head]).fetchone()
+                if note and note[0] == "system" and note[1] == row[0]:
+                    return head  # a note stored during this run (a compaction summary) sits between the two
             return row[0]
     return branch_head(db, session_id)
 
