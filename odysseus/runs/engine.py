@@ -538,9 +538,9 @@ class RunEngine:
                     self.durable.purge()
                     for task in list(self.maintenance):
                         task()
-            except Exception:
-                if self._closing.is_set():
-                    return  # the writer closed under the last sweep: shutting down, nothing to report
+            except Exception as exc:
+                if self._closing.is_set() or "shutdown" in str(exc):
+                    return  # the writer closed under the last sweep (or the interpreter is exiting): nothing to report
                 log.exception("run janitor sweep failed")
 
     def sweep(self) -> None:
