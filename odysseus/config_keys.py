@@ -113,9 +113,8 @@ KEYS: List[Key] = [
         ("TRUST_PROXY", False, "honour `X-Forwarded-For`/`-Proto`/`-Host` from one reverse proxy (nginx)"),
         ("ALLOWED_ORIGINS", "", "extra origins (comma-separated) allowed to send cookie-authenticated writes"),
         ("ALLOWED_HOSTS", "", "extra `Host` names served in `AUTH=none` (besides loopback names)"),
-        ("LOGIN_FREE_FAILURES", 5, "failed sign-ins per account before each further one locks it"),
-        ("LOGIN_FREE_FAILURES_ADDRESS", 20, "failed sign-ins per client address before each further one "
-                                            "locks it"),
+        ("LOGIN_FREE_FAILURES", 5, "the failed sign-in of one account that first locks it (for `LOGIN_BASE_DELAY`)"),
+        ("LOGIN_FREE_FAILURES_ADDRESS", 20, "the failed sign-in from one client address that first locks it"),
         ("LOGIN_BASE_DELAY", 1.0, "first lock-out in seconds; doubles with every further failure"),
         ("LOGIN_MAX_DELAY", 900.0, "longest lock-out in seconds"),
         ("LOGIN_FORGET_AFTER", 3600.0, "seconds without failures after which a count is forgotten"),
