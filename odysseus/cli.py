@@ -1,5 +1,5 @@
-"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``, ``doctor``,
-``config-table`` (the README's configuration tables, from ``odysseus.config_keys``)."""
+"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``,
+``doctor``, ``config-table`` (the README's configuration tables, from ``odysseus.config_keys``)."""
 
 from __future__ import annotations
 

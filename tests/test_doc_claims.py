@@ -72,7 +72,7 @@ def test_sign_in_slow_down_is_as_described():
 
 
 def _stop_reasons_in_code():
-    sources = [ROOT / "odysseus/runs/engine.py", ROOT / "odysseus/runs/durable.py", ROOT / "odysseus/runs/redis_backend.py"]
+    sources = [ROOT / "odysseus/runs" / name for name in ("engine.py", "durable.py", "redis_backend.py")]
     sources += list((ROOT / "odysseus/routes").glob("*.py"))
     text = "\n".join(path.read_text(encoding="utf-8") for path in sources)
     reasons = set(re.findall(r'Outcome\("\w+", "(\w+)"', text))
