@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import __version__
+from . import __version__, event_vocabulary
 
 STR = {"type": "string"}
 ID = {"type": "string", "maxLength": 200}
@@ -300,6 +300,19 @@ def _operation(op: Op) -> Dict[str, Any]:
     return doc
 
 
+def stream_schemas() -> Dict[str, Any]:
+    """The stream vocabularies, from odysseus.event_vocabulary (fields of each: docs/protocol.md)."""
+    chat = sorted(event_vocabulary.names(event_vocabulary.CHAT))
+    agent = sorted(set(event_vocabulary.agent_names().values()))
+    return {
+        "ChatStreamEventType": {"type": "string", "enum": chat, "description":
+                                "`type` of a /api/chat_stream data frame (`delta` frames carry no type; `done` is "
+                                "`data: [DONE]`, `error` an `event: error` frame)"},
+        "AgentStreamEventName": {"type": "string", "enum": agent,
+                                 "description": "SSE event names of /api/agent/chat/stream and its attach"},
+    }
+
+
 def build() -> Dict[str, Any]:
     """The whole OpenAPI document."""
     paths: Dict[str, Dict[str, Any]] = {}
@@ -312,7 +325,7 @@ def build() -> Dict[str, Any]:
                  "description": "Streams are Server-Sent Events; see docs/protocol.md for every event. "
                                 "Writes authorised by the cookie or single-user mode need a same-origin "
                                 "Origin header or X-Odysseus-CSRF."},
-        "components": {"securitySchemes": {
+        "components": {"schemas": stream_schemas(), "securitySchemes": {
             "bearer": {"type": "http", "scheme": "bearer", "description": "an ody_... API token"},
             "cookie": {"type": "apiKey", "in": "cookie", "name": "odysseus_session"}}},
         "security": [{"bearer": []}, {"cookie": []}],
