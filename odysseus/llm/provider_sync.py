@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional
 
+from ..errors import NotFound
 from .base import Provider, ProviderConfig
 from .connections import to_config
 from .llm_core import Candidate, ModelRouter
@@ -44,6 +45,7 @@ class SyncedRouter(ModelRouter):
         self._version: Optional[int] = None
         self._checked_at = 0.0
         self._providers: Dict[str, Provider] = {}
+        self._retired: set = set()  # stored names seen in this process that are now removed or disabled
         super().__init__([], app_config.get("ROUTES"), app_config.get("DEFAULT_MODEL", ""))
         self.sync(force=True)
 
@@ -66,6 +68,14 @@ class SyncedRouter(ModelRouter):
         """As ModelRouter.resolve, on the current set (a turn start always checks the version)."""
         self.sync(force=True)
         return super().resolve(model)
+
+    def _candidate(self, spec: str) -> Candidate:
+        """As ModelRouter's, but a removed or disabled connection's ``name/model`` is a clear 404, never
+        a bare model name handed to the only remaining provider."""
+        name = spec.partition("/")[0]
+        if name.lower() in self._retired and name not in self._providers:
+            raise NotFound(f"unknown model {spec!r}: provider {name!r} was removed or disabled")
+        return super()._candidate(spec)
 
     def sync(self, force: bool = False) -> bool:
         """Rebuild from the store when its version moved; True when the set changed."""
@@ -112,6 +122,9 @@ class SyncedRouter(ModelRouter):
             providers[provider.name] = provider
             taken.add(provider.name.lower())
         self._stored = stored
+        live = {name.lower() for name in providers}
+        self._retired = (self._retired | {row["name"].lower() for row in rows}
+                         | {p.name.lower() for p in self._providers.values()}) - live
         if not providers:
             providers["demo"] = build_provider(ProviderConfig(name="demo", kind="demo"), self._app_config)
         return providers
