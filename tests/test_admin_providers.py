@@ -323,3 +323,33 @@ def test_demo_only_without_any_provider(tmp_path, model_server):
         assert list(router.providers) == ["demo"]
     finally:
         close_app(app)
+
+
+def test_a_server_echoing_the_refused_key_never_gets_it_to_the_client(setup, caplog):
+    """Errors carry the provider's own words; a key echoed in them is cut to its last four everywhere."""
+    caplog.set_level(logging.DEBUG)
+    app, admin, bob = setup
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY}. Or was it {KEY[:-4]}?"}}
+    with FakeProvider(default=Reply(status=401, body=echo)) as denying:
+        denying.get_status["/v1/models"] = (401, echo)
+        admin.post("/api/admin/providers", json={"name": "echo", "kind": "openai", "api_key": KEY,
+                                                 "base_url": denying.url + "/v1", "default_model": "m1"})
+        listing = admin.get("/api/models?refresh=1").get_json()
+        failure = next(e for e in listing["errors"] if e["provider"] == "echo")
+        assert failure["status"] == 401 and "…abcd" in failure["error"]
+        status, text = _chat(bob, "echo/m1")
+        assert status == 200 and "HTTP 401" in text and "…abcd" in text
+        for probe_path in ("/api/admin/providers/test", None):
+            saved_id = admin.get("/api/admin/providers").get_json()["providers"][-1]["id"]
+            url = probe_path or f"/api/admin/providers/{saved_id}/test"
+            body = {"kind": "openai", "base_url": denying.url + "/v1", "api_key": KEY} if probe_path else {}
+            assert admin.post(url, json=body).get_json()["ok"] is False
+    sessions = bob.get("/api/sessions").get_json()["sessions"]
+    assert sessions
+    for session in sessions:  # the stored failure and its export too
+        bob.get(f"/api/sessions/{session['id']}/messages")
+        bob.get(f"/api/sessions/{session['id']}/export?format=json")
+        bob.get(f"/api/chat/stream_status/{session['id']}")
+    admin.assert_never(KEY)
+    bob.assert_never(KEY)
+    assert KEY not in caplog.text and KEY[:-4] not in caplog.text

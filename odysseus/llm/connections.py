@@ -20,6 +20,7 @@ from ..cancel import CancelToken
 from ..errors import BadRequest, ProviderError, ProviderHTTPError, ProviderTimeout, ProviderUnavailable
 from ..events import DELTA, FINISH
 from .base import ChatRequest, ProviderConfig
+from .http import redact
 from .registry import build_provider
 
 KINDS = ("openai", "ollama", "anthropic")
@@ -149,17 +150,6 @@ def to_config(row: dict) -> ProviderConfig:
                           options={"source": "database", "connection_id": row.get("id")})
 
 
-def scrub(text: str, secret: Optional[str]) -> str:
-    """``text`` with ``secret`` (and any long piece of it a server echoed) replaced by its last four."""
-    if not secret or len(secret) < 4:
-        return text
-    hint = "…" + secret[-4:]
-    text = text.replace(secret, hint)
-    if len(secret) >= 12:  # servers echo prefixes ("sk-abc...") of the key they refused
-        text = text.replace(secret[:-4], "…")
-    return text
-
-
 def _explain(exc: ProviderError) -> str:
     if isinstance(exc, ProviderUnavailable):
         return f"connection refused: nothing answers at that address ({exc.message})"
@@ -196,9 +186,9 @@ def probe(cfg: ProviderConfig, app_config: dict, model: Optional[str] = None,
             return {"ok": False, "error": "the server ended the reply without a token", "model": model}
         return {"ok": True, "model": model, "latency_ms": round((time.monotonic() - started) * 1000)}
     except ProviderError as exc:
-        return {"ok": False, "error": scrub(_explain(exc), cfg.api_key), "model": model}
+        return {"ok": False, "error": redact(_explain(exc), cfg.api_key), "model": model}
     except Exception as exc:  # an adapter bug must still answer the screen, without the key
-        return {"ok": False, "error": scrub(f"unexpected failure: {exc.__class__.__name__}", cfg.api_key),
+        return {"ok": False, "error": redact(f"unexpected failure: {exc.__class__.__name__}", cfg.api_key),
                 "model": model}
     finally:
         transport = getattr(provider, "transport", None)
