@@ -55,9 +55,7 @@ def _make_app(tmp_path, config_url):
                                                     api_key=CONFIG_KEY, models=["fixed"])]})
 
 
-@pytest.fixture
-def setup(tmp_path, model_server):
-    app = _make_app(tmp_path, refused_url() + "/v1")
+def _accounts(app):
     anon = app.test_client()
     anon.post("/api/auth/setup", json={"username": "root", "password": "root-pass-1"}, headers=H)
     admin = app.test_client()
@@ -67,7 +65,21 @@ def setup(tmp_path, model_server):
     bob = app.test_client()
     assert bob.post("/api/auth/login", json={"username": "bob", "password": "bob-pass-1"},
                     headers=H).status_code == 200
-    yield app, Recorder(admin), Recorder(bob)
+    return app, Recorder(admin), Recorder(bob)
+
+
+@pytest.fixture
+def setup(tmp_path, model_server):
+    app = _make_app(tmp_path, refused_url() + "/v1")
+    yield _accounts(app)
+    close_app(app)
+
+
+@pytest.fixture(scope="module")
+def shared_app(tmp_path_factory):
+    """One app (and its two accounts) for the many hostile-input cases: each leaves no connection behind."""
+    app = _make_app(tmp_path_factory.mktemp("hostile"), refused_url() + "/v1")
+    yield _accounts(app)
     close_app(app)
 
 
@@ -161,8 +173,8 @@ BAD = [
 
 
 @pytest.mark.parametrize("change", BAD, ids=[json.dumps(c, ensure_ascii=True)[:40] for c in BAD])
-def test_hostile_input_is_refused_and_stores_nothing(setup, change):
-    app, admin, _ = setup
+def test_hostile_input_is_refused_and_stores_nothing(shared_app, change):
+    app, admin, _ = shared_app
     store = app.extensions["odysseus.store"]
     before = store.provider_connections.version()
     response = admin.post("/api/admin/providers", json={**GOOD, **change})
@@ -175,6 +187,7 @@ def test_hostile_input_is_refused_and_stores_nothing(setup, change):
     assert admin.patch(f"/api/admin/providers/{saved['id']}", json=change).status_code == 400
     assert store.provider_connections.version() == version
     assert store.provider_connections.get(saved["id"])["name"] == "ok-name"
+    assert admin.delete(f"/api/admin/providers/{saved['id']}").status_code == 200
     admin.assert_never(KEY)
 
 
