@@ -12,6 +12,7 @@ from apphelpers import close_app
 from fakeproviders import FakeProvider, Reply, openai_text, refused_url
 
 from odysseus import create_app
+from odysseus.errors import NotFound
 from odysseus.llm.base import ProviderConfig
 from odysseus.llm.connections import probe, to_config
 
@@ -334,6 +335,9 @@ def test_demo_only_without_any_provider(tmp_path, model_server):
         store.provider_connections.delete(row["id"])
         router.sync(force=True)
         assert list(router.providers) == ["demo"]
+        with pytest.raises(NotFound):
+            router.resolve("lab/m1")
+        assert router.resolve("demo/odysseus-demo")[0].provider.kind == "demo"
     finally:
         close_app(app)
 

@@ -121,10 +121,10 @@ class SyncedRouter(ModelRouter):
             stored[key] = provider
             providers[provider.name] = provider
             taken.add(provider.name.lower())
-        self._stored = stored
         live = {name.lower() for name in providers}
         self._retired = (self._retired | {row["name"].lower() for row in rows}
-                         | {p.name.lower() for p in self._providers.values()}) - live
+                         | {p.name.lower() for p in self._stored.values()}) - live
+        self._stored = stored
         if not providers:
             providers["demo"] = build_provider(ProviderConfig(name="demo", kind="demo"), self._app_config)
         return providers
