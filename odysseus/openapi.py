@@ -75,6 +75,14 @@ WORKFLOW = {"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "n
                 "agent_id": ID, "role": {"type": "string", "enum": ["supervisor", "specialist"]},
                 "delegation_hint": NULLABLE_STR}, "required": ["agent_id", "role"]}}}
 
+PROVIDER = {  # the admin's provider connections (odysseus/llm/connections.py validates them)
+    "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
+    "kind": {"type": "string", "enum": ["openai", "ollama", "anthropic"]},
+    "base_url": {"type": ["string", "null"], "format": "uri", "maxLength": 2048},
+    "api_key": {"type": ["string", "null"], "maxLength": 4096, "writeOnly": True},
+    "default_model": {"type": ["string", "null"], "maxLength": 200},
+    "models": {"type": "array", "maxItems": 200, "items": {"type": "string", "maxLength": 200}},
+    "enabled": BOOL}
 
 @dataclass(frozen=True)
 class Op:
@@ -242,6 +250,18 @@ OPERATIONS: List[Op] = [
        {"is_admin": BOOL, "disabled": BOOL}),
     Op("POST", "/api/admin/users/<user_id>/password", "Set an account's password (admin).", "settings",
        {"new_password": STR}, ("new_password",)),
+    # provider connections (admin; keys are write-only: answers carry api_key_last4 only)
+    Op("GET", "/api/admin/providers", "Every provider: the configuration's (read-only) and the stored ones (admin).",
+       "settings"),
+    Op("POST", "/api/admin/providers", "Store a provider connection (admin).", "settings", PROVIDER,
+       ("name", "kind"), status=201),
+    Op("PATCH", "/api/admin/providers/<provider_id>", "Change a stored provider; no api_key keeps the key, \"\""
+       " clears it (admin).", "settings", PROVIDER),
+    Op("DELETE", "/api/admin/providers/<provider_id>", "Remove a stored provider (admin).", "settings"),
+    Op("POST", "/api/admin/providers/<provider_id>/test", "Send one token through a saved provider (admin).",
+       "settings", {"model": ID}),
+    Op("POST", "/api/admin/providers/test", "Send one token with unsaved values; id fills in a saved key (admin).",
+       "settings", {**PROVIDER, "id": ID, "model": ID}, ("name", "kind")),
     Op("GET", "/api/diagnostics/stream", "Streaming self-test: timestamped frames at known intervals.", "meta",
        query=(("count", {"type": "integer", "minimum": 2, "maximum": 10}),
               ("interval_ms", {"type": "integer", "minimum": 50, "maximum": 1000})), stream=True, public=True),
