@@ -37,8 +37,7 @@ def serve(args: argparse.Namespace) -> int:
 def init_db(args: argparse.Namespace) -> int:
     """Create the database and apply migrations."""
     from .config import load_config
-    from .engine import database_path
-    from .store import Store
+    from .store import Store, database_path
 
     path = database_path(load_config())
     Store(path)
@@ -49,8 +48,7 @@ def init_db(args: argparse.Namespace) -> int:
 def _accounts():
     from .accounts import Accounts
     from .config import load_config
-    from .engine import database_path
-    from .store import Store
+    from .store import Store, database_path
 
     config = load_config()
     return Accounts(Store(database_path(config)), config)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from .approvals import ApprovalRepo, ImageRepo
 from .branches import BranchRepo
 from .agents import AgentRepo, ProfileRepo
@@ -22,6 +24,11 @@ from .user_admin import UserAdminRepo
 from .user_settings import UserSettingsRepo
 from .users import SettingsRepo, UserRepo
 from .workflows import WorkflowRepo
+
+
+def database_path(config) -> str:
+    """Where the SQLite file lives (``DATABASE`` overrides ``DATA_DIR``/odysseus.db)."""
+    return config.get("DATABASE") or os.path.join(config["DATA_DIR"], "odysseus.db")
 
 
 class Store:
