@@ -1,4 +1,7 @@
-"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``, ``doctor``."""
+"""The ``odysseus`` command.
+
+Subcommands: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``, ``doctor``.
+"""
 
 from __future__ import annotations
 

@@ -56,7 +56,6 @@ DEFAULTS: Dict[str, Any] = {
     "REDIS_URL": "",  # the Redis server of RUN_BACKEND=redis (redis://host:port/db)
     "REDIS_PREFIX": "odysseus:",  # prefix of every Redis key (two installs may share one Redis server)
     "SESSION_LOCK_SECONDS": 30.0,  # expiry of a session's start lock in Redis (a crashed worker frees it)
-    "SESSION_LOCK_SECONDS": 30.0,  # expiry of a session's start lock in Redis (a crashed worker frees it)
     "STOP_WAIT": 5.0,  # seconds stop() waits for the run to settle
     "BACKGROUND_WORKERS": 2,  # background jobs running at once
     # Conversations (the page's features)
@@ -133,7 +132,7 @@ DEFAULTS: Dict[str, Any] = {
     "RAG_MIN_SCORE": 0.25,  # chunks scoring below this (0..1) are not used
     "RAG_MAX_CHARS": 6000,  # characters of retrieved text per turn
     "RAG_INDEX_MAX_CHARS": 2_000_000,  # characters of one file's text that are indexed
-    "EMBEDDING_MODEL": "",  # provider/model serving embeddings (OpenAI /v1/embeddings, Ollama /api/embed); "" = FTS only
+    "EMBEDDING_MODEL": "",  # provider/model for embeddings (OpenAI /v1/embeddings, Ollama /api/embed); "" = FTS only
     "EMBEDDING_WEIGHT": 0.5,  # share of the vector similarity in the blended score
     "EMBEDDING_TIMEOUT": 30.0,  # seconds per embeddings request
     "EMBEDDING_BATCH": 32,  # chunks per embeddings request
@@ -252,7 +251,9 @@ def model_entries(entries: List[Any]) -> tuple:
     return names, windows
 
 
-def load_config(env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def load_config(
+    env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None
+) -> Dict[str, Any]:
     """Build the flat config dict, including ``PROVIDERS`` (list of ProviderConfig) and ``ROUTES``."""
     env = os.environ if env is None else env
     config: Dict[str, Any] = dict(DEFAULTS)

@@ -84,18 +84,32 @@ def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
 # ---------------------------------------------------------------- agent projection
 #: Canonical event -> named SSE event of /api/agent/chat/stream (spec: agent-stream-and-detached-runs.md).
 AGENT_NAMES = {
-    RUN_STARTED: "run_started", START: "start", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
-    "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
+    RUN_STARTED: "run_started",
+    START: "start",
+    "delta": "chunk",
+    "tool_start": "tool_call",
+    "tool_output": "tool_result",
+    "exhibit": "exhibit",
+    DONE: "done",
+    ERROR: "error",
+    CLOSE: "close",
+    "ask_user": "ask_user",
     "run_missing": "run_missing",
     **{name: name for name in DOC_EVENTS},  # editor documents: the same names on both projections
-    "attachments": "attachments", "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
+    "attachments": "attachments",
+    "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
     # context events (odysseus.context): same payload as the chat projection's
-    "memories_used": "memories_used", "web_sources": "web_sources", "workspace_rejected": "workspace_rejected",
+    "memories_used": "memories_used",
+    "web_sources": "web_sources",
+    "workspace_rejected": "workspace_rejected",
     "notice": "notice",
-    "context_trimmed": "context_trimmed", "compacted": "compacted",  # the model's window: same payload
+    "context_trimmed": "context_trimmed",
+    "compacted": "compacted",  # the model's window: same payload
     # research jobs (odysseus.research): the same names as the chat projection's types
-    RESEARCH_PROGRESS: "research_progress", RESEARCH_SOURCES: "research_sources",
-    RESEARCH_FINDINGS: "research_findings", RESEARCH_DONE: "research_done",
+    RESEARCH_PROGRESS: "research_progress",
+    RESEARCH_SOURCES: "research_sources",
+    RESEARCH_FINDINGS: "research_findings",
+    RESEARCH_DONE: "research_done",
     **{name: name for name in DELEGATION_EVENTS},  # Agent Alloy: sent as they are
 }
 TOOL_RESULT_PREVIEW = 500

@@ -34,7 +34,18 @@ from ..cancel import Cancelled
 from ..chat_turn import model_messages
 from ..errors import OdysseusError, ProviderError
 from ..documents.service import record_touch
-from ..events import DELTA, DOC_SUGGESTIONS, DOC_UPDATE, FINISH, MODEL_INFO, TOOL_CALL, TOOL_CALL_DELTA, USAGE, Event, delta
+from ..events import (
+    DELTA,
+    DOC_SUGGESTIONS,
+    DOC_UPDATE,
+    FINISH,
+    MODEL_INFO,
+    TOOL_CALL,
+    TOOL_CALL_DELTA,
+    USAGE,
+    Event,
+    delta,
+)
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext

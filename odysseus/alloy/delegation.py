@@ -112,10 +112,19 @@ class Delegation:
                                                  "tool_call_id": data.get("call_id"), "command": data.get("command")})]
         if kind == "tool_output":
             began = self.tool_started.pop(data.get("call_id"), time.monotonic())
-            return [Event(DELEGATION_TOOL_RESULT, {
-                **self.ids, "tool": data.get("tool"), "content": _text(data.get("output"))[:PREVIEW],
-                "success": data.get("exit_code") in (0, None), "duration_ms": round((time.monotonic() - began) * 1000, 1),
-                "tool_call_id": data.get("call_id")})]
+            return [
+                Event(
+                    DELEGATION_TOOL_RESULT,
+                    {
+                        **self.ids,
+                        "tool": data.get("tool"),
+                        "content": _text(data.get("output"))[:PREVIEW],
+                        "success": data.get("exit_code") in (0, None),
+                        "duration_ms": round((time.monotonic() - began) * 1000, 1),
+                        "tool_call_id": data.get("call_id"),
+                    },
+                )
+            ]
         if kind == USAGE:
             usage = data.get("data") or {}
             self.tokens_input += usage.get("input_tokens") or 0

@@ -112,9 +112,15 @@ class TurnWindow:
             counts["messages_total"] = total
             ctx.metadata["context_trimmed"] = counts
             yield Event(CONTEXT_TRIMMED, {"data": counts})
-        ctx.metadata["context"] = {"context_length": length, "source": source, "estimated_tokens": fitted.tokens_after,
-                                   "raw_tokens": counter.raw(fitted.messages), "correction": round(counter.correction, 3),
-                                   "messages_sent": fitted.messages_after, "messages_total": total}
+        ctx.metadata["context"] = {
+            "context_length": length,
+            "source": source,
+            "estimated_tokens": fitted.tokens_after,
+            "raw_tokens": counter.raw(fitted.messages),
+            "correction": round(counter.correction, 3),
+            "messages_sent": fitted.messages_after,
+            "messages_total": total,
+        }
         return fitted.messages
 
     def _maybe_compact(self, ctx, history, rows, base, build, counter, length):

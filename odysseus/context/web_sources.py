@@ -95,7 +95,7 @@ class WebSource:
                 blocks.append(block)
             if budget <= 0:
                 break
-        text = untrusted_block("web search", f"Web search results for the user's message (cite the URLs "
+        text = untrusted_block("web search", "Web search results for the user's message (cite the URLs "
                                              "you use):\n\n" + defang("\n\n".join(blocks)))
         sources = [{"url": r["url"], "title": r["title"], "snippet": r["snippet"]} for r in rows]
         return [Injection(SOURCE, event=Event(WEB_SOURCES, {"data": sources}), text=text, score=0.5,
@@ -117,7 +117,7 @@ class WebSource:
 
         with ThreadPoolExecutor(max_workers=len(rows)) as pool:
             texts = list(pool.map(one, [row["url"] for row in rows]))
-        return {row["url"]: text for row, text in zip(rows, texts) if text}
+        return {row["url"]: text for row, text in zip(rows, texts, strict=True) if text}
 
 
 def init_app(app) -> None:

@@ -76,7 +76,9 @@ class Documents:
                                 self.check_content(content), source=source,
                                 summary="Created by the assistant" if source == "ai" else "Created")
 
-    def write(self, owner: str, doc_id: str, content, *, source: str, summary: Optional[str] = None) -> Tuple[dict, bool]:
+    def write(
+        self, owner: str, doc_id: str, content, *, source: str, summary: Optional[str] = None
+    ) -> Tuple[dict, bool]:
         """Replace the content (a new version, or a fold of a recent user save); (doc, changed)."""
         content = self.check_content(content)
         if summary is not None and (not isinstance(summary, str) or len(summary) > SUMMARY_MAX):

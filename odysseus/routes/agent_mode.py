@@ -182,7 +182,9 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     hooks = dataclasses.replace(service.hooks, tool_context=lambda ctx: service.tool_context(ctx, network=network))
 
     # the model rides along so a source can tell whether it accepts images
-    gather = context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
+    gather = (
+        context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
+    )
 
     window = turn_window(req, candidates)  # the model's window: compaction, trimming (issue 17)
 

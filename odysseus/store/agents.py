@@ -123,9 +123,14 @@ class AgentRepo:
         self._l = locked
 
     def _taken(self, db, owner: str, agent_id: str) -> bool:
-        return db.execute("select 1 from agents where owner = ? and agent_id = ?", [owner, agent_id]).fetchone() is not None
+        return (
+            db.execute("select 1 from agents where owner = ? and agent_id = ?", [owner, agent_id]).fetchone()
+            is not None
+        )
 
-    def create(self, owner: str, fields: dict, agent_id: Optional[str] = None, profile_id: Optional[str] = None) -> dict:
+    def create(
+        self, owner: str, fields: dict, agent_id: Optional[str] = None, profile_id: Optional[str] = None
+    ) -> dict:
         """Create an agent, generating a free Docker-style id when none is given."""
         if agent_id is not None and not AGENT_ID.match(agent_id):
             raise BadRequest("agent_id must be two lower-case words joined by an underscore, like brave_turing")

@@ -53,7 +53,7 @@ class DocumentRepo:
             cursor = db.execute(f"select {SUMMARY_COLUMNS}, length(cast(content as blob)) as size from documents "
                                 "where owner = ? and session_id = ? order by updated_at desc", [owner, session_id])
             names = [c[0] for c in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def active_for_session(self, owner: str, session_id: Optional[str]) -> Optional[dict]:
         """The session's active document (the newest one marked active), or None."""
@@ -132,7 +132,7 @@ class DocumentRepo:
             cursor = db.execute("select version, summary, source, created_at, length(cast(content as blob)) as size "
                                 "from document_versions where document_id = ? order by version desc", [doc_id])
             names = [c[0] for c in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def version(self, owner: str, doc_id: str, number: int) -> dict:
         """One version with its content, or NotFound."""

@@ -87,7 +87,9 @@ class JobRepo:
         now = time.time()
         requeued = failed = 0
         with self._l.tx() as db:
-            rows = db.execute("select job_id, attempts, worker, lease_until from jobs where status = 'running'").fetchall()
+            rows = db.execute(
+                "select job_id, attempts, worker, lease_until from jobs where status = 'running'"
+            ).fetchall()
             for job_id, attempts, worker, lease_until in rows:
                 if lease_until is not None and lease_until >= now and not worker_is_dead(worker, me):
                     continue

@@ -150,12 +150,15 @@ class MemoryRepo:
             return []
         with self._l.read() as db:
             rows = db.execute(
-                "select m.*, bm25(memories_fts) as rank from memories_fts join memories m on m.rowid = memories_fts.rowid"
-                " where memories_fts match ? and m.owner = ? order by rank limit ?", [match, owner, limit]).fetchall()
+                "select m.*, bm25(memories_fts) as rank from memories_fts"
+                " join memories m on m.rowid = memories_fts.rowid"
+                " where memories_fts match ? and m.owner = ? order by rank limit ?",
+                [match, owner, limit],
+            ).fetchall()
             columns = [c[0] for c in db.execute("select m.*, 0 as rank from memories m limit 0").description]
         out = []
         for values in rows:
-            row = dict(zip(columns, values))
+            row = dict(zip(columns, values, strict=True))
             out.append({**public_memory(row), "score": round(-row["rank"], 6)})
         return out
 

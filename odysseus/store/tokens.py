@@ -57,8 +57,10 @@ class TokenRepo:
     def revoke(self, owner: str, token_id: str) -> dict:
         """Revoke the owner's live token (NotFound for unknown, foreign or already revoked ids)."""
         with self._l.tx() as db:
-            cursor = db.execute("update api_tokens set revoked_at = ? where id = ? and owner = ? and revoked_at is null",
-                                [time.time(), token_id, owner])
+            cursor = db.execute(
+                "update api_tokens set revoked_at = ? where id = ? and owner = ? and revoked_at is null",
+                [time.time(), token_id, owner],
+            )
             if cursor.rowcount == 0:
                 raise NotFound("token not found")
             return public_token(db["api_tokens"].get(token_id))

@@ -135,7 +135,7 @@ class UploadRepo:
         with self._l.read() as db:
             cursor = db.execute(sql, [match, owner, limit])
             names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def matching(self, chunk_ids: List[int], match: str) -> List[int]:
         """Those of ``chunk_ids`` that match the FTS5 query ``match``."""

@@ -43,8 +43,11 @@ def update_plan(args: dict, ctx: ToolContext) -> ToolResult:
     if isinstance(args.get("explanation"), str) and args["explanation"].strip():
         data["explanation"] = args["explanation"].strip()[:1000]
     done = sum(1 for s in plan if s["status"] == "completed")
-    return ToolResult(f"Plan updated: {done}/{len(plan)} steps completed.", events=[Event("plan_update", {"data": data})],
-                      meta={"plan": data})
+    return ToolResult(
+        f"Plan updated: {done}/{len(plan)} steps completed.",
+        events=[Event("plan_update", {"data": data})],
+        meta={"plan": data},
+    )
 
 
 def ui_control(args: dict, ctx: ToolContext) -> ToolResult:
