@@ -31,6 +31,8 @@ $(VENDOR_STAMP): package.json package-lock.json
 	cp node_modules/@highlightjs/cdn-assets/highlight.min.js $(VENDOR)/highlight.min.js
 	cp node_modules/mermaid/dist/mermaid.min.js $(VENDOR)/mermaid.min.js
 	cp node_modules/codejar/dist/codejar.js $(VENDOR)/codejar.js
+	# codejar.d.ts beside it types the page's import of it for the JS check (`make lint`)
+	cp node_modules/codejar/dist/codejar.d.ts $(VENDOR)/codejar.d.ts
 	cp node_modules/diff/dist/diff.min.js $(VENDOR)/diff.min.js
 	mkdir -p $(VENDOR)/katex
 	cp node_modules/katex/dist/katex.min.js node_modules/katex/dist/katex.min.css $(VENDOR)/katex/
