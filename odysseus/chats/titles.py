@@ -82,7 +82,7 @@ class TitleWriter:
     """Subscribes to ``run_finished`` for one app and titles sessions after their first reply."""
 
     def __init__(self, store, router, manager, config: dict,
-                 spawn: Callable[[Callable[[], None]], None] = None):
+                 spawn: Optional[Callable[[Callable[[], None]], None]] = None):
         self.store, self.router, self.manager = store, router, manager
         self.ask = str(config.get("TITLE_MODE") or "model").strip().lower() != "first_line"
         self.model = str(config.get("TITLE_MODEL") or "")

@@ -77,7 +77,7 @@ class WebSource:
             result = web_search({"query": query}, tool_ctx)
         except ToolError as exc:
             return [notice(f"Web search failed, so this reply does not use web sources: {exc}")]
-        rows = next((e.data["data"] for e in result.events if e.type == WEB_SOURCES), [])
+        rows: List[dict] = next((e.data["data"] for e in result.events if e.type == WEB_SOURCES), [])
         if not rows:
             return [notice(f"Web search found nothing for {query[:80]!r}.")]
         texts = self._pages(rows[: max(0, int(self.config["WEB_CONTEXT_PAGES"]))], tool_ctx)

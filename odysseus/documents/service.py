@@ -118,7 +118,8 @@ class Documents:
 
     def suggestions(self, doc: dict, items) -> Tuple[List[dict], List[str]]:
         """Valid suggestions (ids ``sugg-1``...) for ``doc``; no-ops dropped; (suggestions, skip notes)."""
-        kept, skipped = [], []
+        kept: List[dict] = []
+        skipped: List[str] = []
         for number, item in enumerate(_edit_list(items, "suggestions"), 1):
             find, replace, reason = item.get("find"), item.get("replace", ""), item.get("reason", "")
             if not isinstance(find, str) or not find or not isinstance(replace, str) or not isinstance(reason, str):
