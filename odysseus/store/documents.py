@@ -34,8 +34,8 @@ class DocumentRepo:
         with self._l.tx() as db:
             if session_id:
                 db.execute("update documents set active = 0 where owner = ? and session_id = ?", [owner, session_id])
-            db["documents"].insert(row)
-            db["document_versions"].insert({"document_id": row["id"], "version": 1, "content": content,
+            db.table("documents").insert(row)
+            db.table("document_versions").insert({"document_id": row["id"], "version": 1, "content": content,
                                             "summary": summary, "source": source, "created_at": now})
         return row
 
@@ -86,14 +86,14 @@ class DocumentRepo:
                 version = doc["version_count"]
             else:
                 version = doc["version_count"] + 1
-                db["document_versions"].insert({"document_id": doc_id, "version": version, "content": content,
+                db.table("document_versions").insert({"document_id": doc_id, "version": version, "content": content,
                                                 "summary": summary, "source": source, "created_at": now})
             changes = {"content": content, "version_count": version, "updated_at": now}
             if source == "ai" and doc["session_id"]:
                 db.execute("update documents set active = 0 where owner = ? and session_id = ? and id != ?",
                            [owner, doc["session_id"], doc_id])
                 changes["active"] = 1
-            db["documents"].update(doc_id, changes)
+            db.table("documents").update(doc_id, changes)
             doc.update(changes)
         return doc, True
 
@@ -104,7 +104,7 @@ class DocumentRepo:
             doc = self._owned(db, owner, doc_id)
             if changes:
                 changes["updated_at"] = time.time()
-                db["documents"].update(doc_id, changes)
+                db.table("documents").update(doc_id, changes)
                 doc.update(changes)
         return doc
 

@@ -126,14 +126,14 @@ class MemoryRepo:
                 count = db.execute("select count(*) from memories where owner = ?", [owner]).fetchone()[0]
                 if count >= limit:
                     raise BadRequest(f"you already have {count} memories (the limit); delete some first")
-            db["memories"].insert(row)
+            db.table("memories").insert(row)
         return public_memory(row)
 
     def update(self, owner: str, memory_id: str, fields: dict) -> dict:
         """Change text, category or pinned; NotFound for foreign ids."""
         self.get(owner, memory_id)
         with self._l.tx() as db:
-            db["memories"].update(memory_id, {**fields, "updated_at": time.time()})
+            db.table("memories").update(memory_id, {**fields, "updated_at": time.time()})
         return self.get(owner, memory_id)
 
     def delete(self, owner: str, memory_id: str) -> None:
@@ -220,7 +220,7 @@ class MemoryRepo:
         """Change ``enabled`` and/or ``auto_extract``; returns the new settings."""
         merged = {**self.settings(owner), **changes}
         with self._l.tx() as db:
-            db["memory_settings"].upsert({"owner": owner, "enabled": int(merged["enabled"]),
+            db.table("memory_settings").upsert({"owner": owner, "enabled": int(merged["enabled"]),
                                           "auto_extract": int(merged["auto_extract"]), "updated_at": time.time()},
                                          pk="owner")
         return merged

@@ -157,7 +157,7 @@ class MessageRepo:
         message = self.get(owner, message_id)
         meta = dict(message["metadata"], edited_at=time.time())
         with self._l.tx() as db:
-            db["messages"].update(message_id, {"content": content, "metadata": json.dumps(meta)})
+            db.table("messages").update(message_id, {"content": content, "metadata": json.dumps(meta)})
         return self.get(owner, message_id)
 
     def amend_exhibit(self, owner: str, session_id: str, exhibit: dict) -> int:

@@ -39,7 +39,7 @@ class UploadRepo:
         """Insert a new upload record."""
         row = dict(row, uploaded_at=row.get("uploaded_at") or time.time())
         with self._l.tx() as db:
-            db["uploads"].insert(row)
+            db.table("uploads").insert(row)
         return row
 
     def by_hash(self, owner: str, sha256: str) -> Optional[dict]:
