@@ -62,7 +62,7 @@ class Delegation:
         self.tokens_input = 0
         self.tokens_output = 0
         self.cost: Optional[float] = None
-        self.tool_started: Dict[str, float] = {}
+        self.tool_started: Dict[Optional[str], float] = {}  # by call id (a provider may send none)
         self.approval: Optional[dict] = None  # {"call", "state"} when the child asked for an approval
         self.ask: Optional[Event] = None  # the child's ask_user, held until the approval is stored
 
@@ -166,7 +166,7 @@ class DelegationBook:
         """Fold one delegation event into its record."""
         data = event.data
         with self.lock:
-            record = self._by_id.get(data.get("delegation_id"))
+            record = self._by_id.get(data.get("delegation_id") or "")
             if event.type == DELEGATION_START or record is None:
                 record = {"delegation_id": data.get("delegation_id"), "target_agent_id": data.get("target_agent_id"),
                           "status": "running", "content": "", "tools": []}
