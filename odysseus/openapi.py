@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import __version__
+from . import __version__, event_vocabulary
 
 STR = {"type": "string"}
 ID = {"type": "string", "maxLength": 200}
@@ -92,6 +92,14 @@ WORKFLOW = {
     },
 }
 
+PROVIDER = {  # the admin's provider connections (odysseus/llm/connections.py validates them)
+    "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
+    "kind": {"type": "string", "enum": ["openai", "ollama", "anthropic"]},
+    "base_url": {"type": ["string", "null"], "format": "uri", "maxLength": 2048},
+    "api_key": {"type": ["string", "null"], "maxLength": 4096, "writeOnly": True},
+    "default_model": {"type": ["string", "null"], "maxLength": 200},
+    "models": {"type": "array", "maxItems": 200, "items": {"type": "string", "maxLength": 200}},
+    "enabled": BOOL}
 
 @dataclass(frozen=True)
 class Op:
@@ -259,6 +267,18 @@ OPERATIONS: List[Op] = [
        {"is_admin": BOOL, "disabled": BOOL}),
     Op("POST", "/api/admin/users/<user_id>/password", "Set an account's password (admin).", "settings",
        {"new_password": STR}, ("new_password",)),
+    # provider connections (admin; keys are write-only: answers carry api_key_last4 only)
+    Op("GET", "/api/admin/providers", "Every provider: the configuration's (read-only) and the stored ones (admin).",
+       "settings"),
+    Op("POST", "/api/admin/providers", "Store a provider connection (admin).", "settings", PROVIDER,
+       ("name", "kind"), status=201),
+    Op("PATCH", "/api/admin/providers/<provider_id>", "Change a stored provider; no api_key keeps the key, \"\""
+       " clears it (admin).", "settings", PROVIDER),
+    Op("DELETE", "/api/admin/providers/<provider_id>", "Remove a stored provider (admin).", "settings"),
+    Op("POST", "/api/admin/providers/<provider_id>/test", "Send one token through a saved provider (admin).",
+       "settings", {"model": ID}),
+    Op("POST", "/api/admin/providers/test", "Send one token with unsaved values; id fills in a saved key (admin).",
+       "settings", {**PROVIDER, "id": ID, "model": ID}, ("name", "kind")),
     Op("GET", "/api/diagnostics/stream", "Streaming self-test: timestamped frames at known intervals.", "meta",
        query=(("count", {"type": "integer", "minimum": 2, "maximum": 10}),
               ("interval_ms", {"type": "integer", "minimum": 50, "maximum": 1000})), stream=True, public=True),
@@ -317,6 +337,19 @@ def _operation(op: Op) -> Dict[str, Any]:
     return doc
 
 
+def stream_schemas() -> Dict[str, Any]:
+    """The stream vocabularies, from odysseus.event_vocabulary (fields of each: docs/protocol.md)."""
+    chat = sorted(event_vocabulary.names(event_vocabulary.CHAT))
+    agent = sorted(set(event_vocabulary.agent_names().values()))
+    return {
+        "ChatStreamEventType": {"type": "string", "enum": chat, "description":
+                                "`type` of a /api/chat_stream data frame (`delta` frames carry no type; `done` is "
+                                "`data: [DONE]`, `error` an `event: error` frame)"},
+        "AgentStreamEventName": {"type": "string", "enum": agent,
+                                 "description": "SSE event names of /api/agent/chat/stream and its attach"},
+    }
+
+
 def build() -> Dict[str, Any]:
     """The whole OpenAPI document."""
     paths: Dict[str, Dict[str, Any]] = {}
@@ -329,7 +362,7 @@ def build() -> Dict[str, Any]:
                  "description": "Streams are Server-Sent Events; see docs/protocol.md for every event. "
                                 "Writes authorised by the cookie or single-user mode need a same-origin "
                                 "Origin header or X-Odysseus-CSRF."},
-        "components": {"securitySchemes": {
+        "components": {"schemas": stream_schemas(), "securitySchemes": {
             "bearer": {"type": "http", "scheme": "bearer", "description": "an ody_... API token"},
             "cookie": {"type": "apiKey", "in": "cookie", "name": "odysseus_session"}}},
         "security": [{"bearer": []}, {"cookie": []}],

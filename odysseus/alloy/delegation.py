@@ -21,14 +21,15 @@ import time
 from typing import Dict, List, Optional
 
 from ..cancel import CancelToken
-from ..events import (DELEGATION_CHUNK, DELEGATION_COMPLETE, DELEGATION_EVENTS, DELEGATION_START,
-                      DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT, DELTA, METRICS, USAGE, Event)
+from ..events import (ASK_USER, DELEGATION_CHUNK, DELEGATION_COMPLETE, DELEGATION_EVENTS, DELEGATION_START,
+                      DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT, DELTA, EXHIBIT, METRICS, TOOL_APPROVAL_RESOLVED,
+                      TOOL_OUTPUT, TOOL_START, USAGE, Event)
 
 PREVIEW = 500
 #: characters of a specialist's streamed text kept in the saved record
 CONTENT_CAP = 100_000
 #: child events shown at top level as they are (with the delegation named)
-PASS_THROUGH = frozenset({"exhibit", "ask_user", "tool_approval_resolved"}) | DELEGATION_EVENTS
+PASS_THROUGH = frozenset({EXHIBIT, ASK_USER, TOOL_APPROVAL_RESOLVED}) | DELEGATION_EVENTS
 
 
 def new_delegation_id() -> str:
@@ -105,12 +106,12 @@ class Delegation:
                 return []
             self.text_parts.append(data["delta"])
             return [Event(DELEGATION_CHUNK, {**self.ids, "content": data["delta"]})]
-        if kind == "tool_start":
+        if kind == TOOL_START:
             self.tool_started[data.get("call_id")] = time.monotonic()
             return [Event(DELEGATION_TOOL_CALL, {**self.ids, "tool": data.get("tool"),
                                                  "arguments": data.get("arguments", {}),
                                                  "tool_call_id": data.get("call_id"), "command": data.get("command")})]
-        if kind == "tool_output":
+        if kind == TOOL_OUTPUT:
             began = self.tool_started.pop(data.get("call_id"), time.monotonic())
             return [
                 Event(
@@ -135,10 +136,10 @@ class Delegation:
             if isinstance(cost, (int, float)):
                 self.cost = (self.cost or 0.0) + cost
             return []
-        if kind == "ask_user":
+        if kind == ASK_USER:
             self.ask = Event(kind, {"data": {**(data.get("data") or {}), **self.ids}})
             return [self.ask]
-        if kind == "tool_approval_resolved":
+        if kind == TOOL_APPROVAL_RESOLVED:
             return [Event(kind, {**data, **self.ids})]
         if kind in PASS_THROUGH:
             return [event]

@@ -31,7 +31,7 @@ from ..agent.approvals import public_call
 from ..agent.guards import sanitize
 from ..cancel import Cancelled
 from ..errors import OdysseusError
-from ..events import DELEGATION_COMPLETE, DELEGATION_EVENTS, METRICS, Event
+from ..events import ASK_USER, DELEGATION_COMPLETE, DELEGATION_EVENTS, EXHIBIT, METRICS, TOOL_APPROVAL_RESOLVED, Event
 from ..runs.run import RunContext
 from ..tools.registry import ToolRegistry
 from .delegation import PREVIEW, Delegation, DelegationBook, new_delegation_id
@@ -295,11 +295,11 @@ class WorkflowLoop(AgentLoop):
 
     def _forward(self, delegation: Delegation, event: Event) -> Iterator[Event]:
         """A relabelled child event into this loop's stream (an approval card waits for the round's end)."""
-        if event.type == "ask_user":
+        if event.type == ASK_USER:
             return
-        if event.type == "exhibit":
+        if event.type == EXHIBIT:
             self._record_exhibit(event.data)
-        elif event.type == "tool_approval_resolved":
+        elif event.type == TOOL_APPROVAL_RESOLVED:
             self.meta["approval"] = {k: event.data.get(k) for k in ("approval_id", "decision", "call_id",
                                                                      "delegation_id", "target_agent_id")}
         yield event
@@ -340,7 +340,7 @@ class WorkflowLoop(AgentLoop):
         info = self.hooks.request_approval(self.ctx, call, state)
         card = dict((delegation.ask.data.get("data") if delegation.ask else None) or {})
         card.update(approval_id=info["approval_id"], expires_at=info["expires_at"], **delegation.ids)
-        yield Event("ask_user", {"data": card})
+        yield Event(ASK_USER, {"data": card})
         self.meta["awaiting_approval"] = {"approval_id": info["approval_id"], "call": public_call(call),
                                           "expires_at": info["expires_at"], **delegation.ids}
         self.term["completion"] = "awaiting_approval"

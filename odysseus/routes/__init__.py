@@ -45,6 +45,9 @@ def init_app(app: Flask) -> None:
 
     app.register_blueprint(branch_routes.bp)  # regenerate / edit-and-resend branches (issue #20)
     app.register_blueprint(compare_routes.bp)  # keep one reply of a compare (issue #20)
+    from . import provider_routes
+
+    app.register_blueprint(provider_routes.bp)  # the admin's provider connections (issue #20)
 
     @app.errorhandler(OdysseusError)
     def _odysseus_error(exc: OdysseusError):

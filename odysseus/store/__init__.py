@@ -14,6 +14,7 @@ from .documents import DocumentRepo
 from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
+from .provider_connections import ProviderConnectionRepo
 from .research import ResearchRepo
 from .runs import RunRepo
 from .search import SearchRepo
@@ -53,6 +54,7 @@ class Store:
         self.user_admin = UserAdminRepo(self.locked)  # m111_page: admin flag, disabled accounts
         self.code_access = CodeAccessRepo(self.locked)  # m105: who may use the code tools
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
+        self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

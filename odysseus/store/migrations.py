@@ -231,3 +231,13 @@ def m120_page2_branches(db: Database) -> None:
                " where m2.session_id = messages.session_id and m2.id < messages.id)")
     db.table("messages").create_index(["session_id", "parent_id"])
     db.table("sessions").add_column("branch_head", int)
+
+
+@migration
+def m130_provider_connections(db: Database) -> None:
+    """Provider connections an admin adds in the settings screen (keys stored as given; names unique, any case)."""
+    db.table("provider_connections").create({
+        "id": str, "name": str, "kind": str, "base_url": str, "api_key": str, "default_model": str, "models": str,
+        "enabled": int, "created_at": float, "updated_at": float, "created_by": str,
+    }, pk="id", not_null={"id", "name", "kind"})
+    db.execute("create unique index provider_connections_name on provider_connections (name collate nocase)")

@@ -15,7 +15,7 @@ import re
 import secrets
 from typing import Dict, List, Optional
 
-from ..events import Event
+from ..events import EXHIBIT, Event
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
 SCHEMA_VERSION = 1
@@ -144,7 +144,7 @@ def validate_exhibit(args: dict) -> dict:
 def present_exhibit(args: dict, ctx: ToolContext) -> ToolResult:
     """Validate and publish an exhibit."""
     exhibit = validate_exhibit(args)
-    return ToolResult(f"Exhibit {exhibit['id']} presented to the user.", events=[Event("exhibit", exhibit)],
+    return ToolResult(f"Exhibit {exhibit['id']} presented to the user.", events=[Event(EXHIBIT, exhibit)],
                       meta={"exhibit_id": exhibit["id"]})
 
 

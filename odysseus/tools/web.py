@@ -21,7 +21,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from ..events import Event
+from ..events import WEB_SOURCES, Event
 from ..llm.text_repair import repair_text, repair_value
 from .html_text import extract_text, parse_ddg_results
 from .registry import Tool, ToolContext, ToolError, ToolResult
@@ -282,7 +282,7 @@ def web_search(args: dict, ctx: ToolContext) -> ToolResult:
     if not rows:
         return ToolResult(f"No results for {query!r}.", meta={"results": 0})
     text = "\n\n".join(f"[{i}] {r['title']}\n{r['url']}\n{r['snippet']}" for i, r in enumerate(rows, 1))
-    return ToolResult(text, events=[Event("web_sources", {"data": rows})], meta={"results": len(rows)})
+    return ToolResult(text, events=[Event(WEB_SOURCES, {"data": rows})], meta={"results": len(rows)})
 
 
 def web_tools(config: dict) -> List[Tool]:

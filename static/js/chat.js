@@ -743,6 +743,7 @@ ui.settings.addEventListener("click", async () => {
       status: state.status, models: state.models,
       onSaved: (settings) => applySettings(settings),
       onStreamCheck: showStreamVerdict,
+      onProvidersChanged: () => loadModels(),  // the admin added, edited or removed a provider
     });
   } catch (err) {
     toast(`Could not open the settings: ${err.message}`);
