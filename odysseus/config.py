@@ -109,7 +109,8 @@ def warn_unknown_variables(env: Mapping[str, str]) -> None:
         log.warning("unknown configuration variable %s (not a key of odysseus.config_keys)%s", name, hint)
 
 
-def load_config(env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def load_config(env: Optional[Mapping[str, str]] = None,
+                overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Build the flat config dict, including ``PROVIDERS`` (list of ProviderConfig) and ``ROUTES``."""
     env = os.environ if env is None else env
     config: Dict[str, Any] = dict(DEFAULTS)

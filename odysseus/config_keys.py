@@ -9,6 +9,7 @@ settings and the ``odysseus`` command rather than kept as keys.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import re
 from dataclasses import dataclass
@@ -25,10 +26,10 @@ class Key:
     default: Any
     help: str
     section: str
-    type: Optional[type] = None
+    type: Optional[builtins.type] = None  # (the field shadows the builtin inside the class)
 
     @property
-    def kind(self) -> type:
+    def kind(self) -> builtins.type:
         """The type environment values are parsed as."""
         return self.type or type(self.default)
 

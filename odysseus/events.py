@@ -49,7 +49,9 @@ FINISH = "finish"  # provider-level: the provider's finish reason
 PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
 #: provider-level: a fragment of a tool call as it streams {index, id?, name?, arguments_delta}
 TOOL_CALL_DELTA = "tool_call_delta"
-ATTACHMENTS = "attachments"  # context: the turn's attached uploads, first event of the turn (odysseus.context.attachments)
+ATTACHMENTS = (
+    "attachments"  # context: the turn's attached uploads, first event of the turn (odysseus.context.attachments)
+)
 RAG_SOURCES = "rag_sources"  # context: chunks of the user's files retrieved for this turn (odysseus.context.retrieval)
 # Context events (odysseus.context), announced before the first delta on both projections
 MEMORIES_USED = "memories_used"  # data: [{id, text, category, type: "pinned" | "recalled"}]

@@ -57,8 +57,11 @@ PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLAB
            "is_default": BOOL}
 AGENT = {**{k: v for k, v in PROFILE.items() if k != "is_default"}, "agent_id": ID, "profile_id": ID}
 CREDENTIALS = {"username": STR, "password": STR}
-MEMORY = {"text": {"type": "string", "minLength": 1, "maxLength": 1000}, "category": {"type": "string", "maxLength": 40},
-          "pinned": BOOL}
+MEMORY = {
+    "text": {"type": "string", "minLength": 1, "maxLength": 1000},
+    "category": {"type": "string", "maxLength": 40},
+    "pinned": BOOL,
+}
 MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
 RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat turn with use_research
     "query": {"type": "string", "minLength": 1}, "session_id": ID, "model": ID, "client_message_id": ID,
@@ -69,11 +72,25 @@ RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat
     "chars_per_page": {"type": "integer", "minimum": 500, "maximum": 50000},
     "concurrent_reads": {"type": "integer", "minimum": 1, "maximum": 8},
 }
-WORKFLOW = {"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "name": {"type": "string", "maxLength": 200},
-            "description": NULLABLE_STR, "supervisor_agent_id": ID,
-            "members": {"type": "array", "maxItems": 20, "items": {"type": "object", "properties": {
-                "agent_id": ID, "role": {"type": "string", "enum": ["supervisor", "specialist"]},
-                "delegation_hint": NULLABLE_STR}, "required": ["agent_id", "role"]}}}
+WORKFLOW = {
+    "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"},
+    "name": {"type": "string", "maxLength": 200},
+    "description": NULLABLE_STR,
+    "supervisor_agent_id": ID,
+    "members": {
+        "type": "array",
+        "maxItems": 20,
+        "items": {
+            "type": "object",
+            "properties": {
+                "agent_id": ID,
+                "role": {"type": "string", "enum": ["supervisor", "specialist"]},
+                "delegation_hint": NULLABLE_STR,
+            },
+            "required": ["agent_id", "role"],
+        },
+    },
+}
 
 PROVIDER = {  # the admin's provider connections (odysseus/llm/connections.py validates them)
     "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},

@@ -157,7 +157,7 @@ def research_frame(event: Event, payload_json: Optional[str] = None) -> Optional
         return job_frame({"phase": "report", "delta": data.get("delta", ""), "status": "running"}, seq)
     if kind in (CHAT_TERMINAL, AGENT_TERMINAL):
         record = data.get("data") or {}
-        status = JOB_STATUS.get(record.get("status"), "error")
+        status = JOB_STATUS.get(record.get("status") or "", "error")
         if status == "error":
             return None  # the error event that follows is the final frame
         research = record.get("research") or {}

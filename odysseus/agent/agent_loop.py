@@ -28,7 +28,7 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Generator, Iterator, List, Optional, Tuple
 
 from ..cancel import Cancelled
 from ..chat_turn import model_messages
@@ -230,7 +230,7 @@ class AgentLoop:
                 return
 
     # ------------------------------------------------------------------ model
-    def _model_round(self, tools: Optional[List[dict]]) -> Iterator[Event]:
+    def _model_round(self, tools: Optional[List[dict]]) -> Generator[Event, None, Tuple[str, List[dict]]]:
         """One completion; returns (text, calls). Text of later rounds is separated by a blank line."""
         self.state["round"] += 1
         round_no = self.state["round"]
@@ -292,6 +292,7 @@ class AgentLoop:
             if tool is None or tool.preview is None:
                 entry["pending"] = fragment if not entry["name"] else ""
                 return
+            assert self.tool_ctx is not None  # set by run() before the first round
             entry["preview"] = tool.preview(self.tool_ctx)
         entry["pending"] = ""
         yield from entry["preview"].feed(fragment)
@@ -311,7 +312,7 @@ class AgentLoop:
         self.term["completion"] = "loop_breaker_triggered"
 
     # ------------------------------------------------------------------ tools
-    def _run_pending(self) -> Iterator[Event]:
+    def _run_pending(self) -> Generator[Event, None, bool]:
         """Execute pending calls in order; returns True when the turn ended awaiting an approval."""
         while self.state["pending"]:
             self.ctx.cancel.raise_if_cancelled()
@@ -343,6 +344,7 @@ class AgentLoop:
             result = ToolResult(f"Error: {call['error']}", exit_code=1)
         else:
             timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
+            assert self.tool_ctx is not None  # set by run() before the first round
             try:
                 result = yield from run_tool(tool, call["arguments"], self.tool_ctx, self.ctx.cancel, timeout=timeout,
                                              progress_interval=self.settings.progress_interval, round_no=round_no)
@@ -416,9 +418,10 @@ class AgentLoop:
         self.term["approval_id"] = info["approval_id"]
         yield from self._note(f"[Waiting for your approval to run {call['name']}: {short_command(full, 80)}]")
 
-    def _resolve(self) -> Iterator[Event]:
+    def _resolve(self) -> Generator[Event, None, bool]:
         """Apply the user's answer to the pending call; returns True when the turn ended again."""
         res = self.resolution
+        assert res is not None  # _body resolves only with an answer
         pending = self.state["pending"]
         if (not pending or pending[0].get("server_id") != res.call.get("server_id")
                 or call_hash(pending[0]) != call_hash(res.call)):

@@ -14,7 +14,7 @@ import dataclasses
 import queue
 import threading
 import time
-from typing import Iterator, List, Optional
+from typing import Generator, List, Optional
 
 from ..cancel import CancelToken, Cancelled
 from ..events import TOOL_PROGRESS, Event
@@ -25,7 +25,7 @@ ABANDON_GRACE = 2.0
 
 
 def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, *, timeout: float,
-             progress_interval: float, round_no: int) -> Iterator[Event]:
+             progress_interval: float, round_no: int) -> Generator[Event, None, ToolResult]:
     """Yield ``tool_progress`` events while ``tool`` runs; the generator's return value is the ToolResult."""
     child = CancelToken()
     unlink = run_cancel.on_cancel(lambda: child.cancel(run_cancel.reason or "stopped"))

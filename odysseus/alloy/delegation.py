@@ -63,7 +63,7 @@ class Delegation:
         self.tokens_input = 0
         self.tokens_output = 0
         self.cost: Optional[float] = None
-        self.tool_started: Dict[str, float] = {}
+        self.tool_started: Dict[Optional[str], float] = {}  # by call id (a provider may send none)
         self.approval: Optional[dict] = None  # {"call", "state"} when the child asked for an approval
         self.ask: Optional[Event] = None  # the child's ask_user, held until the approval is stored
 
@@ -113,10 +113,19 @@ class Delegation:
                                                  "tool_call_id": data.get("call_id"), "command": data.get("command")})]
         if kind == TOOL_OUTPUT:
             began = self.tool_started.pop(data.get("call_id"), time.monotonic())
-            return [Event(DELEGATION_TOOL_RESULT, {
-                **self.ids, "tool": data.get("tool"), "content": _text(data.get("output"))[:PREVIEW],
-                "success": data.get("exit_code") in (0, None), "duration_ms": round((time.monotonic() - began) * 1000, 1),
-                "tool_call_id": data.get("call_id")})]
+            return [
+                Event(
+                    DELEGATION_TOOL_RESULT,
+                    {
+                        **self.ids,
+                        "tool": data.get("tool"),
+                        "content": _text(data.get("output"))[:PREVIEW],
+                        "success": data.get("exit_code") in (0, None),
+                        "duration_ms": round((time.monotonic() - began) * 1000, 1),
+                        "tool_call_id": data.get("call_id"),
+                    },
+                )
+            ]
         if kind == USAGE:
             usage = data.get("data") or {}
             self.tokens_input += usage.get("input_tokens") or 0
@@ -158,7 +167,7 @@ class DelegationBook:
         """Fold one delegation event into its record."""
         data = event.data
         with self.lock:
-            record = self._by_id.get(data.get("delegation_id"))
+            record = self._by_id.get(data.get("delegation_id") or "")
             if event.type == DELEGATION_START or record is None:
                 record = {"delegation_id": data.get("delegation_id"), "target_agent_id": data.get("target_agent_id"),
                           "status": "running", "content": "", "tools": []}

@@ -50,7 +50,7 @@ class SyncedRouter(ModelRouter):
         self.sync(force=True)
 
     @property
-    def providers(self) -> Dict[str, Provider]:  # type: ignore[override]
+    def providers(self) -> Dict[str, Provider]:
         """name -> provider, current within SYNC_INTERVAL seconds."""
         self.sync()
         return self._providers

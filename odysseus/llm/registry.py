@@ -51,7 +51,7 @@ def build_providers(app_config: dict) -> List[Provider]:
 
 
 def prices_for(provider_name: str, app_config: dict) -> Dict[str, dict]:
-    """model -> price entry from ``[prices."provider/model"]`` tables (a bare ``[prices."model"]`` fits any provider)."""
+    """model -> price entry from ``[prices."provider/model"]`` tables; a bare ``[prices."model"]`` fits any provider."""
     table = (app_config.get("TABLES") or {}).get("prices") or {}
     exact: Dict[str, dict] = {}
     bare: Dict[str, dict] = {}

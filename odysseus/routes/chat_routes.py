@@ -60,11 +60,15 @@ def _compare_stream(candidates: List[Candidate], req: dict, owner: str):
                 frame = chat_frame(event)
                 if frame:
                     yield frame
-            yield chat_frame(Event(DONE, {}))
+            done = chat_frame(Event(DONE, {}))
+            if done:
+                yield done
         except Exception as exc:  # noqa: BLE001 - every failure becomes the stream's error event
             status = getattr(exc, "status", 500)
             message = getattr(exc, "message", "Internal error")
-            yield chat_frame(Event(ERROR, {"error": message, "status": status}))
+            error = chat_frame(Event(ERROR, {"error": message, "status": status}))
+            if error:
+                yield error
         finally:
             cancel.cancel("client_gone")  # closes the provider connection when the client leaves
 

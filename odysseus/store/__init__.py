@@ -1,4 +1,7 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images, documents. No Flask here."""
+"""SQLite storage through sqlite-utils.
+
+Sessions, messages, runs, users, tokens, approvals, images, documents. No Flask here.
+"""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ class ProviderConnectionRepo:
                "models": json.dumps(fields.get("models") or []), "enabled": 1 if fields.get("enabled", True) else 0}
         try:
             with self._l.tx() as db:
-                db["provider_connections"].insert(row)
+                db.table("provider_connections").insert(row)
                 self._bump(db)
         except sqlite3.IntegrityError:
             raise Conflict(f"a provider named {fields['name']!r} exists already") from None
@@ -96,7 +96,7 @@ class ProviderConnectionRepo:
             with self._l.tx() as db:
                 if db.execute("select 1 from provider_connections where id = ?", [connection_id]).fetchone() is None:
                     raise NotFound("provider not found")
-                db["provider_connections"].update(connection_id, values)
+                db.table("provider_connections").update(connection_id, values)
                 self._bump(db)
         except sqlite3.IntegrityError:
             raise Conflict(f"a provider named {changes.get('name')!r} exists already") from None

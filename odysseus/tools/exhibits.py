@@ -54,7 +54,10 @@ def _choice(el: dict, where: str) -> dict:
     options = el.get("options")
     if not isinstance(options, list) or not 1 <= len(options) <= 20:
         raise ToolError(f"{where}.options must be a list of 1 to 20 strings")
-    out = {"type": "choice", "options": [_text(o, f"{where}.options[{i}]", limit=500) for i, o in enumerate(options)]}
+    out: dict = {
+        "type": "choice",
+        "options": [_text(o, f"{where}.options[{i}]", limit=500) for i, o in enumerate(options)],
+    }
     if el.get("prompt") is not None:
         out["prompt"] = _text(el["prompt"], f"{where}.prompt", limit=1000)
     return out
@@ -72,7 +75,7 @@ def _table(el: dict, where: str) -> dict:
         if not isinstance(row, list) or len(row) != len(names):
             raise ToolError(f"{where}.rows[{r}] must be a list of {len(names)} cells (one per column)")
         checked.append([_cell(v, f"{where}.rows[{r}][{c}]") for c, v in enumerate(row)])
-    out = {"type": "table", "columns": names, "rows": checked}
+    out: dict = {"type": "table", "columns": names, "rows": checked}
     if el.get("caption") is not None:
         out["caption"] = _text(el["caption"], f"{where}.caption", limit=500)
     return out

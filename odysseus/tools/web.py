@@ -33,7 +33,7 @@ MAX_REDIRECTS = 5
 # ------------------------------------------------------------------ SSRF guard
 def _networks(config: dict) -> List[ipaddress._BaseNetwork]:
     raw = str(config.get("FETCH_ALLOWED_NETWORKS") or "")
-    nets = []
+    nets: List[ipaddress._BaseNetwork] = []
     for part in raw.split(","):
         if part.strip():
             nets.append(ipaddress.ip_network(part.strip(), strict=False))
@@ -63,7 +63,7 @@ def check_url(url: str, config: dict) -> str:
     except (socket.gaierror, UnicodeError) as exc:
         raise ToolError(f"cannot resolve {parsed.hostname}: {exc}") from None
     for info in infos:
-        ip = info[4][0]
+        ip = str(info[4][0])  # an IPv4/IPv6 sockaddr's host is a str
         if not address_allowed(ip, config):
             raise ToolError(f"refused: {parsed.hostname} resolves to a private or local address ({ip})")
     return url

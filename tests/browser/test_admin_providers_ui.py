@@ -74,7 +74,8 @@ def test_admin_adds_tests_chats_with_and_removes_a_provider(server_factory, page
 
     # the chat's model picker has the new model at once; a reply streams from the local server
     page.keyboard.press("Escape")
-    page.wait_for_function("() => [...document.querySelectorAll('#model-picker option')].some(o => o.value === 'lab/m1')")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#model-picker option')].some(o => o.value === 'lab/m1')")
     page.select_option("#model-picker", "lab/m1")
     page.fill("#input", "hello lab")
     page.press("#input", "Enter")
