@@ -46,8 +46,18 @@ def model_server(tokens: int = 200, delay: float = 0.0) -> Iterator[int]:
         wait_port(port)
         yield port
     finally:
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Terminate a process we started (by its pid), then kill it if it has not gone within ``grace``."""
+    if proc.poll() is None:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 @contextmanager
