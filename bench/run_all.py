@@ -11,7 +11,7 @@ import os
 import time
 from typing import Callable, Dict, List, Tuple
 
-from . import backends, concurrency, durable, memory, overhead, resume, throughput
+from . import backends, concurrency, durable, memory, overhead, resume, targets, throughput
 from .common import ROOT, machine
 
 BENCHMARKS: List[Tuple[str, str, Callable]] = [
@@ -22,6 +22,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("memory", "5. Memory and eviction", memory.run),
     ("durable", "6. The durable run log", durable.run),
     ("backends", "7. Run backends: 1 worker in-process, 1 worker Redis, N workers Redis", backends.run),
+    ("targets", "8. Issue 22's targets against the model server itself", targets.run),
 ]
 RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
 MARK = "<!-- results are appended below by `make bench` -->"

@@ -187,6 +187,7 @@ async def held(size: Dict, model_port: int, app_port: int, headers: Dict[str, st
 
 def run_part(fn, size: Dict, env: Optional[Dict[str, str]] = None, limit: float = 300) -> List[Row]:
     """One model server and one app server (one gevent worker) for ``fn``; ended by pid, bounded by ``limit``."""
+    env = {"ODYSSEUS_MAX_STREAMS_PER_USER": "100000", **(env or {})}  # 100 streams from one (single-user) client
     with model_server() as model_port, app_server(model_port, env) as app:
         pid = worker_pid(app)
         return asyncio.run(asyncio.wait_for(fn(size, model_port, app.port, origin(app), pid), limit))
