@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional
 
 import requests
 
-from .common import HOST, ROOT, free_port, stop_process
+from .common import HOST, ROOT, free_port, process_tree, stop_process
 
 PEERS_DIR = os.path.join(ROOT, ".bench-peers")
 INSTALL_TIMEOUT = 900  # seconds per peer; Open WebUI brings torch and friends
@@ -136,7 +137,11 @@ def _process(args: List[str], env: Dict[str, str], cwd: str, log: str) -> Iterat
         try:
             yield proc
         finally:
+            descendants = process_tree(proc.pid)[1:]  # workers it may have forked, ended by pid after it
             stop_process(proc)
+            for pid in descendants:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _litellm(peer: Peer, model_port: int, tmp: str, secret: str) -> Iterator[Path]:

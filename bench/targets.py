@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -34,16 +35,19 @@ SIZES: Dict[str, Dict] = {
     "full": {"paced_streams": 100, "paced_tokens": 200, "paced_rounds": 4, "burst_streams": 100, "burst_rounds": 4,
              "cpu_short_turns": 300, "cpu_long_turns": 20, "cpu_long_tokens": 2000, "intake_tokens": 100_000,
              "held_samples": 30, "held_turns": 300, "held_runs": 20_000, "detached_levels": (2000, 5000),
+             "hold_tokens": 12, "hold_delay": 2.5,  # ~30 s per stream: the ramp to 5,000 at 200/s takes 25 s
              "memory_runs": 10_000, "resume_events": 100_000, "resume_trials": 20, "redis_turns": 600,
              "redis_levels": (1000, 2000, 4000)},
     "quick": {"paced_streams": 100, "paced_tokens": 200, "paced_rounds": 1, "burst_streams": 100, "burst_rounds": 1,
               "cpu_short_turns": 100, "cpu_long_turns": 5, "cpu_long_tokens": 2000, "intake_tokens": 20_000,
-              "held_samples": 10, "held_turns": 100, "held_runs": 1000, "detached_levels": (500,),
+              "held_samples": 10, "held_turns": 100, "held_runs": 1000, "detached_levels": (500,), "hold_tokens": 6,
+              "hold_delay": 1.0,
               "memory_runs": 1000, "resume_events": 20_000, "resume_trials": 5, "redis_turns": 100,
               "redis_levels": (200,)},
     "smoke": {"paced_streams": 10, "paced_tokens": 20, "paced_rounds": 1, "burst_streams": 10, "burst_rounds": 1,
               "cpu_short_turns": 20, "cpu_long_turns": 2, "cpu_long_tokens": 500, "intake_tokens": 2000,
-              "held_samples": 3, "held_turns": 20, "held_runs": 50, "detached_levels": (20,),
+              "held_samples": 3, "held_turns": 20, "held_runs": 50, "detached_levels": (20,), "hold_tokens": 3,
+              "hold_delay": 1.0,
               "memory_runs": 100, "resume_events": 1000, "resume_trials": 2, "redis_turns": 20,
               "redis_levels": (20,)},
 }
@@ -125,7 +129,7 @@ def main() -> None:
     args = parser.parse_args()
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     parts = [p.strip() for p in args.only.split(",") if p.strip()] or list(SMOKE_PARTS if args.smoke else PARTS)
-    data = measure(parts, mode, log=lambda s: print(s, flush=True))
+    data = measure(parts, mode, log=lambda s: print(s, file=sys.stderr, flush=True))
     print(json.dumps(data, indent=1) if args.json else report(data)[0])
 
 

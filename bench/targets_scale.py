@@ -17,8 +17,6 @@ from . import concurrency, memory, resume
 from .common import app_server, cpu_seconds, median, model_server, ms, origin, pct, worker_pid
 from .targets_load import Row, turns
 
-HOLD_TOKENS, HOLD_DELAY = 12, 2.5  # ~30 s per stream: the ramp to 5,000 at 200/s takes 25 s
-
 
 def _held(rows: List[Dict]) -> int:
     return max((r["n"] for r in rows if not r["errors"] and not r["late"]), default=0)
@@ -44,17 +42,17 @@ def _level_note(rows: List[Dict], worker: bool = True) -> str:
 
 def detached(size: Dict) -> List[Row]:
     """Detached streams with a live subscriber each; the client alone is measured first against the model server."""
-    levels = size["detached_levels"]
+    levels, tokens, delay = size["detached_levels"], size["hold_tokens"], size["hold_delay"]
     env = {"ODYSSEUS_HEARTBEAT_INTERVAL": "1", "ODYSSEUS_EVICT_GRACE": "5", "ODYSSEUS_CONNECT_TIMEOUT": "30",
            "ODYSSEUS_MAX_STREAMS_PER_USER": "100000"}
     with model_server() as model_port:
         client_rows = asyncio.run(asyncio.wait_for(
-            _levels(model_port, {}, os.getpid(), levels[-1:], "/v1/chat/completions", HOLD_TOKENS, HOLD_DELAY, 0),
-            HOLD_TOKENS * HOLD_DELAY + levels[-1] / 100 + 120))
+            _levels(model_port, {}, os.getpid(), levels[-1:], "/v1/chat/completions", tokens, delay, 0),
+            tokens * delay + levels[-1] / 100 + 120))
         with app_server(model_port, env) as app:
             app_rows = asyncio.run(asyncio.wait_for(
-                _levels(app.port, origin(app), worker_pid(app), levels, "/api/chat_stream", HOLD_TOKENS, HOLD_DELAY),
-                len(levels) * (HOLD_TOKENS * HOLD_DELAY + 60) + sum(levels) / 100))
+                _levels(app.port, origin(app), worker_pid(app), levels, "/api/chat_stream", tokens, delay),
+                len(levels) * (tokens * delay + 60) + sum(levels) / 100))
     held, client_ok = _held(app_rows), _held(client_rows)
     return [(f"detached streams held with on-time heartbeats >= 5,000 (levels {'/'.join(map(str, levels))})",
              f"{held:,}", f"app: {_level_note(app_rows)}. Client alone against the model server: "
