@@ -79,17 +79,19 @@ def report(data: Dict[Tuple[int, str], Dict], names: List[str], missing: Dict[st
         for name in names:
             d = data[(n, name)]
             ttft, total = median(d["ttft"]), median(d["total"])
-            added = "" if name == "direct" else (f"+{ms(ttft - d_ttft)} (p99 +{ms(pct(d['ttft'], 0.99) - pct(direct['ttft'], 0.99))})")
+            added_p99 = pct(d["ttft"], 0.99) - pct(direct["ttft"], 0.99)
+            added = "" if name == "direct" else f"+{ms(ttft - d_ttft)} (p99 +{ms(added_p99)})"
+            cpu = d["cpu"] / max(1, d["replies"])
+            errors = d["errors"] if not d["sample_error"] else f"{d['errors']} ({d['sample_error'][:50]})"
             rows.append([n, name, len(d["ttft"]), ms(ttft), added, ms(total),
-                         "" if name == "direct" else f"+{ms(total - d_total)}", f"{d['cpu'] / max(1, d['replies']) * 1000:.2f}",
-                         d["errors"] if not d["sample_error"] else f"{d['errors']} ({d['sample_error'][:50]})"])
+                         "" if name == "direct" else f"+{ms(total - d_total)}", f"{cpu * 1000:.2f}", errors])
         for name, reason in missing.items():
             rows.append([n, name, 0, "not measured", "", "", "", "", reason])
     header = ["streams", "path", "n", "first token p50", "added p50 (p99)", "last byte p50", "added last byte p50",
               "CPU per reply", "errors"]
-    return table(header, rows) + ("\n\n(milliseconds; 200 tokens at 5 ms per token; CPU per reply = the path's "
-                                  "processes' user+system CPU over all its batches / replies, in /proc clock ticks of 10 ms; for direct "
-                                  "the model server's)")
+    return table(header, rows) + ("\n\n(milliseconds; 200 tokens at 5 ms per token; CPU per reply = the "
+                                  "user+system CPU of the path's processes over all its batches / replies, counted "
+                                  "in /proc clock ticks of 10 ms; for direct the model server's)")
 
 
 def run(quick: bool = False, with_open_webui: bool = True) -> str:

@@ -141,7 +141,8 @@ async def cpu(size: Dict, model_port: int, app_port: int, headers: Dict[str, str
     direct_rate = intake_tokens / direct.total if direct.total else 0.0
     tick = 1 / os.sysconf("SC_CLK_TCK")  # /proc counts CPU in clock ticks
     return [("worker CPU per streamed token <= 10 µs", f"{per_token * 1e6:.1f} µs",
-             f"({long_n} replies of {long_tokens} tokens minus {short_n} 1-token turns; /proc tick {tick * 1000:.0f} ms)",
+             f"({long_n} replies of {long_tokens} tokens minus {short_n} 1-token turns; "
+             f"/proc tick {tick * 1000:.0f} ms)",
              per_token <= 10e-6),
             ("worker CPU per turn start <= ~1 ms", f"{per_turn * 1000:.2f} ms",
              f"({short_n} 1-token turns, 4 clients; idle {idle * 100:.1f}% subtracted)", per_turn <= 0.0011),

@@ -126,7 +126,7 @@ def redis_scaling(size: Dict) -> List[Row]:
             redis.stop()
     one, many = out[1], out[workers]
     rate_ratio = many["rate"] / one["rate"] if one["rate"] else 0.0
-    held_ratio = many["held"] / one["held"] if one["held"] else 0.0
+    held_ratio = many["held"] / one["held"] if one["held"] else (float("inf") if many["held"] else 0.0)
     per_worker = (rate_ratio - 1) / (workers - 1)
     levels = "/".join(map(str, size["redis_levels"]))
     note = (f"1 worker {one['rate']:.0f} turns/s ({one['cpu_per_turn'] * 1000:.2f} ms worker CPU/turn, "
@@ -136,6 +136,7 @@ def redis_scaling(size: Dict) -> List[Row]:
     return [(f"Redis, {workers} workers: turns/s scale with the cores (+>=0.5x per worker added)",
              f"{rate_ratio:.2f}x (+{per_worker:.2f}x per worker)", note,
              per_worker >= 0.5 and not many["failures"]),
-            (f"Redis, {workers} workers: held streams scale with the cores", f"{held_ratio:.2f}x",
+            (f"Redis, {workers} workers: held streams scale with the cores",
+             f"{one['held']} -> {many['held']}" + (f" ({held_ratio:.2f}x)" if one["held"] else ""),
              f"largest level held: {one['held']} -> {many['held']} (levels stop at {size['redis_levels'][-1]})",
              held_ratio >= 1.5 if one["held"] < size["redis_levels"][-1] else None)]
