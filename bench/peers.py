@@ -34,19 +34,34 @@ TOKENS, PACING = 200, 0.005
 LEVELS = {"full": ((1, 15), (10, 6), (100, 2)), "quick": ((1, 3), (10, 2), (100, 1))}
 
 
-async def _batch(path: gw.Path, n: int) -> Tuple[List, float]:
-    """``n`` simultaneous replies on one path; the results and the CPU seconds its processes spent."""
+def _cpu(path: gw.Path) -> float:
+    return sum(tree_cpu_seconds(p) for p in path.pids)
+
+
+async def idle_rates(paths: List[gw.Path], seconds: float = 3.0) -> Dict[str, float]:
+    """Each path's CPU (cores) while nothing is asked of it: timers, heartbeats, background tasks."""
+    before = {p.name: _cpu(p) for p in paths}
+    await asyncio.sleep(seconds)
+    return {p.name: max(0.0, (_cpu(p) - before[p.name]) / seconds) for p in paths}
+
+
+async def _batch(path: gw.Path, n: int, idle: float = 0.0) -> Tuple[List, float]:
+    """``n`` simultaneous replies on one path; the results and its processes' CPU seconds, less the idle rate."""
     prompt = f"peers tokens={TOKENS} delay={PACING}"
-    cpu0 = sum(tree_cpu_seconds(p) for p in path.pids)
+    cpu0, t0 = _cpu(path), time.perf_counter()
     results = await asyncio.gather(*(request(HOST, path.port, "POST", path.url, path.body(prompt), path.headers,
                                              timeout=120) for _ in range(n)))
     await asyncio.sleep(0.2)  # after-work (saves, logs) ends after the last byte
-    return list(results), sum(tree_cpu_seconds(p) for p in path.pids) - cpu0
+    return list(results), _cpu(path) - cpu0 - idle * (time.perf_counter() - t0)
 
 
 async def measure(paths: List[gw.Path], levels) -> Dict[Tuple[int, str], Dict]:
-    """Per (N, path name): ttft, total, cpu per reply, errors."""
+    """Per (N, path name): ttft, total, cpu per reply, errors; ``(0, "idle")``: each path's idle CPU rate."""
     out: Dict[Tuple[int, str], Dict] = {}
+    for path in paths:
+        await _batch(path, 1)  # first requests: imports, connections, caches
+    idle = await idle_rates(paths)
+    out[(0, "idle")] = idle
     for n, rounds in levels:
         for path in paths:
             out[(n, path.name)] = {"ttft": [], "total": [], "cpu": 0.0, "replies": 0, "errors": 0,
@@ -55,7 +70,7 @@ async def measure(paths: List[gw.Path], levels) -> Dict[Tuple[int, str], Dict]:
         for index in range(rounds):
             order = paths[index % len(paths):] + paths[:index % len(paths)]
             for path in order:
-                results, cpu = await _batch(path, n)
+                results, cpu = await _batch(path, n, idle[path.name])
                 bucket = out[(n, path.name)]
                 bucket["cpu"] += cpu
                 bucket["replies"] += n
@@ -73,7 +88,8 @@ async def measure(paths: List[gw.Path], levels) -> Dict[Tuple[int, str], Dict]:
 def report(data: Dict[Tuple[int, str], Dict], names: List[str], missing: Dict[str, str]) -> str:
     """The Markdown table: direct first at every N, then each gateway's added time."""
     rows = []
-    for n in sorted({k[0] for k in data}):
+    idle = data.get((0, "idle"), {})
+    for n in sorted({k[0] for k in data if k[0]}):
         direct = data[(n, "direct")]
         d_ttft, d_total = median(direct["ttft"]), median(direct["total"])
         for name in names:
@@ -81,7 +97,7 @@ def report(data: Dict[Tuple[int, str], Dict], names: List[str], missing: Dict[st
             ttft, total = median(d["ttft"]), median(d["total"])
             added_p99 = pct(d["ttft"], 0.99) - pct(direct["ttft"], 0.99)
             added = "" if name == "direct" else f"+{ms(ttft - d_ttft)} (p99 +{ms(added_p99)})"
-            cpu = d["cpu"] / max(1, d["replies"])
+            cpu = max(0.0, d["cpu"]) / max(1, d["replies"])
             errors = d["errors"] if not d["sample_error"] else f"{d['errors']} ({d['sample_error'][:50]})"
             rows.append([n, name, len(d["ttft"]), ms(ttft), added, ms(total),
                          "" if name == "direct" else f"+{ms(total - d_total)}", f"{cpu * 1000:.2f}", errors])
@@ -90,8 +106,10 @@ def report(data: Dict[Tuple[int, str], Dict], names: List[str], missing: Dict[st
     header = ["streams", "path", "n", "first token p50", "added p50 (p99)", "last byte p50", "added last byte p50",
               "CPU per reply", "errors"]
     return table(header, rows) + ("\n\n(milliseconds; 200 tokens at 5 ms per token; CPU per reply = the "
-                                  "user+system CPU of the path's processes over all its batches / replies, counted "
-                                  "in /proc clock ticks of 10 ms; for direct the model server's)")
+                                  "user+system CPU of the path's processes over all its batches, less its idle "
+                                  "rate, / replies, counted in /proc clock ticks of 10 ms; for direct the model "
+                                  "server's. Idle CPU, % of a core: "
+                                  + ", ".join(f"{name} {rate * 100:.1f}%" for name, rate in idle.items()) + ")")
 
 
 def run(quick: bool = False, with_open_webui: bool = True) -> str:
