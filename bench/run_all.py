@@ -28,7 +28,7 @@ RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
 MARK = "<!-- results are appended below by `make bench` -->"
 
 
-def section(selected: List[str], quick: bool, parts: Optional[List[str]] = None) -> str:
+def section(selected: List[str], quick: bool, target_parts: Optional[List[str]] = None) -> str:
     """Run the selected benchmarks; one Markdown section for this run."""
     facts = machine()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -42,7 +42,10 @@ def section(selected: List[str], quick: bool, parts: Optional[List[str]] = None)
             continue
         started = time.monotonic()
         print(f"== {title}", flush=True)
-        text, targets = fn(quick=quick, parts=parts) if key == "targets" and parts else fn(quick=quick)
+        if key == "targets" and target_parts:
+            text, targets = fn(quick=quick, parts=target_parts)
+        else:
+            text, targets = fn(quick=quick)
         print(text, flush=True)
         print(f"   ({time.monotonic() - started:.0f} s)", flush=True)
         parts += [f"### {title}", "", text, ""]
