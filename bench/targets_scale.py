@@ -139,4 +139,5 @@ def redis_scaling(size: Dict) -> List[Row]:
             (f"Redis, {workers} workers: held streams scale with the cores",
              f"{one['held']} -> {many['held']}" + (f" ({held_ratio:.2f}x)" if one["held"] else ""),
              f"largest level held: {one['held']} -> {many['held']} (levels stop at {size['redis_levels'][-1]})",
-             held_ratio >= 1.5 if one["held"] < size["redis_levels"][-1] else None)]
+             # no verdict when 1 worker already holds the top level, or neither holds the first
+             held_ratio >= 1.5 if one["held"] < size["redis_levels"][-1] and (one["held"] or many["held"]) else None)]
