@@ -11,7 +11,7 @@ VENDOR := static/vendor
 VENDOR_STAMP := $(VENDOR)/.installed
 NPM ?= npm
 
-.PHONY: run test bench lint install vendor clean
+.PHONY: run test bench bench-peers lint install vendor clean
 
 $(STAMP): setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,10 @@ test: $(STAMP) $(VENDOR_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
+
+# Opt-in: installs LiteLLM proxy (and Open WebUI) into .bench-peers/ and compares them (bench/peers.py).
+bench-peers: $(STAMP)
+	$(BIN)/python -m bench.peers
 
 # The lint gate (.ci/run runs it before the tests): ruff's rules (ruff.toml), mypy over the packages
 # listed in setup.cfg [mypy], tsc's JSDoc check of static/js (tsconfig.json; typescript comes with

@@ -12,7 +12,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from importlib import metadata
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -36,18 +36,35 @@ def wait_port(port: int, timeout: float = 10.0) -> None:
 
 
 @contextmanager
-def model_server(tokens: int = 200, delay: float = 0.0) -> Iterator[int]:
-    """The fast model server in its own process; yields its port."""
+def model_process(tokens: int = 200, delay: float = 0.0) -> Iterator[Tuple[int, int]]:
+    """The fast model server in its own process; yields its port and pid."""
     raise_nofile()
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "bench.model_server", "--port", str(port), "--tokens", str(tokens),
                              "--delay", str(delay)], cwd=ROOT)
     try:
         wait_port(port)
-        yield port
+        yield port, proc.pid
     finally:
+        stop_process(proc)
+
+
+@contextmanager
+def model_server(tokens: int = 200, delay: float = 0.0) -> Iterator[int]:
+    """The fast model server in its own process; yields its port."""
+    with model_process(tokens, delay) as (port, _pid):
+        yield port
+
+
+def stop_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Terminate a process we started (by its pid), then kill it if it has not gone within ``grace``."""
+    if proc.poll() is None:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
 
 
 @contextmanager
@@ -83,6 +100,32 @@ def worker_pid(server: LiveServer) -> int:
             pass
         time.sleep(0.05)
     raise RuntimeError("no gunicorn worker found")
+
+
+def process_tree(pid: int) -> List[int]:
+    """``pid`` and all its descendants, read from /proc (never by a name pattern)."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as fh:
+                    todo += [int(p) for p in fh.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants."""
+    total = 0.0
+    for member in process_tree(pid):
+        try:
+            total += cpu_seconds(member)
+        except OSError:
+            pass
+    return total
 
 
 def rss_mb(pid: int) -> float:

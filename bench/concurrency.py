@@ -22,25 +22,33 @@ RAMP_PER_SECOND = 200  # starting a run costs ~2.5 ms of worker CPU: 400/s would
 LATE = INTERVAL + 0.5
 
 
-async def level(app_port: int, headers: Dict[str, str], pid: int, n: int) -> Dict:
-    """Run ``n`` concurrent streams; return counts, gaps and memory."""
+async def level(app_port: int, headers: Dict[str, str], pid: int, n: int, tokens: int = 0, delay: float = 0.0,
+                path: str = "/api/chat_stream") -> Dict:
+    """Run ``n`` concurrent streams (``tokens`` at ``delay`` s, default the module's); return counts, gaps, memory.
+
+    ``path="/v1/chat/completions"`` with the model server's port measures the client itself.
+    """
+    tokens, delay = tokens or TOKENS, delay or DELAY
     before, cpu0, t0, own0 = rss_mb(pid), cpu_seconds(pid), time.monotonic(), time.process_time()
-    body = {"message": f"hold tokens={TOKENS} delay={DELAY}"}
+    prompt = f"hold tokens={tokens} delay={delay}"
+    body = ({"message": prompt} if path == "/api/chat_stream"
+            else {"model": "bench", "stream": True, "messages": [{"role": "user", "content": prompt}]})
 
     async def one(i: int):
         await asyncio.sleep(i / RAMP_PER_SECOND)
-        return await request(HOST, app_port, "POST", "/api/chat_stream", body, headers, timeout=120)
+        return await request(HOST, app_port, "POST", path, body, headers, timeout=120)
 
     tasks = [asyncio.ensure_future(one(i)) for i in range(n)]
     ramp = n / RAMP_PER_SECOND
-    await asyncio.sleep(ramp + DELAY * TOKENS / 2)  # all started, half way through
+    await asyncio.sleep(ramp + delay * tokens / 2)  # all started, half way through
     plateau = rss_mb(pid)
     results = await asyncio.gather(*tasks)
     cpu = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
     client_cpu = (time.process_time() - own0) / (time.monotonic() - t0)
-    bad = [r for r in results if r.error or r.status != 200 or r.tokens != TOKENS or r.dones != 1]
+    bad = [r for r in results if r.error or r.status != 200 or r.tokens != tokens or r.dones != 1]
     gaps = [r.max_gap for r in results if not r.error]
-    return {"n": n, "errors": len(bad), "late": sum(1 for g in gaps if g > LATE),
+    late = delay + 0.5 if path != "/api/chat_stream" else min(LATE, delay + 0.5)
+    return {"n": n, "errors": len(bad), "late": sum(1 for g in gaps if g > late),
             "gap_med": median(gaps), "gap_max": max(gaps) if gaps else float("nan"),
             "heartbeats": sum(r.heartbeats for r in results), "rss_before": before, "rss_plateau": plateau,
             "per_stream_kb": (plateau - before) * 1024 / n, "cpu": cpu, "client_cpu": client_cpu,

@@ -1,6 +1,6 @@
 """``make bench``: run the benchmarks and append the results to docs/benchmarks.md.
 
-``python -m bench.run_all [--quick] [--only overhead,resume] [--no-write]``
+``python -m bench.run_all [--quick] [--only overhead,resume] [--parts paced,cpu] [--no-write]``
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import argparse
 import datetime
 import os
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
-from . import backends, concurrency, durable, memory, overhead, resume, throughput
+from . import backends, concurrency, durable, memory, overhead, resume, targets, throughput
 from .common import ROOT, machine
 
 BENCHMARKS: List[Tuple[str, str, Callable]] = [
@@ -22,12 +22,13 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("memory", "5. Memory and eviction", memory.run),
     ("durable", "6. The durable run log", durable.run),
     ("backends", "7. Run backends: 1 worker in-process, 1 worker Redis, N workers Redis", backends.run),
+    ("targets", "8. Issue 22's targets against the model server itself", targets.run),
 ]
 RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
 MARK = "<!-- results are appended below by `make bench` -->"
 
 
-def section(selected: List[str], quick: bool) -> str:
+def section(selected: List[str], quick: bool, target_parts: Optional[List[str]] = None) -> str:
     """Run the selected benchmarks; one Markdown section for this run."""
     facts = machine()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -41,7 +42,10 @@ def section(selected: List[str], quick: bool) -> str:
             continue
         started = time.monotonic()
         print(f"== {title}", flush=True)
-        text, targets = fn(quick=quick)
+        if key == "targets" and target_parts:
+            text, targets = fn(quick=quick, parts=target_parts)
+        else:
+            text, targets = fn(quick=quick)
         print(text, flush=True)
         print(f"   ({time.monotonic() - started:.0f} s)", flush=True)
         parts += [f"### {title}", "", text, ""]
@@ -68,10 +72,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Run the Odysseus benchmarks.")
     parser.add_argument("--quick", action="store_true", help="small sample sizes (a smoke run)")
     parser.add_argument("--only", default="", help="comma-separated: " + ",".join(k for k, _, _ in BENCHMARKS))
+    parser.add_argument("--parts", default="", help="benchmark 8's parts, comma-separated: " + ",".join(targets.PARTS))
     parser.add_argument("--no-write", action="store_true", help="print only; do not touch docs/benchmarks.md")
     args = parser.parse_args()
     selected = [k.strip() for k in args.only.split(",") if k.strip()] or [k for k, _, _ in BENCHMARKS]
-    text = section(selected, args.quick)
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    text = section(selected, args.quick, parts or None)
     if not args.no_write:
         append(text)
         print(f"appended to {os.path.relpath(RESULTS, ROOT)}")
