@@ -29,7 +29,28 @@ LIFECYCLE = frozenset({CHAT_TERMINAL, AGENT_TERMINAL, DONE, ERROR, CLOSE, MESSAG
 
 Entry = Tuple[Event, str]
 #: One encoder for every append: ``json.dumps`` with options builds a new encoder per call.
-encode_payload = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: the string encoder ``_encode`` itself uses for ``str`` values (ensure_ascii=False): same bytes
+_encode_str = json.encoder.encode_basestring
+
+
+def encode_payload(data: dict) -> str:
+    """An event's payload as JSON, exactly as ``_encode`` writes it; a text delta by a string fast path.
+
+    ``{"delta": s}`` and ``{"delta": s, "thinking": true}`` (in that key order, as
+    ``events.delta`` builds them) are most of a run's events; the general encoder takes
+    about ten times as long for them.
+    """
+    size = len(data)
+    if size == 1:
+        text = data.get("delta")
+        if type(text) is str:
+            return '{"delta":' + _encode_str(text) + "}"
+    elif size == 2 and data.get("thinking") is True:
+        text = data.get("delta")
+        if type(text) is str and next(iter(data)) == "delta":
+            return '{"delta":' + _encode_str(text) + ',"thinking":true}'
+    return _encode(data)
 
 
 class LogFull(Exception):
@@ -68,7 +89,9 @@ class RunLog:
         self.budget = budget
         self.bytes = 0
         self._entries: List[Entry] = []
-        self._cond = threading.Condition(threading.RLock())
+        # A plain lock (not reentrant: cheaper per append); subclasses extend ``_admitted``, never re-lock.
+        self._cond = threading.Condition(threading.Lock())
+        self._waiters = getattr(self._cond, "_waiters", None)  # the Condition's own list of blocked readers
         self.closed = False
         self.released = False
 
@@ -109,13 +132,20 @@ class RunLog:
                 raise LogFull("run log cap reached")
             if self.budget is not None and not self.budget.take(size, force=forced):
                 raise LogFull("process log budget exhausted")
-            entry = (numbered or event.numbered(self.last_seq + 1), payload)
+            entry = (numbered or Event(event.type, event.data, self.base + len(self._entries) + 1), payload)
             self._entries.append(entry)
             self.bytes += size
             if event.type == CLOSE:
                 self.closed = True
-            self._cond.notify_all()
+            self._admitted(entry)
+            # Wake blocked readers only when there are any: a reader already woken by this burst's
+            # first append is off the list until it waits again (then it has read everything).
+            if self._waiters is None or self._waiters:
+                self._cond.notify_all()
         return entry
+
+    def _admitted(self, entry: Entry) -> None:
+        """Called under the log's lock for each entry just stored (a mirror queues it here)."""
 
     def read_after(self, seq: int) -> List[Entry]:
         """Every entry with a number greater than ``seq``."""
