@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from ..events import AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, RUN_TIMEOUT, Event
 
@@ -147,20 +147,26 @@ class RunLog:
     def _admitted(self, entry: Entry) -> None:
         """Called under the log's lock for each entry just stored (a mirror queues it here)."""
 
-    def read_after(self, seq: int) -> List[Entry]:
-        """Every entry with a number greater than ``seq``."""
+    def read_after(self, seq: int, limit: Optional[int] = None) -> List[Entry]:
+        """Entries with a number greater than ``seq``: all of them, or the first ``limit``."""
+        start = max(0, seq - self.base)
         with self._cond:
-            return self._entries[max(0, seq - self.base):]
+            return self._entries[start:] if limit is None else self._entries[start:start + limit]
 
-    def wait_after(self, seq: int, timeout: Optional[float]) -> List[Entry]:
-        """Entries after ``seq``; blocks up to ``timeout`` while there are none and the log is open.
+    def newest_first(self) -> Iterator[Entry]:
+        """The entries from the newest back (no copy: the list only grows while it is iterated)."""
+        return reversed(self._entries)
+
+    def wait_after(self, seq: int, timeout: Optional[float], limit: Optional[int] = None) -> List[Entry]:
+        """Entries after ``seq`` (at most ``limit``); blocks up to ``timeout`` while there are none and the log is open.
 
         Returns an empty list on timeout, or when the log is closed (or released) with nothing after ``seq``.
         """
+        start = max(0, seq - self.base)
         with self._cond:
             if self.last_seq <= seq and not self.closed and not self.released:
                 self._cond.wait(timeout)
-            return self._entries[max(0, seq - self.base):]
+            return self._entries[start:] if limit is None else self._entries[start:start + limit]
 
     def release(self) -> int:
         """Drop every entry (eviction); wake readers; return the bytes freed."""
