@@ -43,6 +43,7 @@ READ_SIZE = 65536
 DRAIN_SECONDS = 0.25  # after the protocol's end marker, how long to wait for the body's end
 POOL_SIZE = 10  # connections kept per provider host
 ERROR_BODY_LIMIT = 64 * 1024
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 @dataclass(frozen=True)
@@ -512,7 +513,11 @@ class Transport:
 def parse_json(text: str, provider: str) -> Any:
     """One JSON chunk; a malformed one is a ProviderProtocolError naming the provider."""
     try:
-        return json.loads(text)
+        try:  # the scanner itself: json.loads adds two layers and two whitespace regexes per chunk
+            value, end = _raw_decode(text)
+        except ValueError:
+            return json.loads(text)  # leading whitespace, or malformed: the full parser decides
+        return value if end == len(text) else json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested thousands deep
         shown = text if len(text) <= 200 else text[:197] + "..."
         raise ProviderProtocolError(f"Malformed chunk from provider {provider}: {shown!r}",

@@ -144,15 +144,11 @@ class OpenAICompatProvider(HTTPProvider):
         reason: Optional[str] = None
         last_usage: Optional[dict] = None
         first = True
-        loads = json.loads
         for _name, data in sse_events(response.chunks()):
             if data == "[DONE]" or data.strip() == "[DONE]":
                 reason = reason or "stop"
                 break
-            try:
-                chunk = loads(data)
-            except (ValueError, RecursionError):
-                chunk = parse_json(data, self.name)  # raises the provider's ProviderProtocolError
+            chunk = parse_json(data, self.name)
             if not isinstance(chunk, dict):
                 raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
             if chunk.get("error"):

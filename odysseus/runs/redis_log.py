@@ -134,8 +134,8 @@ class MirroredRunLog(RunLog):
         self.writer = writer
 
     def _admitted(self, entry: Entry) -> None:
-        # [perfstream, issue 22] called under the log's lock (now a plain, non-reentrant lock):
-        # the same lock still orders the memory log and the stream.
+        # [perfstream, issue 22] called atomically with the memory log's append (under its lock,
+        # or among greenlets with nothing that can switch): the log and the stream keep one order.
         self.writer.push(self.run_id, entry)
 
 

@@ -57,24 +57,47 @@ class LogFull(Exception):
     """A cap was reached; the event was not appended."""
 
 
+def greenlets_only() -> bool:
+    """True under gevent's monkey patch: the threads that touch run logs are greenlets of ONE OS thread.
+
+    The server runs so (wsgi.py patches first). The native threads it has (SQLite writer, Redis
+    writer) only read their own queues, never a log or the budget. A greenlet switches only where
+    it blocks, so a section with no blocking call cannot interleave with another greenlet's.
+    """
+    try:
+        from gevent import monkey
+    except ImportError:  # pragma: no cover - gevent is a dependency
+        return False
+    return bool(monkey.is_module_patched("threading"))
+
+
 class ByteBudget:
     """Payload bytes held by all logs of one process."""
 
     def __init__(self, limit: int):
         self.limit = limit
         self.used = 0
-        self._lock = threading.Lock()
+        # no lock among greenlets (see greenlets_only): take and give never block, so they are atomic
+        self._lock = None if greenlets_only() else threading.Lock()
 
     def take(self, n: int, force: bool = False) -> bool:
         """Reserve ``n`` bytes; False (nothing reserved) when over the limit unless ``force``."""
+        if self._lock is None:
+            return self._take(n, force)
         with self._lock:
-            if not force and self.used + n > self.limit:
-                return False
-            self.used += n
-            return True
+            return self._take(n, force)
+
+    def _take(self, n: int, force: bool) -> bool:
+        if not force and self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
 
     def give(self, n: int) -> None:
         """Release ``n`` bytes."""
+        if self._lock is None:
+            self.used = max(0, self.used - n)
+            return
         with self._lock:
             self.used = max(0, self.used - n)
 
@@ -92,6 +115,7 @@ class RunLog:
         # A plain lock (not reentrant: cheaper per append); subclasses extend ``_admitted``, never re-lock.
         self._cond = threading.Condition(threading.Lock())
         self._waiters = getattr(self._cond, "_waiters", None)  # the Condition's own list of blocked readers
+        self._greenlets = greenlets_only() and self._waiters is not None
         self.closed = False
         self.released = False
 
@@ -123,29 +147,42 @@ class RunLog:
         return self._store(event, payload, numbered=event)
 
     def _store(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
-        size = len(payload) + 16
-        forced = event.type in LIFECYCLE
+        if self._greenlets:
+            # Invariant: one writer greenlet per run, and nothing in _admit blocks, so no other
+            # greenlet (a reader checking before it waits, a finalizer) can run in the middle of
+            # it: the append needs no lock. Blocked readers are woken under the lock, and only
+            # when there are any (a reader woken by this burst's first append is off the list
+            # until it waits again, and then it has read everything: one wake per burst).
+            entry = self._admit(event, payload, numbered)
+            if self._waiters:
+                with self._cond:
+                    self._cond.notify_all()
+            return entry
         with self._cond:
-            if self.closed or self.released:
-                raise LogFull("log is closed")
-            if not forced and (len(self._entries) >= self.max_events or self.bytes + size > self.max_bytes):
-                raise LogFull("run log cap reached")
-            if self.budget is not None and not self.budget.take(size, force=forced):
-                raise LogFull("process log budget exhausted")
-            entry = (numbered or Event(event.type, event.data, self.base + len(self._entries) + 1), payload)
-            self._entries.append(entry)
-            self.bytes += size
-            if event.type == CLOSE:
-                self.closed = True
-            self._admitted(entry)
-            # Wake blocked readers only when there are any: a reader already woken by this burst's
-            # first append is off the list until it waits again (then it has read everything).
+            entry = self._admit(event, payload, numbered)
             if self._waiters is None or self._waiters:
                 self._cond.notify_all()
         return entry
 
+    def _admit(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
+        size = len(payload) + 16
+        forced = event.type in LIFECYCLE
+        if self.closed or self.released:
+            raise LogFull("log is closed")
+        if not forced and (len(self._entries) >= self.max_events or self.bytes + size > self.max_bytes):
+            raise LogFull("run log cap reached")
+        if self.budget is not None and not self.budget.take(size, force=forced):
+            raise LogFull("process log budget exhausted")
+        entry = (numbered or Event(event.type, event.data, self.base + len(self._entries) + 1), payload)
+        self._entries.append(entry)
+        self.bytes += size
+        if event.type == CLOSE:
+            self.closed = True
+        self._admitted(entry)
+        return entry
+
     def _admitted(self, entry: Entry) -> None:
-        """Called under the log's lock for each entry just stored (a mirror queues it here)."""
+        """Called for each entry just stored, atomically with the append (a mirror queues it here)."""
 
     def read_after(self, seq: int, limit: Optional[int] = None) -> List[Entry]:
         """Entries with a number greater than ``seq``: all of them, or the first ``limit``."""
