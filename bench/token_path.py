@@ -79,7 +79,8 @@ def main() -> None:
         spent: List[float] = [one_turn(provider, args.tokens) for _ in range(args.trials)]
     per_token = statistics.median(spent) / args.tokens
     print(f"tokens per trial: {args.tokens}, trials: {args.trials}")
-    print(f"CPU per token: {per_token * 1e6:.2f} us (trials: {', '.join(f'{s / args.tokens * 1e6:.2f}' for s in spent)})")
+    trials = ", ".join(f"{s / args.tokens * 1e6:.2f}" for s in spent)
+    print(f"CPU per token: {per_token * 1e6:.2f} us (trials: {trials})")
     print(f"events/s this CPU allows: {1 / per_token:,.0f}")
 
 

@@ -22,13 +22,13 @@ from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
+from .plain_chunks import KNOWN_DELTA_KEYS, PlainContent
 from .stream_reader import sse_events
 from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KNOWN_CHUNK_KEYS = {"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
                     "obfuscation", "service_tier"}  # the last two: per-chunk noise, not worth keeping
-KNOWN_DELTA_KEYS = {"role", "content", "reasoning_content", "reasoning", "tool_calls", "refusal", "function_call"}
 
 
 def api_root(base_url: Optional[str]) -> str:
@@ -144,7 +144,18 @@ class OpenAICompatProvider(HTTPProvider):
         reason: Optional[str] = None
         last_usage: Optional[dict] = None
         first = True
+        plain = PlainContent()
         for _name, data in sse_events(response.chunks()):
+            content = plain.content(data)  # the common token chunk: no JSON decoding (see plain_chunks)
+            if content is not None:
+                if not content:
+                    continue
+                if splitter is None or splitter.passthrough(content):
+                    yield delta(content)
+                else:
+                    for text, is_thinking in splitter.feed(content):
+                        yield delta(text, thinking=is_thinking)
+                continue
             if data == "[DONE]" or data.strip() == "[DONE]":
                 reason = reason or "stop"
                 break
@@ -156,6 +167,7 @@ class OpenAICompatProvider(HTTPProvider):
             # the common chunk carries only known keys: no dict built (a set-view comparison in C)
             extra = None if chunk.keys() <= KNOWN_CHUNK_KEYS else {
                 k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
+            was_first = first
             if first:
                 first = False
                 extra = extra or {}
@@ -174,9 +186,7 @@ class OpenAICompatProvider(HTTPProvider):
                     yield delta(thinking, thinking=True)
                 content = piece.get("content")
                 if content and isinstance(content, str):
-                    if splitter is None:
-                        yield delta(content)
-                    elif splitter.passthrough(content):  # past the reasoning: no tag can follow
+                    if splitter is None or splitter.passthrough(content):  # past the reasoning: no tag follows
                         yield delta(content)
                     else:
                         for text, is_thinking in splitter.feed(content):
@@ -193,6 +203,8 @@ class OpenAICompatProvider(HTTPProvider):
                     yield from tools.drain()
             if extra:
                 yield self.meta(fields=extra)
+            elif not was_first:
+                plain.learn(data, chunk, extra)
         if reason is None:  # neither [DONE] nor a finish_reason: the stream was cut
             raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done",
                                        provider=self.name)
