@@ -23,6 +23,7 @@ import threading
 from typing import Iterator, List, Optional, Tuple
 
 from ..events import AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, RUN_TIMEOUT, Event
+from .native import gevent_active
 
 #: Events admitted past the caps so that every run can end with its terminal outcome.
 LIFECYCLE = frozenset({CHAT_TERMINAL, AGENT_TERMINAL, DONE, ERROR, CLOSE, MESSAGE_SAVED, RUN_TIMEOUT})
@@ -64,11 +65,7 @@ def greenlets_only() -> bool:
     writer) only read their own queues, never a log or the budget. A greenlet switches only where
     it blocks, so a section with no blocking call cannot interleave with another greenlet's.
     """
-    try:
-        from gevent import monkey
-    except ImportError:  # pragma: no cover - gevent is a dependency
-        return False
-    return bool(monkey.is_module_patched("threading"))
+    return gevent_active()
 
 
 class ByteBudget:
