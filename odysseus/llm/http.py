@@ -341,7 +341,7 @@ class StreamResponse:
 
     def _body_read(self) -> None:
         """The whole chunked body was decoded here: close http.client's side as it would at the end."""
-        inner = self.response.raw._fp
+        inner: Any = self.response.raw._fp  # http.client's response (checked in _chunked_source)
         with contextlib.suppress(Exception):
             inner.chunk_left = 0
             inner._close_conn()  # drops its file object; the socket stays with the pooled connection
@@ -381,7 +381,7 @@ class StreamResponse:
             return
         if self.sock is None:
             return
-        inner = self.response.raw._fp
+        inner: Any = self.response.raw._fp
         fp = inner.fp
         deadline = time.monotonic() + DRAIN_SECONDS
         try:
