@@ -58,3 +58,54 @@ def test_wait_after_wakes_on_append_and_on_close():
     assert [e.seq for e, _ in got[0]] == [1]
     log.append(Event(CLOSE, {}))
     assert log.wait_after(2, 5) == []  # closed: returns at once
+
+
+GREENLET_CHECK = r'''
+from gevent import monkey
+monkey.patch_all()
+import time
+import gevent
+from odysseus.events import CLOSE, Event, delta
+from odysseus.runs.run_log import ByteBudget, RunLog
+
+budget = ByteBudget(10 ** 9)
+log = RunLog(100_000, 10 ** 9, budget)
+assert log._greenlets and budget._lock is None  # the lock-free path is the one measured here
+seen, wakes = [], [0]
+
+def reader():
+    cursor = 0
+    while True:
+        entries = log.wait_after(cursor, 5)
+        wakes[0] += 1
+        seen.extend(e for e, _ in entries)
+        cursor = entries[-1][0].seq
+        if entries[-1][0].type == CLOSE:
+            return
+
+def writer():
+    for burst in range(50):
+        for i in range(200):  # a burst: no switch inside it
+            log.append(delta(f"{burst}-{i}"))
+        gevent.sleep(0.001)
+    log.append(Event(CLOSE, {}))
+
+started = time.monotonic()
+gevent.joinall([gevent.spawn(reader), gevent.spawn(writer)], timeout=30)
+assert [e.seq for e in seen] == list(range(1, 10_002)), len(seen)
+assert [e.data["delta"] for e in seen[:2]] == ["0-0", "0-1"]
+assert wakes[0] <= 60, wakes  # woken about once per burst, not once per event
+assert time.monotonic() - started < 20
+assert budget.used == log.bytes
+log.release()
+assert budget.used == 0
+print("ok")
+'''
+
+
+def test_under_gevent_appends_take_no_lock_and_readers_wake_once_per_burst():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", GREENLET_CHECK], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]

@@ -49,12 +49,13 @@ class HTTPProvider:
     def stream(self, request: ChatRequest, cancel: CancelToken) -> Iterator[Event]:
         """Yield canonical events for one completion; stops promptly when ``cancel`` fires."""
         response = self._open(request, cancel)
+        check = cancel.raise_if_cancelled
         try:
             with provider_errors(self.name, cancel):
                 for event in repaired(self._events(response, request)):  # the one text repair
-                    if event.type in (DELTA, TOOL_CALL):
+                    if not response.output_started and event.type in (DELTA, TOOL_CALL):
                         response.mark_output()
-                    cancel.raise_if_cancelled()
+                    check()
                     yield event
                 if cancel.cancelled:  # the shutdown socket looked like a clean end of stream
                     raise Cancelled(cancel.reason or "stopped")

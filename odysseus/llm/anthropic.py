@@ -18,10 +18,10 @@ from typing import Dict, Iterator, List, Optional
 from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
 from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
-from ..sse import parse_sse
 from .adapter import HTTPProvider, image_parts, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
+from .stream_reader import sse_events
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -132,14 +132,11 @@ class AnthropicProvider(HTTPProvider):
         extra_usage: dict = {}
         reason: Optional[str] = None
         stopped = False
-        for frame in parse_sse(response.chunks()):
-            data = frame.get("data")
-            if data is None:
-                continue
+        for event_name, data in sse_events(response.chunks()):
             doc = parse_json(data, self.name)
             if not isinstance(doc, dict):
                 raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
-            kind = doc.get("type") or frame.get("event")
+            kind = doc.get("type") or event_name
             if kind == "ping":
                 continue
             if kind == "error":

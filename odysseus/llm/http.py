@@ -36,12 +36,14 @@ from ..cancel import Cancelled, CancelToken
 from ..errors import (ProviderError, ProviderHTTPError, ProviderNetworkError, ProviderProtocolError,
                       ProviderTimeout, ProviderUnavailable)
 from .base import ProviderConfig
+from .stream_reader import ChunkedDecoder
 from .text_repair import repair_text, repair_value
 
 READ_SIZE = 65536
 DRAIN_SECONDS = 0.25  # after the protocol's end marker, how long to wait for the body's end
 POOL_SIZE = 10  # connections kept per provider host
 ERROR_BODY_LIMIT = 64 * 1024
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 @dataclass(frozen=True)
@@ -271,6 +273,7 @@ class StreamResponse:
         self.output_started = False
         self.reusable = False
         self._unregister = unregister
+        self._decoder: Optional[ChunkedDecoder] = None  # set when chunks() decodes the body itself
 
     def mark_output(self) -> None:
         """The model produced output: from now on reads use the idle timeout."""
@@ -288,9 +291,29 @@ class StreamResponse:
                 raise ProviderTimeout("Read timeout")  # keep-alive bytes, but no output in time
         sock.settimeout(max(0.001, timeout))
 
+    def _chunked_source(self) -> Optional[Any]:
+        """The buffered socket file of a chunked, uncompressed body nothing has read yet; else None.
+
+        Such a body is read in large raw reads and decoded here (``stream_reader.ChunkedDecoder``)
+        instead of one ``http.client`` ``read1`` call per HTTP chunk (a provider sends one per
+        event). Anything else (a ``Content-Length`` or close-delimited body, gzip, an older
+        urllib3) takes the library path.
+        """
+        inner = getattr(self.response.raw, "_fp", None)
+        if not isinstance(inner, http.client.HTTPResponse) or not inner.chunked or inner.chunk_left is not None:
+            return None
+        if (self.response.headers.get("Content-Encoding") or "identity").strip().lower() != "identity":
+            return None
+        fp = inner.fp
+        return fp if fp is not None and hasattr(fp, "read1") else None
+
     def chunks(self) -> Iterator[bytes]:
         """Raw body bytes as they arrive (chunked or close-delimited alike)."""
         raw = self.response.raw
+        fp = self._chunked_source() if self._decoder is None else None
+        if fp is not None:
+            yield from self._decoded(fp)
+            return
         if not hasattr(raw, "read1"):  # urllib3 < 2
             self._arm()
             yield from self.response.iter_content(chunk_size=None)
@@ -302,6 +325,28 @@ class StreamResponse:
                 return
             yield data
 
+    def _decoded(self, fp: Any) -> Iterator[bytes]:
+        """The chunked body from big reads of the socket file, until its last chunk."""
+        decoder = self._decoder = ChunkedDecoder()
+        while not decoder.done:
+            self._arm()
+            data = fp.read1(READ_SIZE)
+            if not data:
+                decoder.end_of_input()  # IncompleteRead unless the last chunk came
+                break
+            payload = decoder.feed(data)
+            if payload:
+                yield payload
+        self._body_read()
+
+    def _body_read(self) -> None:
+        """The whole chunked body was decoded here: close http.client's side as it would at the end."""
+        inner: Any = self.response.raw._fp  # http.client's response (checked in _chunked_source)
+        with contextlib.suppress(Exception):
+            inner.chunk_left = 0
+            inner._close_conn()  # drops its file object; the socket stays with the pooled connection
+        self.reusable = True
+
     def finish(self) -> None:
         """The reply ended normally: read to the end of the body (briefly) so the connection can be reused.
 
@@ -309,6 +354,9 @@ class StreamResponse:
         body that does not end within ``DRAIN_SECONDS`` is simply closed.
         """
         raw = self.response.raw
+        if self._decoder is not None:
+            self._drain_decoded()
+            return
         if self.sock is None or not hasattr(raw, "read1"):
             return
         deadline = time.monotonic() + DRAIN_SECONDS
@@ -323,6 +371,32 @@ class StreamResponse:
         except Exception:  # noqa: BLE001 - any trouble here only means "do not reuse"
             return
         self.reusable = True
+
+    def _drain_decoded(self) -> None:
+        decoder = self._decoder
+        if decoder is None or self.reusable:
+            return
+        if decoder.done:  # the last chunk came in the read that carried the end marker
+            self._body_read()
+            return
+        if self.sock is None:
+            return
+        inner: Any = self.response.raw._fp
+        fp = inner.fp
+        deadline = time.monotonic() + DRAIN_SECONDS
+        try:
+            while not decoder.done:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or fp is None:
+                    return
+                self.sock.settimeout(remaining)
+                data = fp.read1(READ_SIZE)
+                if not data:
+                    return  # closed by the server: not reusable
+                decoder.feed(data)
+        except Exception:  # noqa: BLE001 - any trouble here only means "do not reuse"
+            return
+        self._body_read()
 
     def close(self) -> None:
         """Forget the cancel callback; return a fully read connection to the pool, else close it."""
@@ -436,23 +510,14 @@ class Transport:
             return repair_value(response.json())
 
 
-def ndjson_lines(chunks: Iterator[bytes]) -> Iterator[str]:
-    """Complete lines of an NDJSON body, however the bytes were split."""
-    buffer = b""
-    for chunk in chunks:
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            if line.strip():
-                yield line.decode("utf-8")
-    if buffer.strip():
-        yield buffer.decode("utf-8")
-
-
 def parse_json(text: str, provider: str) -> Any:
     """One JSON chunk; a malformed one is a ProviderProtocolError naming the provider."""
     try:
-        return json.loads(text)
+        try:  # the scanner itself: json.loads adds two layers and two whitespace regexes per chunk
+            value, end = _raw_decode(text)
+        except ValueError:
+            return json.loads(text)  # leading whitespace, or malformed: the full parser decides
+        return value if end == len(text) else json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested thousands deep
         shown = text if len(text) <= 200 else text[:197] + "..."
         raise ProviderProtocolError(f"Malformed chunk from provider {provider}: {shown!r}",

@@ -15,7 +15,8 @@ from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolEr
 from ..events import Event, delta, finish, tool_call, usage
 from .adapter import HTTPProvider, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
-from .http import StreamResponse, ndjson_lines, parse_json
+from .http import StreamResponse, parse_json
+from .stream_reader import ndjson_lines
 from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "http://localhost:11434"

@@ -19,16 +19,16 @@ from urllib.parse import urlsplit
 from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
 from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
-from ..sse import parse_sse
 from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
+from .plain_chunks import KNOWN_DELTA_KEYS, PlainContent
+from .stream_reader import sse_events
 from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KNOWN_CHUNK_KEYS = {"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
                     "obfuscation", "service_tier"}  # the last two: per-chunk noise, not worth keeping
-KNOWN_DELTA_KEYS = {"role", "content", "reasoning_content", "reasoning", "tool_calls", "refusal", "function_call"}
 
 
 def api_root(base_url: Optional[str]) -> str:
@@ -144,11 +144,19 @@ class OpenAICompatProvider(HTTPProvider):
         reason: Optional[str] = None
         last_usage: Optional[dict] = None
         first = True
-        for frame in parse_sse(response.chunks()):
-            data = frame.get("data")
-            if data is None:
+        plain = PlainContent()
+        for _name, data in sse_events(response.chunks()):
+            content = plain.content(data)  # the common token chunk: no JSON decoding (see plain_chunks)
+            if content is not None:
+                if not content:
+                    continue
+                if splitter is None or splitter.passthrough(content):
+                    yield delta(content)
+                else:
+                    for text, is_thinking in splitter.feed(content):
+                        yield delta(text, thinking=is_thinking)
                 continue
-            if data.strip() == "[DONE]":
+            if data == "[DONE]" or data.strip() == "[DONE]":
                 reason = reason or "stop"
                 break
             chunk = parse_json(data, self.name)
@@ -156,32 +164,47 @@ class OpenAICompatProvider(HTTPProvider):
                 raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
             if chunk.get("error"):
                 raise _in_stream_error(self.name, chunk["error"])
-            extra = {k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
+            # the common chunk carries only known keys: no dict built (a set-view comparison in C)
+            extra = None if chunk.keys() <= KNOWN_CHUNK_KEYS else {
+                k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
+            was_first = first
             if first:
                 first = False
+                extra = extra or {}
                 extra.update({k: chunk[k] for k in ("id", "model", "system_fingerprint") if chunk.get(k)})
             if chunk.get("usage"):
                 last_usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
+            for choice in chunk.get("choices") or ():
                 piece = choice.get("delta") or choice.get("message") or {}
-                extra.update({k: v for k, v in piece.items() if k not in KNOWN_DELTA_KEYS and v is not None})
+                if not piece.keys() <= KNOWN_DELTA_KEYS:
+                    unknown = {k: v for k, v in piece.items() if k not in KNOWN_DELTA_KEYS and v is not None}
+                    if unknown:
+                        extra = extra or {}
+                        extra.update(unknown)
                 thinking = piece.get("reasoning_content") or piece.get("reasoning")
-                if isinstance(thinking, str) and thinking:
+                if thinking and isinstance(thinking, str):
                     yield delta(thinking, thinking=True)
                 content = piece.get("content")
-                if isinstance(content, str) and content:
-                    for text, is_thinking in (splitter.feed(content) if splitter else [(content, False)]):
-                        yield delta(text, thinking=is_thinking)
-                for index, part in enumerate(piece.get("tool_calls") or []):
-                    response.mark_output()  # arguments streaming in count as output
-                    fragment = tools.add(part, index)
-                    if fragment is not None:
-                        yield fragment
+                if content and isinstance(content, str):
+                    if splitter is None or splitter.passthrough(content):  # past the reasoning: no tag follows
+                        yield delta(content)
+                    else:
+                        for text, is_thinking in splitter.feed(content):
+                            yield delta(text, thinking=is_thinking)
+                tool_parts = piece.get("tool_calls")
+                if tool_parts:
+                    for index, part in enumerate(tool_parts):
+                        response.mark_output()  # arguments streaming in count as output
+                        fragment = tools.add(part, index)
+                        if fragment is not None:
+                            yield fragment
                 if choice.get("finish_reason"):
                     reason = choice["finish_reason"]
                     yield from tools.drain()
             if extra:
                 yield self.meta(fields=extra)
+            elif not was_first:
+                plain.learn(data, chunk, extra)
         if reason is None:  # neither [DONE] nor a finish_reason: the stream was cut
             raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done",
                                        provider=self.name)

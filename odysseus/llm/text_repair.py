@@ -31,7 +31,7 @@ _HIGH = ("\ud800", "\udbff")
 
 def has_surrogate(text: str) -> bool:
     """True when ``text`` holds any UTF-16 surrogate code point (paired or not)."""
-    return _SURROGATE.search(text) is not None
+    return not text.isascii() and _SURROGATE.search(text) is not None  # isascii: the common case, in C
 
 
 def repair_text(text: str) -> str:

@@ -35,6 +35,13 @@ class ThinkSplitter:
         self.buffer = ""
         self.strip_leading = False  # drop the blank lines models put right after </think>
 
+    def passthrough(self, text: str) -> bool:
+        """True when ``feed(text)`` would return ``[(text, False)]``: past the reasoning, nothing held.
+
+        The per-token fast path of the adapters (no list, no merge for the common chunk).
+        """
+        return self.state == "content" and not self.buffer and not self.strip_leading
+
     def feed(self, text: str) -> List[Piece]:
         """Split one chunk; may hold back a possible tag fragment until the next call."""
         self.buffer += text

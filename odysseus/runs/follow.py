@@ -30,13 +30,15 @@ Cursor rules (docs/protocol.md, "Cursor and resume"):
   a reconnect carrying that id back gets 204.
 
 Replays are written in bounded pieces (``encode_pieces``: at most ``PIECE_BYTES`` per
-yield), so a reader that does not read holds one piece in this process, never the run.
+yield, the first one small), read from the memory log ``PAGE`` entries at a time, so a
+reader that does not read holds one piece in this process, never the run, and a resume's
+first event goes out at once whatever the log's length.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, Optional
 
 from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_STARTED, START, Event
 from ..sse import comment
@@ -48,6 +50,10 @@ Projection = Callable[[Event, Optional[str]], Optional[str]]
 
 #: the most SSE text one yield carries (the server writes it before the generator resumes)
 PIECE_BYTES = 64 * 1024
+#: the first piece of a replay: small, so the first event does not wait for 64 KiB of frames
+FIRST_PIECE_BYTES = 4 * 1024
+#: entries taken from the memory log per read (a 100,000-event replay is never copied whole)
+PAGE = 2000
 #: ids of the ``run_missing`` and ``close`` frames of a run the caller cannot follow: above any run's ids
 MISSING_SEQ = 2 ** 53 - 1
 
@@ -57,31 +63,34 @@ def encode(entries: Iterable[Entry], projection: Projection) -> str:
     return "".join(frame for frame in (projection(event, payload) for event, payload in entries) if frame)
 
 
-def encode_pieces(entries: Iterable[Entry], projection: Projection, limit: int = PIECE_BYTES) -> Iterator[str]:
+def encode_pieces(entries: Iterable[Entry], projection: Projection, limit: int = PIECE_BYTES,
+                  first: Optional[int] = None) -> Iterator[str]:
     """The SSE text of ``entries`` in pieces of about ``limit`` characters (a bigger frame is cut in slices).
 
+    ``first``: a smaller bound for the first piece (the reader sees its first event sooner).
     SSE frames may be split across writes anywhere, so the client sees the same bytes as one string.
     """
     parts: List[str] = []
     size = 0
+    bound = first or limit
     for event, payload in entries:
         frame = projection(event, payload)
         if not frame:
             continue
         parts.append(frame)
         size += len(frame)
-        if size >= limit:
+        if size >= bound:
             text = "".join(parts)
-            parts, size = [], 0
+            parts, size, bound = [], 0, limit
             for start in range(0, len(text), limit):
                 yield text[start:start + limit]
     if parts:
         yield "".join(parts)
 
 
-def last_sent_seq(entries: Sequence[Entry], projection: Projection) -> Optional[int]:
-    """The id of the last entry ``projection`` sends (scanning from the end), or None."""
-    for event, payload in reversed(entries):
+def last_sent_seq(newest_first: Iterable[Entry], projection: Projection) -> Optional[int]:
+    """The id of the last entry ``projection`` sends, scanning ``newest_first`` (entries from the end), or None."""
+    for event, payload in newest_first:
         if projection(event, payload):
             return event.seq
     return None
@@ -95,7 +104,7 @@ def ended_before(engine, run: Optional[Run], row: Optional[dict], after: int, pr
     if run is not None and not run.log.released:
         if not run.log.closed:
             return False
-        last = last_sent_seq(run.log.read_after(run.log.base), projection)
+        last = last_sent_seq(run.log.newest_first(), projection)
         return last is not None and after >= last
     if row is None or row.get("status") == "running":
         return False
@@ -104,7 +113,7 @@ def ended_before(engine, run: Optional[Run], row: Optional[dict], after: int, pr
                           [row["run_id"]]).fetchall()
     if not tail or tail[0][1] != CLOSE:
         return False
-    last = last_sent_seq([as_entry(*r) for r in reversed(tail)], projection)
+    last = last_sent_seq([as_entry(*r) for r in tail], projection)  # tail: newest first
     return last is not None and after >= last
 
 
@@ -120,14 +129,16 @@ def follow_memory(engine, run: Run, after: int, projection: Projection, heartbea
         if not opened:
             yield comment("connected")
         beats, quiet_since = 0, time.monotonic()
+        first: Optional[int] = FIRST_PIECE_BYTES
         while True:
             remaining = heartbeat_interval - (time.monotonic() - quiet_since)
-            entries = run.log.wait_after(cursor, max(0.0, remaining))
+            entries = run.log.wait_after(cursor, max(0.0, remaining), PAGE)
             if entries:
                 cursor = entries[-1][0].seq
-                for text in encode_pieces(entries, projection):
+                for text in encode_pieces(entries, projection, first=first):
                     yield text
                     quiet_since = time.monotonic()
+                first = None
                 if entries[-1][0].type == CLOSE:
                     return
             elif run.log.released:
@@ -150,15 +161,17 @@ def follow_durable(store, run_id: str, after: int, projection: Projection, heart
     if not opened:
         yield comment("connected")
     cursor, beats, quiet_since = after, 0, time.monotonic()
+    first: Optional[int] = FIRST_PIECE_BYTES
     while True:
         with store.locked.read() as db:
             rows = read_events(db, run_id, cursor, page)
         if rows:
             entries = [as_entry(*row) for row in rows]
             cursor = entries[-1][0].seq
-            for text in encode_pieces(entries, projection):
+            for text in encode_pieces(entries, projection, first=first):
                 yield text
                 quiet_since = time.monotonic()
+            first = None
             if entries[-1][0].type == CLOSE:
                 return
             if len(rows) == page:

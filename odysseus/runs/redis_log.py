@@ -133,11 +133,10 @@ class MirroredRunLog(RunLog):
         self.run_id = run_id
         self.writer = writer
 
-    def _store(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
-        with self._cond:  # the same lock orders the memory log and the stream
-            entry = super()._store(event, payload, numbered)
-            self.writer.push(self.run_id, entry)
-        return entry
+    def _admitted(self, entry: Entry) -> None:
+        # [perfstream, issue 22] called atomically with the memory log's append (under its lock,
+        # or among greenlets with nothing that can switch): the log and the stream keep one order.
+        self.writer.push(self.run_id, entry)
 
 
 def follow_redis(backend, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float,

@@ -73,7 +73,9 @@ class Run:
         self.subscribers = 0
         self.evict_at: Optional[float] = None
         self.settled = threading.Event()
-        self.lock = threading.RLock()  # guards finalisation against late appends
+        # guards finalisation against late appends; taken once per appended event and never re-entered:
+        # a plain lock (a reentrant one costs a pure-Python acquire and release per event under gevent)
+        self.lock = threading.Lock()
         self.finalized = False
 
     @property

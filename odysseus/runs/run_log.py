@@ -20,20 +20,52 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from ..events import AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, RUN_TIMEOUT, Event
+from .native import gevent_active
 
 #: Events admitted past the caps so that every run can end with its terminal outcome.
 LIFECYCLE = frozenset({CHAT_TERMINAL, AGENT_TERMINAL, DONE, ERROR, CLOSE, MESSAGE_SAVED, RUN_TIMEOUT})
 
 Entry = Tuple[Event, str]
 #: One encoder for every append: ``json.dumps`` with options builds a new encoder per call.
-encode_payload = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+#: the string encoder ``_encode`` itself uses for ``str`` values (ensure_ascii=False): same bytes
+_encode_str = json.encoder.encode_basestring
+
+
+def encode_payload(data: dict) -> str:
+    """An event's payload as JSON, exactly as ``_encode`` writes it; a text delta by a string fast path.
+
+    ``{"delta": s}`` and ``{"delta": s, "thinking": true}`` (in that key order, as
+    ``events.delta`` builds them) are most of a run's events; the general encoder takes
+    about ten times as long for them.
+    """
+    size = len(data)
+    if size == 1:
+        text = data.get("delta")
+        if type(text) is str:
+            return '{"delta":' + _encode_str(text) + "}"
+    elif size == 2 and data.get("thinking") is True:
+        text = data.get("delta")
+        if type(text) is str and next(iter(data)) == "delta":
+            return '{"delta":' + _encode_str(text) + ',"thinking":true}'
+    return _encode(data)
 
 
 class LogFull(Exception):
     """A cap was reached; the event was not appended."""
+
+
+def greenlets_only() -> bool:
+    """True under gevent's monkey patch: the threads that touch run logs are greenlets of ONE OS thread.
+
+    The server runs so (wsgi.py patches first). The native threads it has (SQLite writer, Redis
+    writer) only read their own queues, never a log or the budget. A greenlet switches only where
+    it blocks, so a section with no blocking call cannot interleave with another greenlet's.
+    """
+    return gevent_active()
 
 
 class ByteBudget:
@@ -42,18 +74,27 @@ class ByteBudget:
     def __init__(self, limit: int):
         self.limit = limit
         self.used = 0
-        self._lock = threading.Lock()
+        # no lock among greenlets (see greenlets_only): take and give never block, so they are atomic
+        self._lock = None if greenlets_only() else threading.Lock()
 
     def take(self, n: int, force: bool = False) -> bool:
         """Reserve ``n`` bytes; False (nothing reserved) when over the limit unless ``force``."""
+        if self._lock is None:
+            return self._take(n, force)
         with self._lock:
-            if not force and self.used + n > self.limit:
-                return False
-            self.used += n
-            return True
+            return self._take(n, force)
+
+    def _take(self, n: int, force: bool) -> bool:
+        if not force and self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
 
     def give(self, n: int) -> None:
         """Release ``n`` bytes."""
+        if self._lock is None:
+            self.used = max(0, self.used - n)
+            return
         with self._lock:
             self.used = max(0, self.used - n)
 
@@ -68,7 +109,10 @@ class RunLog:
         self.budget = budget
         self.bytes = 0
         self._entries: List[Entry] = []
-        self._cond = threading.Condition(threading.RLock())
+        # A plain lock (not reentrant: cheaper per append); subclasses extend ``_admitted``, never re-lock.
+        self._cond = threading.Condition(threading.Lock())
+        self._waiters = getattr(self._cond, "_waiters", None)  # the Condition's own list of blocked readers
+        self._greenlets = greenlets_only() and self._waiters is not None
         self.closed = False
         self.released = False
 
@@ -100,37 +144,63 @@ class RunLog:
         return self._store(event, payload, numbered=event)
 
     def _store(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
-        size = len(payload) + 16
-        forced = event.type in LIFECYCLE
+        if self._greenlets:
+            # Invariant: one writer greenlet per run, and nothing in _admit blocks, so no other
+            # greenlet (a reader checking before it waits, a finalizer) can run in the middle of
+            # it: the append needs no lock. Blocked readers are woken under the lock, and only
+            # when there are any (a reader woken by this burst's first append is off the list
+            # until it waits again, and then it has read everything: one wake per burst).
+            entry = self._admit(event, payload, numbered)
+            if self._waiters:
+                with self._cond:
+                    self._cond.notify_all()
+            return entry
         with self._cond:
-            if self.closed or self.released:
-                raise LogFull("log is closed")
-            if not forced and (len(self._entries) >= self.max_events or self.bytes + size > self.max_bytes):
-                raise LogFull("run log cap reached")
-            if self.budget is not None and not self.budget.take(size, force=forced):
-                raise LogFull("process log budget exhausted")
-            entry = (numbered or event.numbered(self.last_seq + 1), payload)
-            self._entries.append(entry)
-            self.bytes += size
-            if event.type == CLOSE:
-                self.closed = True
-            self._cond.notify_all()
+            entry = self._admit(event, payload, numbered)
+            if self._waiters is None or self._waiters:
+                self._cond.notify_all()
         return entry
 
-    def read_after(self, seq: int) -> List[Entry]:
-        """Every entry with a number greater than ``seq``."""
-        with self._cond:
-            return self._entries[max(0, seq - self.base):]
+    def _admit(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
+        size = len(payload) + 16
+        forced = event.type in LIFECYCLE
+        if self.closed or self.released:
+            raise LogFull("log is closed")
+        if not forced and (len(self._entries) >= self.max_events or self.bytes + size > self.max_bytes):
+            raise LogFull("run log cap reached")
+        if self.budget is not None and not self.budget.take(size, force=forced):
+            raise LogFull("process log budget exhausted")
+        entry = (numbered or Event(event.type, event.data, self.base + len(self._entries) + 1), payload)
+        self._entries.append(entry)
+        self.bytes += size
+        if event.type == CLOSE:
+            self.closed = True
+        self._admitted(entry)
+        return entry
 
-    def wait_after(self, seq: int, timeout: Optional[float]) -> List[Entry]:
-        """Entries after ``seq``; blocks up to ``timeout`` while there are none and the log is open.
+    def _admitted(self, entry: Entry) -> None:
+        """Called for each entry just stored, atomically with the append (a mirror queues it here)."""
+
+    def read_after(self, seq: int, limit: Optional[int] = None) -> List[Entry]:
+        """Entries with a number greater than ``seq``: all of them, or the first ``limit``."""
+        start = max(0, seq - self.base)
+        with self._cond:
+            return self._entries[start:] if limit is None else self._entries[start:start + limit]
+
+    def newest_first(self) -> Iterator[Entry]:
+        """The entries from the newest back (no copy: the list only grows while it is iterated)."""
+        return reversed(self._entries)
+
+    def wait_after(self, seq: int, timeout: Optional[float], limit: Optional[int] = None) -> List[Entry]:
+        """Entries after ``seq`` (at most ``limit``); blocks up to ``timeout`` while there are none and the log is open.
 
         Returns an empty list on timeout, or when the log is closed (or released) with nothing after ``seq``.
         """
+        start = max(0, seq - self.base)
         with self._cond:
             if self.last_seq <= seq and not self.closed and not self.released:
                 self._cond.wait(timeout)
-            return self._entries[max(0, seq - self.base):]
+            return self._entries[start:] if limit is None else self._entries[start:start + limit]
 
     def release(self) -> int:
         """Drop every entry (eviction); wake readers; return the bytes freed."""

@@ -1,0 +1,176 @@
+"""Provider stream readers: HTTP chunked bodies, SSE and NDJSON, parsed from large raw reads.
+
+The three adapters (OpenAI-compatible and Anthropic speak SSE, Ollama NDJSON) read the body
+through these functions. They work on whole reads (up to ``http.READ_SIZE`` bytes, often
+hundreds of events at once) with plain bytes and str operations: one decode and one split
+per read, no per-line or per-chunk library calls.
+
+Invariants (the same as the line-by-line parsers they replace):
+
+- however the bytes are split across reads, the same events come out in the same order;
+- lines end at ``\\n``; trailing ``\\r`` are dropped (CRLF bodies); a ``\\n`` never falls
+  inside a UTF-8 sequence, so a character split across reads is decoded whole;
+- invalid UTF-8 raises ``UnicodeDecodeError`` at the line that carries it (events before it
+  are delivered first), which ``http.provider_errors`` reports as a malformed chunk;
+- SSE: a block ends at a blank line; as in ``EventSource`` a block without ``data:`` is no
+  event, comments (``:``) are skipped, several ``data:`` lines are joined with ``\\n``, and
+  an unfinished block at the end of the body is dropped.
+"""
+
+from __future__ import annotations
+
+import http.client
+from typing import Iterable, Iterator, List, Optional, Tuple
+
+#: the longest chunk-size or trailer line accepted (as http.client's ``_MAXLINE``)
+MAX_LINE = 65536
+#: what ASCII whitespace is to ``bytes.strip`` (an NDJSON line of only these is skipped)
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+
+_SIZE, _DATA, _CRLF, _TRAILER, _DONE = range(5)
+
+
+class ChunkedDecoder:
+    """HTTP/1.1 ``Transfer-Encoding: chunked``, decoded from raw reads of any size.
+
+    Lenient exactly where ``http.client`` is (chunk extensions ignored, the CRLF after a chunk
+    skipped unchecked, trailers discarded); a bad size line or a body cut short raises
+    ``http.client.IncompleteRead`` as ``http.client`` does.
+    """
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.left = 0  # payload bytes still to come in the current chunk
+        self.state = _SIZE
+
+    @property
+    def done(self) -> bool:
+        """True once the last chunk and the trailer have been read."""
+        return self.state == _DONE
+
+    def feed(self, raw: bytes) -> bytes:
+        """The payload bytes in ``raw`` (plus whatever an earlier read left incomplete)."""
+        buf = self.buffer + raw if self.buffer else raw
+        out: List[bytes] = []
+        pos, end, state = 0, len(buf), self.state
+        while pos < end and state != _DONE:
+            if state == _DATA:
+                take = min(self.left, end - pos)
+                out.append(buf[pos:pos + take])
+                pos += take
+                self.left -= take
+                if not self.left:
+                    state = _CRLF
+            elif state == _CRLF:
+                if end - pos < 2:
+                    break
+                pos += 2
+                state = _SIZE
+            else:  # a size line or a trailer line
+                nl = buf.find(b"\n", pos)
+                if nl < 0:
+                    if end - pos > MAX_LINE:
+                        raise http.client.LineTooLong("chunk size")
+                    break
+                line = buf[pos:nl]
+                pos = nl + 1
+                if state == _TRAILER:
+                    if not line.strip(b"\r"):
+                        state = _DONE
+                    continue
+                try:
+                    size = int(line.split(b";", 1)[0], 16)
+                except ValueError:
+                    raise http.client.IncompleteRead(b"") from None
+                if size < 0:
+                    raise http.client.IncompleteRead(b"")
+                if size:
+                    self.left, state = size, _DATA
+                else:
+                    state = _TRAILER
+        self.state = state
+        self.buffer = b"" if state == _DONE else buf[pos:]
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def end_of_input(self) -> None:
+        """The connection ended: fine after the last chunk (a missing trailer too), else IncompleteRead."""
+        if self.state == _TRAILER:
+            self.state = _DONE
+        if self.state != _DONE:
+            raise http.client.IncompleteRead(b"")
+
+
+def _lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[List[str]]:
+    """The complete lines of each read, decoded (``\\r`` kept); the unterminated rest is left in ``tail[0]``."""
+    buffer = b""
+    for chunk in chunks:
+        buffer = buffer + chunk if buffer else chunk
+        cut = buffer.rfind(b"\n")
+        if cut < 0:
+            continue
+        block, buffer = buffer[:cut], buffer[cut + 1:]
+        try:
+            yield block.decode("utf-8").split("\n")
+        except UnicodeDecodeError:  # decode line by line: the lines before the bad one still count
+            yield _decoded_lines(block)
+    tail[0] = buffer
+
+
+def _decoded_lines(block: bytes) -> List[str]:
+    out: List[str] = []
+    for raw in block.split(b"\n"):
+        try:
+            out.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            return _RaiseAfter(out, raw)
+    return out
+
+
+class _RaiseAfter(list):
+    """The lines before an undecodable one; iterating past them raises its UnicodeDecodeError."""
+
+    def __init__(self, good: List[str], bad: bytes):
+        super().__init__(good)
+        self.bad = bad
+
+    def __iter__(self):
+        yield from list.__iter__(self)
+        self.bad.decode("utf-8")  # raises
+
+
+def sse_events(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str]]:
+    """``(event name, data)`` for each SSE event of a byte stream (name ``message`` when none)."""
+    name: Optional[str] = None
+    data: List[str] = []
+    has_data = False
+    # the unterminated rest of the body is dropped undecoded, as EventSource drops an unfinished block
+    for lines in _lines(chunks, [b""]):
+        for line in lines:
+            if line[-1:] == "\r":
+                line = line.rstrip("\r")
+            if not line:
+                if has_data:
+                    yield name or "message", data[0] if len(data) == 1 else "\n".join(data)
+                name, data, has_data = None, [], False
+                continue
+            if line[0] == ":":
+                continue
+            field, _, value = line.partition(":")
+            if value[:1] == " ":
+                value = value[1:]
+            if field == "data":
+                data.append(value)
+                has_data = True
+            elif field == "event":
+                name = value
+
+
+def ndjson_lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """The non-blank lines of an NDJSON body (the last one may lack its newline)."""
+    tail = [b""]
+    for lines in _lines(chunks, tail):
+        for line in lines:
+            if line.strip(_ASCII_SPACE):
+                yield line
+    if tail[0].strip():
+        yield tail[0].decode("utf-8")
