@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable, Generator, Iterator, List, Optional, Tuple
 
 from ..cancel import Cancelled
-from ..chat_turn import model_messages
+from ..turns.messages import model_messages
 from ..errors import OdysseusError, ProviderError
 from ..documents.service import record_touch
 from ..events import (AGENT_PREP, AGENT_STEP, ASK_USER, BUDGET_EXCEEDED, DELTA, DOC_SUGGESTIONS, DOC_UPDATE, EXHIBIT,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, List, Optional
 
-from ..chat_turn import announce
+from ..turns.messages import announce
 from ..events import Event
 from ..runs.run import RunContext
 from . import Injection, apply_injections

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, List
 
-from ..chat_turn import Gather, announce
+from ..turns.messages import Gather, announce
 from ..events import Event
 from . import apply_injections
 

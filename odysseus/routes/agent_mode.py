@@ -29,7 +29,7 @@ from .. import signals
 from ..agent.agent_loop import AgentHooks, Resolution, agent_turn, initial_state
 from ..agent.approvals import call_hash, check, new_approval_id, refused
 from ..agent.guards import AgentSettings
-from ..chat_turn import model_messages
+from ..turns.messages import model_messages
 from ..context.agent_context import with_context
 from ..context.memories import memory_book
 from ..context.workspace import chosen_workspace

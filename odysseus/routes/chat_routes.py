@@ -7,7 +7,7 @@ from typing import Iterator, List
 from flask import Blueprint, current_app, jsonify, request
 
 from ..cancel import CancelToken
-from ..chat_turn import model_messages
+from ..turns.messages import model_messages
 from ..errors import NotFound
 from ..events import CHAT_TERMINAL, DONE, ERROR, Event
 from ..llm.base import ChatRequest

@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 from flask import current_app
 
 from ..agent.agent_loop import agent_turn, initial_state
-from ..chat_turn import model_messages
+from ..turns.messages import model_messages
 from ..context.agent_context import with_context
 from ..documents.context import with_document
 from ..documents.tools import ActiveDocument, document_tools

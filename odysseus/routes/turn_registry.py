@@ -14,7 +14,7 @@ from typing import Any, Callable, List, Optional
 
 from flask import Flask, current_app
 
-from ..chat_turn import chat_turn
+from ..turns.chat import chat_turn
 from ..context import ContextRequest, pipeline_of
 from ..errors import BadRequest
 from ..events import CHAT_TERMINAL

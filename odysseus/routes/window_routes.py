@@ -7,7 +7,7 @@ from typing import List, Optional
 
 from flask import Blueprint, Flask, current_app, jsonify, request
 
-from ..chat_turn import model_messages
+from ..turns.messages import model_messages
 from ..context.compaction import CompactionFailed, Compactor, hidden_ids, is_summary, older_half, visible
 from ..context.tokens import TokenCounter, correction_from
 from ..context.trim import conversation_count
