@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from agent_fakes import ScriptedProvider, calls, echo_tool, say
 
 from odysseus.agent.agent_loop import AgentHooks, Resolution, initial_state
@@ -174,6 +175,7 @@ def test_parallel_limit_and_concurrency():
         assert mine[0] == "delegation_start" and mine[-1] == "delegation_complete"
 
 
+@pytest.mark.slow  # measured 2.5 s: waits out a specialist's time limit
 def test_timeout_and_failing_specialist():
     def hang(request):
         time.sleep(3)

@@ -35,6 +35,7 @@ def test_every_api_route_is_described_and_nothing_else(app):
     assert len(described) == len(OPERATIONS)  # no operation listed twice
 
 
+@pytest.mark.slow  # measured 3 s: schemathesis loads every operation
 def test_served_document_is_the_built_one_and_loads(client):
     response = client.get("/api/openapi.json")
     assert response.status_code == 200

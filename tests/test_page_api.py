@@ -188,6 +188,7 @@ def _signed_in(app, username, password):
     return client, response
 
 
+@pytest.mark.slow  # measured 2.8 s: several password hashes
 def test_admin_accounts(accounts_app):
     app = accounts_app
     anon = app.test_client()
@@ -254,6 +255,7 @@ def _title_app(tmp_path, fake, **config):
                                                     default_model="x")], **config})
 
 
+@pytest.mark.slow  # measured 1.9 s: waits out the title timeout
 def test_title_from_the_model_falls_back_on_timeout_and_never_overwrites_a_rename(tmp_path):
     fake = FakeProvider(default=Reply(chunks=openai_text("**Trip** to Rome.\nextra")))
     app = _title_app(tmp_path, fake)

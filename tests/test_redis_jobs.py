@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import requests
 from waiting import wait_for
 
@@ -28,6 +29,7 @@ def _runner(store, ran, hold=0.3):
     return run_job
 
 
+@pytest.mark.slow  # measured 1.9 s: a real redis-server
 def test_one_users_burst_does_not_starve_another_and_every_worker_takes_jobs(redis_server, tmp_path):
     store = Store(str(tmp_path / "jobs.db"))
     client = connect_redis(redis_server.url)
@@ -52,6 +54,7 @@ def test_one_users_burst_does_not_starve_another_and_every_worker_takes_jobs(red
     store.close()
 
 
+@pytest.mark.slow  # measured 1.6 s: a real redis-server
 def test_a_lost_entry_is_queued_again_and_a_duplicate_runs_once(redis_server, tmp_path):
     store = Store(str(tmp_path / "jobs.db"))
     client = connect_redis(redis_server.url)

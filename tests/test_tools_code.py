@@ -99,6 +99,7 @@ def test_bad_arguments_are_tool_errors(tmp_path):
         run_python({}, make_ctx(tmp_path))
 
 
+@pytest.mark.slow  # measured 1.1 s: a paced process
 def test_progress_streams_output_lines_while_running(tmp_path):
     tool = code_tools({"CODE_TIMEOUT": 10})[1]
     ctx = make_ctx(tmp_path)
@@ -111,6 +112,7 @@ def test_progress_streams_output_lines_while_running(tmp_path):
     assert events[0].data["elapsed"] >= 0.3
 
 
+@pytest.mark.slow  # measured 1.5 s: waits out the tool timeout
 def test_timeout_kills_the_whole_process_group(tmp_path):
     tool = code_tools({})[1]
     ctx = make_ctx(tmp_path)
