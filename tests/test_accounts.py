@@ -229,7 +229,7 @@ def test_slow_down_after_repeated_failures(papp):
     assert locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1
     assert locked.json["retry_after"] > 0
     assert "Set-Cookie" not in locked.headers  # even the right password is not checked while locked
-    time.sleep(papp.config["LOGIN_BASE_DELAY"] + 0.1)
+    time.sleep(papp.config["LOGIN_BASE_DELAY"] + 0.1)  # the scenario: the slow-down is waited out
     assert client.post("/api/auth/login", json={"username": "alice", "password": PASSWORD}).status_code == 200
 
 

@@ -24,7 +24,7 @@ def _runner(store, ran, hold=0.3):
         job = store.jobs.by_id(job_id)
         with lock:
             ran.append((job["owner"], job_id, consumer))
-        time.sleep(hold)
+        time.sleep(hold)  # the scenario: the job holds its worker's slot
         store.jobs.finish(job_id, "done", result="ok")
     return run_job
 
@@ -68,7 +68,7 @@ def test_a_lost_entry_is_queued_again_and_a_duplicate_runs_once(redis_server, tm
     pool.submit("job_twice")
     pool.submit("job_twice")
     wait_for(lambda: {job for _, job, _ in ran} == {"job_lost", "job_twice"}, 30, what="the sweeper re-queued it")
-    time.sleep(0.5)
+    time.sleep(0.5)  # an absence check: the duplicate entry does not run a second time in this window
     assert sorted(job for _, job, _ in ran) == ["job_lost", "job_twice"]
     store.close()
 

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from waiting import wait_for
 
 from odysseus.agent.tool_runner import run_tool
 from odysseus.cancel import CancelToken, Cancelled
@@ -123,10 +124,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     assert time.monotonic() - started < 8
     assert result.exit_code == 124 and "timed out" in result.output
     assert any("started" in e.data["message"] for e in events)
-    deadline = time.monotonic() + 5
-    while marked_processes("30.41") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not marked_processes("30.41")
+    wait_for(lambda: not marked_processes("30.41"), 5, what="the process group to be gone")
 
 
 def test_run_cancel_kills_the_process_and_raises_cancelled(tmp_path):
@@ -143,10 +141,7 @@ def test_run_cancel_kills_the_process_and_raises_cancelled(tmp_path):
     with pytest.raises(Cancelled):
         for _ in gen:
             pass
-    deadline = time.monotonic() + 5
-    while marked_processes("30.419") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not marked_processes("30.419")
+    wait_for(lambda: not marked_processes("30.419"), 5, what="the tool's child to be gone")
 
 
 def test_code_tools_need_approval_by_default():
