@@ -62,10 +62,37 @@ async def measure(app_port: int, headers: Dict[str, str], pid: int, levels) -> L
 def report(rows: List[Dict]) -> Tuple[str, Dict[str, bool]]:
     """The Markdown table and the target."""
     held = max((r["n"] for r in rows if not r["errors"] and not r["late"]), default=0)
-    body = table(["streams", "errors", "late heartbeats", "median max gap (s)", "worst gap (s)", "heartbeats",
-                  "worker RSS before (MiB)", "at plateau (MiB)", "per stream (KiB)", "worker CPU", "client CPU"],
-                 [[r["n"], r["errors"], r["late"], f"{r['gap_med']:.2f}", f"{r['gap_max']:.2f}", r["heartbeats"],
-                   f"{r['rss_before']:.0f}", f"{r['rss_plateau']:.0f}", f"{r['per_stream_kb']:.0f}", f"{r['cpu']:.0%}", f"{r['client_cpu']:.0%}"] for r in rows])
+    body = table(
+        [
+            "streams",
+            "errors",
+            "late heartbeats",
+            "median max gap (s)",
+            "worst gap (s)",
+            "heartbeats",
+            "worker RSS before (MiB)",
+            "at plateau (MiB)",
+            "per stream (KiB)",
+            "worker CPU",
+            "client CPU",
+        ],
+        [
+            [
+                r["n"],
+                r["errors"],
+                r["late"],
+                f"{r['gap_med']:.2f}",
+                f"{r['gap_max']:.2f}",
+                r["heartbeats"],
+                f"{r['rss_before']:.0f}",
+                f"{r['rss_plateau']:.0f}",
+                f"{r['per_stream_kb']:.0f}",
+                f"{r['cpu']:.0%}",
+                f"{r['client_cpu']:.0%}",
+            ]
+            for r in rows
+        ],
+    )
     failures = [f"{r['n']}: {r['sample_error']}" for r in rows if r["sample_error"]]
     if failures:
         body += "\n\nFirst failure: " + "; ".join(failures)

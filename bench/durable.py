@@ -156,7 +156,7 @@ def kill_trial(model_port: int, after: float) -> List[Tuple[int, int, int]]:
         again = _start(model_port, data_dir, {})
         try:
             out = []
-            for r, got in zip(readers, received):
+            for r, got in zip(readers, received, strict=False):
                 messages = requests.get(f"{again.url}/api/sessions/{r.session}/messages", timeout=10).json()["messages"]
                 saved = "".join(m["content"] for m in messages if m["role"] == "assistant")
                 if not got.startswith(saved):
@@ -176,7 +176,7 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
     with model_server() as model_port:
         with tempfile.TemporaryDirectory(prefix="odysseus-bench-d1-") as d1, \
                 tempfile.TemporaryDirectory(prefix="odysseus-bench-d2-") as d2:
-            servers = {name: _start(model_port, d, env) for (name, env), d in zip(CONFIGS, (d1, d2))}
+            servers = {name: _start(model_port, d, env) for (name, env), d in zip(CONFIGS, (d1, d2), strict=False)}
             try:
                 costs = asyncio.run(cost(servers, rate_trials, ttft_rounds))
                 heavies: Dict[str, List[Dict]] = {name: [] for name in servers}
@@ -211,11 +211,22 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
         lat = {k: [x for h in heavies[name] for x in h["lat"][k]] for k in ("health", "sessions")}
         walls = [h["wall"] for h in heavies[name]]
         p95[name] = max(pct(lat["health"], 0.95), pct(lat["sessions"], 0.95))
-        rows.append([name, f"{median(walls):.1f}", f"{sum(h['mb'] for h in heavies[name]) / len(walls):.0f}",
-                     sum(h["errors"] for h in heavies[name]),
-                     len(lat["health"]), ms(median(lat["health"])), ms(pct(lat["health"], 0.95)), ms(max(lat["health"])),
-                     len(lat["sessions"]), ms(median(lat["sessions"])), ms(pct(lat["sessions"], 0.95)),
-                     ms(max(lat["sessions"]))])
+        rows.append(
+            [
+                name,
+                f"{median(walls):.1f}",
+                f"{sum(h['mb'] for h in heavies[name]) / len(walls):.0f}",
+                sum(h["errors"] for h in heavies[name]),
+                len(lat["health"]),
+                ms(median(lat["health"])),
+                ms(pct(lat["health"], 0.95)),
+                ms(max(lat["health"])),
+                len(lat["sessions"]),
+                ms(median(lat["sessions"])),
+                ms(pct(lat["sessions"], 0.95)),
+                ms(max(lat["sessions"])),
+            ]
+        )
     part2 = table(["log", "wall (s)", "MB streamed", "errors", "health n", "health med", "health p95", "health max",
                    "sessions n", "sessions med", "sessions p95", "sessions max"], rows)
     part2 += (f"\n\n{BIG_STREAMS} concurrent replies of {BIG_TOKENS * BIG_SIZE / 1e6:.0f} MB each "
@@ -227,9 +238,11 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
                    "lost as time max (ms)", "flush interval (ms)"],
                   [[len(kills), f"{median([g for g, _, _ in kills]):.0f}", f"{median(lost):.0f}", max(lost),
                     f"{median(lost_s) * 1000:.0f}", f"{max(lost_s) * 1000:.0f}", f"{FLUSH * 1000:.0f}"]])
-    part3 += (f"\n\nFive runs at {1 / KILL_DELAY:.0f} tokens/s, killed with "
-              f"SIGKILL after {', '.join(f'{a:g}' for a in kill_after)} s; every saved partial was a prefix of what its "
-              "client had received.")
+    part3 += (
+        f"\n\nFive runs at {1 / KILL_DELAY:.0f} tokens/s, killed with "
+        f"SIGKILL after {', '.join(f'{a:g}' for a in kill_after)} s; every saved partial was a prefix of what its "
+        "client had received."
+    )
 
     targets = {
         "write-through keeps at least 80% of the events/s of no write-through": rate_ratio >= 0.8,

@@ -157,7 +157,7 @@ class Accounts:
             password = ""
         # Hash even for unknown names, so timing does not reveal which usernames exist.
         ok = verify_password(user["password_hash"] if user else self._dummy(), password) and user is not None
-        if not ok:
+        if not ok or user is None:
             self.throttle.failure(keys)
             raise Unauthorized("wrong username or password")
         self.throttle.success(("user", name[:64]))
@@ -167,12 +167,12 @@ class Accounts:
 
     def change_password(self, user: dict, current: object, new: object, address: str) -> int:
         """Replace the user's password after checking the current one; returns the new session version."""
-        check_new_password(new)
+        password = check_new_password(new)
         try:
             self.authenticate(user["username"], current, address)
         except Unauthorized:
             raise Forbidden("the current password is wrong") from None
-        return self.store.users.set_password(user["id"], hash_password(new))
+        return self.store.users.set_password(user["id"], hash_password(password))
 
     def reset_password(self, username: object, new: object) -> dict:
         """Set a password without the old one (the command line, for a forgotten password)."""

@@ -26,7 +26,7 @@ class CancelToken:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._callbacks: List[Callable[[], None]] = []
+        self._callbacks: List[Callable[[], object]] = []  # return values are ignored
         self.reason: Optional[str] = None
 
     @property
@@ -49,7 +49,7 @@ class CancelToken:
                 pass
         return True
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Register ``callback``; run it now if already cancelled. Returns an unregister function."""
         with self._lock:
             if not self._event.is_set():
@@ -58,7 +58,7 @@ class CancelToken:
         callback()
         return lambda: None
 
-    def _discard(self, callback: Callable[[], None]) -> None:
+    def _discard(self, callback: Callable[[], object]) -> None:
         with self._lock:
             if callback in self._callbacks:
                 self._callbacks.remove(callback)

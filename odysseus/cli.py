@@ -1,4 +1,5 @@
-"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``, ``doctor``."""
+"""The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``,
+``doctor``, ``config-table`` (the README's configuration tables, from ``odysseus.config_keys``)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,7 @@ def serve(args: argparse.Namespace) -> int:
 def init_db(args: argparse.Namespace) -> int:
     """Create the database and apply migrations."""
     from .config import load_config
-    from .engine import database_path
-    from .store import Store
+    from .store import Store, database_path
 
     path = database_path(load_config())
     Store(path)
@@ -48,8 +48,7 @@ def init_db(args: argparse.Namespace) -> int:
 def _accounts():
     from .accounts import Accounts
     from .config import load_config
-    from .engine import database_path
-    from .store import Store
+    from .store import Store, database_path
 
     config = load_config()
     return Accounts(Store(database_path(config)), config)
@@ -129,6 +128,31 @@ def doctor(args: argparse.Namespace) -> int:
     return 0 if result["verdict"] == "ok" else (1 if result["verdict"] == "buffered" else 2)
 
 
+def config_table(args: argparse.Namespace) -> int:
+    """Print the markdown table of one README section's keys (or every section's, each under its name)."""
+    from .config_keys import config_table as table, section_names
+
+    if args.readme:  # refill README.md's marker blocks in place
+        from .config_keys import render_blocks
+
+        with open(args.readme, encoding="utf-8") as fh:
+            text = fh.read()
+        with open(args.readme, "w", encoding="utf-8") as fh:
+            fh.write(render_blocks(text))
+        return 0
+    sections = [args.section] if args.section else section_names()
+    for section in sections:
+        if section not in section_names():
+            print(f"unknown section {section!r}; one of {', '.join(section_names())}", file=sys.stderr)
+            return 2
+        if not args.section:
+            print(f"<!-- config-table: {section} -->")
+        sys.stdout.write(table(section))
+        if not args.section:
+            print("<!-- /config-table -->\n")
+    return 0
+
+
 def main(argv=None) -> int:
     """Entry point of the console script."""
     parser = argparse.ArgumentParser(prog="odysseus", description="Self-hosted LLM chat")
@@ -152,6 +176,10 @@ def main(argv=None) -> int:
     p_doctor.add_argument("--url", required=True, help="the address you open Odysseus at, e.g. https://chat.example.org")
     p_doctor.add_argument("--token", default=None, help="an API token (ody_...), if the server needs one")
     p_doctor.set_defaults(func=doctor)
+    p_table = sub.add_parser("config-table", help="print README.md's configuration tables (markdown)")
+    p_table.add_argument("section", nargs="?", help="one section (general, runs, agent, ...); default: all")
+    p_table.add_argument("--readme", metavar="PATH", help="refill the config-table blocks of this markdown file")
+    p_table.set_defaults(func=config_table)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -44,7 +44,7 @@ def assess(arrivals: Sequence[float], interval: float, count: int) -> dict:
         return {"verdict": "incomplete", "received": received, "expected": count,
                 "message": f"only {received} of {count} frames arrived; the stream was cut or timed out"}
     spread = max(arrivals) - min(arrivals) if arrivals else 0.0
-    gaps: List[float] = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    gaps: List[float] = [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
     result = {"received": received, "expected": count, "spread_s": round(spread, 3),
               "expected_spread_s": round(expected, 3), "largest_gap_s": round(max(gaps), 3) if gaps else 0.0}
     if expected > 0 and spread < expected * BUNCHED_RATIO:

@@ -9,6 +9,10 @@ field: ``Event("delta", {"delta": "Hi"})`` is sent as ``data: {"delta":"Hi"}`` a
 ``Event("metrics", {"data": {...}})`` as ``data: {"type":"metrics","data":{...}}``.
 Providers and turns yield events with ``seq=None``; the run log assigns ``seq``.
 
+Every event type is a constant here and is declared once, with its fields, the projections that
+carry it and a description, in ``odysseus.event_vocabulary``; docs/protocol.md, the page's
+handler table and the OpenAPI description are checked against that table by tests.
+
 Lifecycle events every run log contains:
 
 - ``run_started`` is the first event, ``start`` the second (ids continue the session's previous
@@ -45,7 +49,9 @@ FINISH = "finish"  # provider-level: the provider's finish reason
 PROVIDER_META = "provider_meta"  # provider-level: fields we keep but do not project
 #: provider-level: a fragment of a tool call as it streams {index, id?, name?, arguments_delta}
 TOOL_CALL_DELTA = "tool_call_delta"
-ATTACHMENTS = "attachments"  # context: the turn's attached uploads, first event of the turn (odysseus.context.attachments)
+ATTACHMENTS = (
+    "attachments"  # context: the turn's attached uploads, first event of the turn (odysseus.context.attachments)
+)
 RAG_SOURCES = "rag_sources"  # context: chunks of the user's files retrieved for this turn (odysseus.context.retrieval)
 # Context events (odysseus.context), announced before the first delta on both projections
 MEMORIES_USED = "memories_used"  # data: [{id, text, category, type: "pinned" | "recalled"}]
@@ -77,6 +83,25 @@ DELEGATION_EVENTS = frozenset({DELEGATION_START, DELEGATION_CHUNK, DELEGATION_TO
 
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, TOOL_CALL_DELTA, FINISH, PROVIDER_META})
+
+# Agent mode (odysseus.agent, odysseus.tools): the turn's rounds, tools, approvals and guards
+AGENT_PREP = "agent_prep"
+AGENT_STEP = "agent_step"
+TOOL_START = "tool_start"
+TOOL_PROGRESS = "tool_progress"
+TOOL_OUTPUT = "tool_output"
+ASK_USER = "ask_user"
+TOOL_APPROVAL_RESOLVED = "tool_approval_resolved"
+GENERATED_IMAGE = "generated_image"
+UI_CONTROL = "ui_control"
+PLAN_UPDATE = "plan_update"
+EXHIBIT = "exhibit"
+ROUNDS_EXHAUSTED = "rounds_exhausted"
+BUDGET_EXCEEDED = "budget_exceeded"
+LOOP_BREAKER_TRIGGERED = "loop_breaker_triggered"
+INTENT_NUDGE_EXHAUSTED = "intent_nudge_exhausted"
+#: the answer to an attach/resume the caller cannot follow (odysseus.routes.streaming)
+RUN_MISSING = "run_missing"
 
 # Editor documents (odysseus.documents), on both projections under these names.
 DOC_STREAM_OPEN = "doc_stream_open"  # {title, language}: a create/update_document call is streaming

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import __version__
+from . import __version__, event_vocabulary
 
 STR = {"type": "string"}
 ID = {"type": "string", "maxLength": 200}
@@ -57,8 +57,11 @@ PROFILE = {"name": {"type": "string", "maxLength": 200}, "system_prompt": NULLAB
            "is_default": BOOL}
 AGENT = {**{k: v for k, v in PROFILE.items() if k != "is_default"}, "agent_id": ID, "profile_id": ID}
 CREDENTIALS = {"username": STR, "password": STR}
-MEMORY = {"text": {"type": "string", "minLength": 1, "maxLength": 1000}, "category": {"type": "string", "maxLength": 40},
-          "pinned": BOOL}
+MEMORY = {
+    "text": {"type": "string", "minLength": 1, "maxLength": 1000},
+    "category": {"type": "string", "maxLength": 40},
+    "pinned": BOOL,
+}
 MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
 RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat turn with use_research
     "query": {"type": "string", "minLength": 1}, "session_id": ID, "model": ID, "client_message_id": ID,
@@ -69,12 +72,34 @@ RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat
     "chars_per_page": {"type": "integer", "minimum": 500, "maximum": 50000},
     "concurrent_reads": {"type": "integer", "minimum": 1, "maximum": 8},
 }
-WORKFLOW = {"id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"}, "name": {"type": "string", "maxLength": 200},
-            "description": NULLABLE_STR, "supervisor_agent_id": ID,
-            "members": {"type": "array", "maxItems": 20, "items": {"type": "object", "properties": {
-                "agent_id": ID, "role": {"type": "string", "enum": ["supervisor", "specialist"]},
-                "delegation_hint": NULLABLE_STR}, "required": ["agent_id", "role"]}}}
+WORKFLOW = {
+    "id": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]{0,63}$"},
+    "name": {"type": "string", "maxLength": 200},
+    "description": NULLABLE_STR,
+    "supervisor_agent_id": ID,
+    "members": {
+        "type": "array",
+        "maxItems": 20,
+        "items": {
+            "type": "object",
+            "properties": {
+                "agent_id": ID,
+                "role": {"type": "string", "enum": ["supervisor", "specialist"]},
+                "delegation_hint": NULLABLE_STR,
+            },
+            "required": ["agent_id", "role"],
+        },
+    },
+}
 
+PROVIDER = {  # the admin's provider connections (odysseus/llm/connections.py validates them)
+    "name": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"},
+    "kind": {"type": "string", "enum": ["openai", "ollama", "anthropic"]},
+    "base_url": {"type": ["string", "null"], "format": "uri", "maxLength": 2048},
+    "api_key": {"type": ["string", "null"], "maxLength": 4096, "writeOnly": True},
+    "default_model": {"type": ["string", "null"], "maxLength": 200},
+    "models": {"type": "array", "maxItems": 200, "items": {"type": "string", "maxLength": 200}},
+    "enabled": BOOL}
 
 @dataclass(frozen=True)
 class Op:
@@ -242,6 +267,18 @@ OPERATIONS: List[Op] = [
        {"is_admin": BOOL, "disabled": BOOL}),
     Op("POST", "/api/admin/users/<user_id>/password", "Set an account's password (admin).", "settings",
        {"new_password": STR}, ("new_password",)),
+    # provider connections (admin; keys are write-only: answers carry api_key_last4 only)
+    Op("GET", "/api/admin/providers", "Every provider: the configuration's (read-only) and the stored ones (admin).",
+       "settings"),
+    Op("POST", "/api/admin/providers", "Store a provider connection (admin).", "settings", PROVIDER,
+       ("name", "kind"), status=201),
+    Op("PATCH", "/api/admin/providers/<provider_id>", "Change a stored provider; no api_key keeps the key, \"\""
+       " clears it (admin).", "settings", PROVIDER),
+    Op("DELETE", "/api/admin/providers/<provider_id>", "Remove a stored provider (admin).", "settings"),
+    Op("POST", "/api/admin/providers/<provider_id>/test", "Send one token through a saved provider (admin).",
+       "settings", {"model": ID}),
+    Op("POST", "/api/admin/providers/test", "Send one token with unsaved values; id fills in a saved key (admin).",
+       "settings", {**PROVIDER, "id": ID, "model": ID}, ("name", "kind")),
     Op("GET", "/api/diagnostics/stream", "Streaming self-test: timestamped frames at known intervals.", "meta",
        query=(("count", {"type": "integer", "minimum": 2, "maximum": 10}),
               ("interval_ms", {"type": "integer", "minimum": 50, "maximum": 1000})), stream=True, public=True),
@@ -300,6 +337,19 @@ def _operation(op: Op) -> Dict[str, Any]:
     return doc
 
 
+def stream_schemas() -> Dict[str, Any]:
+    """The stream vocabularies, from odysseus.event_vocabulary (fields of each: docs/protocol.md)."""
+    chat = sorted(event_vocabulary.names(event_vocabulary.CHAT))
+    agent = sorted(set(event_vocabulary.agent_names().values()))
+    return {
+        "ChatStreamEventType": {"type": "string", "enum": chat, "description":
+                                "`type` of a /api/chat_stream data frame (`delta` frames carry no type; `done` is "
+                                "`data: [DONE]`, `error` an `event: error` frame)"},
+        "AgentStreamEventName": {"type": "string", "enum": agent,
+                                 "description": "SSE event names of /api/agent/chat/stream and its attach"},
+    }
+
+
 def build() -> Dict[str, Any]:
     """The whole OpenAPI document."""
     paths: Dict[str, Dict[str, Any]] = {}
@@ -312,7 +362,7 @@ def build() -> Dict[str, Any]:
                  "description": "Streams are Server-Sent Events; see docs/protocol.md for every event. "
                                 "Writes authorised by the cookie or single-user mode need a same-origin "
                                 "Origin header or X-Odysseus-CSRF."},
-        "components": {"securitySchemes": {
+        "components": {"schemas": stream_schemas(), "securitySchemes": {
             "bearer": {"type": "http", "scheme": "bearer", "description": "an ody_... API token"},
             "cookie": {"type": "apiKey", "in": "cookie", "name": "odysseus_session"}}},
         "security": [{"bearer": []}, {"cookie": []}],

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from typing import Dict, Iterable, Iterator, List, Optional
 
-from .events import (AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DELEGATION_EVENTS, DELTA, DOC_EVENTS, DONE, ERROR,
-                     PROVIDER_ONLY, RESEARCH_DONE, RESEARCH_FINDINGS, RESEARCH_PROGRESS, RESEARCH_SOURCES,
-                     RUN_STARTED, START, Event)
+from . import event_vocabulary
+from .events import (AGENT_TERMINAL, CHAT_TERMINAL, DELTA, DONE, ERROR, RESEARCH_FINDINGS, RESEARCH_PROGRESS,
+                     RESEARCH_SOURCES, RUN_STARTED, START, Event)
 
-#: Events the chat projection does not send (they exist for the agent projection).
-CHAT_HIDDEN = frozenset({RUN_STARTED, START, CLOSE}) | PROVIDER_ONLY
+#: Declared events the chat projection does not send (run_started, start, close, run_missing, provider-level
+#: ones), derived from odysseus.event_vocabulary; undeclared types are sent as they are.
+CHAT_HIDDEN = frozenset(spec.name for spec in event_vocabulary.SPECS
+                        if event_vocabulary.CHAT not in spec.projections)
 
 
 def comment(text: str) -> str:
@@ -83,21 +85,7 @@ def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
 
 # ---------------------------------------------------------------- agent projection
 #: Canonical event -> named SSE event of /api/agent/chat/stream (spec: agent-stream-and-detached-runs.md).
-AGENT_NAMES = {
-    RUN_STARTED: "run_started", START: "start", "delta": "chunk", "tool_start": "tool_call", "tool_output": "tool_result",
-    "exhibit": "exhibit", DONE: "done", ERROR: "error", CLOSE: "close", "ask_user": "ask_user",
-    "run_missing": "run_missing",
-    **{name: name for name in DOC_EVENTS},  # editor documents: the same names on both projections
-    "attachments": "attachments", "rag_sources": "rag_sources",  # context events (odysseus.context), same payload
-    # context events (odysseus.context): same payload as the chat projection's
-    "memories_used": "memories_used", "web_sources": "web_sources", "workspace_rejected": "workspace_rejected",
-    "notice": "notice",
-    "context_trimmed": "context_trimmed", "compacted": "compacted",  # the model's window: same payload
-    # research jobs (odysseus.research): the same names as the chat projection's types
-    RESEARCH_PROGRESS: "research_progress", RESEARCH_SOURCES: "research_sources",
-    RESEARCH_FINDINGS: "research_findings", RESEARCH_DONE: "research_done",
-    **{name: name for name in DELEGATION_EVENTS},  # Agent Alloy: sent as they are
-}
+AGENT_NAMES = event_vocabulary.agent_names()  # derived from odysseus.event_vocabulary (agent_name)
 TOOL_RESULT_PREVIEW = 500
 
 
@@ -169,7 +157,7 @@ def research_frame(event: Event, payload_json: Optional[str] = None) -> Optional
         return job_frame({"phase": "report", "delta": data.get("delta", ""), "status": "running"}, seq)
     if kind in (CHAT_TERMINAL, AGENT_TERMINAL):
         record = data.get("data") or {}
-        status = JOB_STATUS.get(record.get("status"), "error")
+        status = JOB_STATUS.get(record.get("status") or "", "error")
         if status == "error":
             return None  # the error event that follows is the final frame
         research = record.get("research") or {}

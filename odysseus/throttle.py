@@ -1,7 +1,7 @@
 """Slowing down password guessing: per-key failure counts with exponential lock-outs.
 
-Keys are ``("user", username)`` and ``("address", ip)``. A key gets ``free`` failures
-for nothing; from then on every failure locks it for ``base * 2**(failures - free)``
+Keys are ``("user", username)`` and ``("address", ip)``. A key gets ``free - 1`` failures
+for nothing; the ``free``-th and every later failure locks it for ``base * 2**(failures - free)``
 seconds (capped at ``max_delay``). While a key is locked, attempts are refused without
 checking the password, so a locked account cannot be probed at all. A key's count is
 forgotten ``forget_after`` seconds after its last failure; a successful sign-in forgets

@@ -312,7 +312,10 @@ def test_revoking_someone_elses_token_is_404(papp):
     bob_csrf = login(bob, "bob")
     token = bob.post("/api/auth/tokens", json={"name": "b"}, headers={CSRF: bob_csrf}).json
     assert alice.delete(f"/api/auth/tokens/{token['id']}", headers={CSRF: alice_csrf}).status_code == 404
-    assert papp.test_client().get("/api/sessions", headers={"Authorization": f"Bearer {token['token']}"}).status_code == 200
+    assert (
+        papp.test_client().get("/api/sessions", headers={"Authorization": f"Bearer {token['token']}"}).status_code
+        == 200
+    )
 
 
 # ---------------------------------------------------------------- cross-site writes
@@ -454,7 +457,9 @@ def test_cli_create_user_first_is_admin(tmp_path, monkeypatch, capsys):
     app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password"})
     try:
         login(app.test_client(), "root")
-        assert app.test_client().post("/api/auth/setup", json={"username": "x", "password": PASSWORD}).status_code == 409
+        assert (
+            app.test_client().post("/api/auth/setup", json={"username": "x", "password": PASSWORD}).status_code == 409
+        )
     finally:
         app.extensions["odysseus.runs"].close()
     assert run_cli(monkeypatch, tmp_path, ["reset-password", "bob", "--password-stdin"], "another one 2\n") == 0

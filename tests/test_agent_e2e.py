@@ -136,7 +136,9 @@ def test_disconnect_during_a_tool_run_completes_once_and_resume_shows_the_rows(s
     session_id = session_of(agent(server, message="slow job"))
     card = wait_for(lambda: requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()
                     ["messages"][-1]["metadata"].get("agent", {}).get("awaiting_approval"), what="approval card")
-    stream = agent(server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve")
+    stream = agent(
+        server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve"
+    )
     for frame in stream.frames():
         if isinstance(frame.get("data"), dict) and frame["data"].get("type") == "tool_start":
             break
@@ -199,14 +201,18 @@ def test_stop_during_a_tool_run_kills_the_process_and_saves_the_partial(server, 
     session_id = session_of(agent(server, message="long job"))
     card = wait_for(lambda: requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()
                     ["messages"][-1]["metadata"].get("agent", {}).get("awaiting_approval"), what="approval card")
-    stream = agent(server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve")
+    stream = agent(
+        server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve"
+    )
     run_id = stream.headers["X-Odysseus-Run-Id"]
     for frame in stream.frames():
         data = frame.get("data")
         if isinstance(data, dict) and data.get("type") == "tool_progress" and "started" in data["message"]:
             break
     wait_for(lambda: _running("sleep 30.613"), 5, what="the tool process")
-    stopped = requests.post(f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id}, timeout=10)
+    stopped = requests.post(
+        f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id}, timeout=10
+    )
     assert stopped.json() == {"stopped": True}
     rest = frames_of(stream)
     terminal = of(rest, "agent_terminal")[0]["data"]

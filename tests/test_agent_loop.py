@@ -149,8 +149,10 @@ def test_rounds_exhausted_saves_a_continuation_that_picks_up_the_task():
 
 
 def test_budget_exceeded_ends_the_turn_with_limit_and_used():
-    h = Harness([calls(("a", "echo", {"text": "1"})), calls(("b", "echo", {"text": "2"}), ("c", "echo", {"text": "3"}))],
-                max_tool_calls=2)
+    h = Harness(
+        [calls(("a", "echo", {"text": "1"})), calls(("b", "echo", {"text": "2"}), ("c", "echo", {"text": "3"}))],
+        max_tool_calls=2,
+    )
     events, ctx, _ = h.run()
     budget = of(events, "budget_exceeded")[0]
     assert budget.data == {"limit": 2, "used": 1, "requested": 2}

@@ -86,9 +86,15 @@ def saved_reply(server, session_id):
 
 
 def test_event_order_concurrency_results_and_saved_record_on_the_agent_api(server, scripts, workflow):
-    scripts.script("chief_boss", tools(delegate("d_a", "alpha_one", "Write the intro."), delegate("d_b", "beta_two", "Make a plan."),
-                                 say="Splitting the work."),
-                   text("Both parts are in.", " Done."))
+    scripts.script(
+        "chief_boss",
+        tools(
+            delegate("d_a", "alpha_one", "Write the intro."),
+            delegate("d_b", "beta_two", "Make a plan."),
+            say="Splitting the work.",
+        ),
+        text("Both parts are in.", " Done."),
+    )
     scripts.script("alpha_one", text("Intro ", "part ", "one ", "two ", "three ", "four ", "five ", "six ", "seven ",
                                      "eight.", delay=0.15))
     scripts.script("beta_two", tools(("p1", "update_plan", {"steps": [{"step": "think", "status": "completed"}]}),
@@ -101,8 +107,12 @@ def test_event_order_concurrency_results_and_saved_record_on_the_agent_api(serve
     assert names[:2] == ["run_started", "start"] and names[-2:] == ["done", "close"]
     assert names.count("delegation_start") == 2 and names.count("delegation_complete") == 2
     ids = {f["data"]["target_agent_id"]: f["data"]["delegation_id"] for f in frames if f["event"] == "delegation_start"}
-    for target, delegation_id in ids.items():
-        mine = [f["event"] for f in frames if isinstance(f["data"], dict) and f["data"].get("delegation_id") == delegation_id]
+    for delegation_id in ids.values():
+        mine = [
+            f["event"]
+            for f in frames
+            if isinstance(f["data"], dict) and f["data"].get("delegation_id") == delegation_id
+        ]
         assert mine[0] == "delegation_start" and mine[-1] == "delegation_complete"
         assert "delegation_chunk" in mine
     beta = [f["event"] for f in frames if f["data"].get("delegation_id") == ids["beta_two"]]
@@ -112,7 +122,10 @@ def test_event_order_concurrency_results_and_saved_record_on_the_agent_api(serve
     first_beta, last_alpha = owners.index(ids["beta_two"]), len(owners) - 1 - owners[::-1].index(ids["alpha_one"])
     assert first_beta < last_alpha
     completes = {f["data"]["target_agent_id"]: f["data"] for f in frames if f["event"] == "delegation_complete"}
-    assert completes["alpha_one"]["status"] == "success" and completes["alpha_one"]["result_preview"] == "Intro part one two three four five six seven eight."
+    assert (
+        completes["alpha_one"]["status"] == "success"
+        and completes["alpha_one"]["result_preview"] == "Intro part one two three four five six seven eight."
+    )
     assert completes["alpha_one"]["tokens_input"] == 11 and completes["alpha_one"]["tokens_output"] == 7
     assert completes["beta_two"]["tokens_input"] == 22 and completes["alpha_one"]["duration_ms"] > 0
     call = next(f["data"] for f in frames if f["event"] == "delegation_tool_call")
@@ -132,19 +145,37 @@ def test_event_order_concurrency_results_and_saved_record_on_the_agent_api(serve
     reply, messages = saved_reply(server, session_id)
     assert reply["content"] == "Splitting the work.\n\nBoth parts are in. Done."
     records = {r["target_agent_id"]: r for r in reply["metadata"]["delegations"]}
-    assert records["alpha_one"]["content"] == "Intro part one two three four five six seven eight." and records["alpha_one"]["status"] == "success"
-    assert records["beta_two"]["tools"][0]["tool"] == "update_plan" and records["beta_two"]["tools"][0]["success"] is True
+    assert (
+        records["alpha_one"]["content"] == "Intro part one two three four five six seven eight."
+        and records["alpha_one"]["status"] == "success"
+    )
+    assert (
+        records["beta_two"]["tools"][0]["tool"] == "update_plan" and records["beta_two"]["tools"][0]["success"] is True
+    )
     usage = reply["metadata"]["alloy"]["usage_total"]
     assert usage == {"input_tokens": 11 * 2 + 11 + 22, "output_tokens": 7 * 5}
-    assert messages[-2]["metadata"]["agent"] == {"workflow_id": "team", "agent_id": "chief_boss", "routed_by": "workflow_id"}
+    assert messages[-2]["metadata"]["agent"] == {
+        "workflow_id": "team",
+        "agent_id": "chief_boss",
+        "routed_by": "workflow_id",
+    }
 
 
 def test_chat_projection_and_refusals_self_up_the_chain_and_depth(server, scripts, workflow):
-    scripts.script("chief_boss", tools(delegate("d1", "chief_boss", "do it yourself"), delegate("d2", "alpha_one", "lead a sub-task")),
-                   text("Wrapped up."))
-    scripts.script("alpha_one", tools(delegate("a_self", "alpha_one", "me again"), delegate("a_up", "chief_boss", "back up"),
-                                  delegate("a_down", "beta_two", "leaf task")),
-                   text("alpha summary"))
+    scripts.script(
+        "chief_boss",
+        tools(delegate("d1", "chief_boss", "do it yourself"), delegate("d2", "alpha_one", "lead a sub-task")),
+        text("Wrapped up."),
+    )
+    scripts.script(
+        "alpha_one",
+        tools(
+            delegate("a_self", "alpha_one", "me again"),
+            delegate("a_up", "chief_boss", "back up"),
+            delegate("a_down", "beta_two", "leaf task"),
+        ),
+        text("alpha summary"),
+    )
     scripts.script("beta_two", tools(delegate("b_deep", "gamma_three", "too deep")), text("beta leaf"))
     frames = chat_frames(post_chat(server.url, "nest please", mode="agent", workflow_id="team"))
     completes = {f["tool_call_id"]: f for f in of(frames, "delegation_complete")}
@@ -178,7 +209,9 @@ def test_timeout_and_failing_specialist(server, scripts, workflow):
     assert hung.disconnected_at is not None  # the timed-out specialist's connection was closed
     tool_msgs = {m["tool_call_id"]: m["content"] for m in scripts.requests_of("chief_boss")[1].body["messages"]
                  if m["role"] == "tool"}
-    assert "timed out after 3 s" in tool_msgs["t1"] and tool_msgs["t2"].startswith("Error: the specialist beta_two failed")
+    assert "timed out after 3 s" in tool_msgs["t1"] and tool_msgs["t2"].startswith(
+        "Error: the specialist beta_two failed"
+    )
     assert of(frames, "agent_terminal")[0]["data"]["completion"] == "complete"
 
 
@@ -189,7 +222,11 @@ def test_stop_during_delegations_closes_every_child_connection_within_a_second(s
         scripts.script(agent, stall(f"{agent} working..."))
     stream = post_chat(server.url, "stop me", mode="agent", workflow_id="team")
     session_id, run_id = stream.headers["X-Odysseus-Session-Id"], stream.headers["X-Odysseus-Run-Id"]
-    wait_for(lambda: all(scripts.requests_of(a) for a in ("alpha_one", "beta_two", "gamma_three")), 15, what="three specialists")
+    wait_for(
+        lambda: all(scripts.requests_of(a) for a in ("alpha_one", "beta_two", "gamma_three")),
+        15,
+        what="three specialists",
+    )
     seen = 0
     for frame in stream.frames():
         if isinstance(frame.get("data"), dict) and frame["data"].get("type") == "delegation_chunk":
@@ -201,13 +238,17 @@ def test_stop_during_delegations_closes_every_child_connection_within_a_second(s
                          timeout=10).json() == {"stopped": True}
     children = [scripts.requests_of(a)[0] for a in ("alpha_one", "beta_two", "gamma_three")]
     wait_for(lambda: all(r.disconnected_at is not None for r in children), 5, what="children disconnected")
-    assert all(r.disconnected_at - stopped_at < 1.0 for r in children), [r.disconnected_at - stopped_at for r in children]
+    assert all(r.disconnected_at - stopped_at < 1.0 for r in children), [
+        r.disconnected_at - stopped_at for r in children
+    ]
     rest = chat_frames(stream)
     terminal = of(rest, "agent_terminal")[0]["data"]
     assert terminal["status"] == "stopped" and terminal["completion"] == "stopped"
     reply, _ = saved_reply(server, session_id)
     assert {r["status"] for r in reply["metadata"]["delegations"]} == {"stopped"}
-    assert {r["content"] for r in reply["metadata"]["delegations"]} == {f"{a} working..." for a in ("alpha_one", "beta_two", "gamma_three")}
+    assert {r["content"] for r in reply["metadata"]["delegations"]} == {
+        f"{a} working..." for a in ("alpha_one", "beta_two", "gamma_three")
+    }
 
 
 def test_resume_mid_delegation_has_no_gap_and_no_duplicate(server, scripts, workflow):
@@ -226,7 +267,9 @@ def test_resume_mid_delegation_has_no_gap_and_no_duplicate(server, scripts, work
             break
     stream.close()
     cursor = before[-1]["id"]
-    after = open_stream("GET", f"{server.url}/api/chat/resume/{session_id}", headers={"Last-Event-ID": str(cursor)}).events()
+    after = open_stream(
+        "GET", f"{server.url}/api/chat/resume/{session_id}", headers={"Last-Event-ID": str(cursor)}
+    ).events()
     full = open_stream("GET", f"{server.url}/api/chat/resume/{session_id}").events()
     assert before + after == full
     ids = [f["id"] for f in full]
@@ -243,8 +286,11 @@ def test_resume_mid_delegation_has_no_gap_and_no_duplicate(server, scripts, work
 
 
 def test_specialist_approval_card_then_the_answer_continues_the_workflow(server, scripts, workflow):
-    scripts.script("chief_boss", tools(delegate("w1", "shell_runner", "write the file"), delegate("w2", "alpha_one", "say hi")),
-                   text("The file is written."))
+    scripts.script(
+        "chief_boss",
+        tools(delegate("w1", "shell_runner", "write the file"), delegate("w2", "alpha_one", "say hi")),
+        text("The file is written."),
+    )
     scripts.script("shell_runner", tools(("sh1", "shell", {"command": "echo alloy > out.txt; cat out.txt"})),
                    text("Wrote out.txt"))
     scripts.script("alpha_one", text("hi"))

@@ -87,7 +87,9 @@ def test_each_provider_gets_the_text_inlined_and_the_image_in_its_own_format(app
     else:
         user = body["messages"][-1]
         assert user["role"] == "user"
-        assert {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": image}} in user["content"]
+        assert {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": image}} in user[
+            "content"
+        ]
         assert {"type": "text", "text": "summarise"} in user["content"]
         assert "7421" in body["system"]
     session_id = response.headers["X-Odysseus-Session-Id"]

@@ -48,7 +48,7 @@ def awkward(arguments: dict) -> list:
         at = text.find(f'"{key}"')
         cuts.update({at + 1, at + 3, at + len(key) + 2})  # inside the key, before its closing quote
     bounds = [0, *sorted(c for c in cuts if 0 < c < len(text)), len(text)]
-    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
     assert "".join(pieces) == text
     return pieces
 
@@ -288,10 +288,14 @@ def test_rest_routes_and_session_delete(server):
     assert get(server, f"/api/document/{doc_id}/versions")["versions"][0]["summary"] == "Restored from v2"
     listed = get(server, f"/api/documents/{sid}")["documents"]
     assert [d["id"] for d in listed] == [doc_id] and "content" not in listed[0] and listed[0]["size"] == 3
-    for method, path, body in [("GET", f"{url}/version/99", None), ("POST", f"{url}/restore/99", None),
-                               ("GET", f"{url}/version/99999999999", None), ("GET", f"{server.url}/api/document/x", None),
-                               ("GET", f"{server.url}/api/documents/s_nope", None),
-                               ("POST", f"{server.url}/api/document", {"title": "x", "session_id": "s_nope"})]:
+    for method, path, body in [
+        ("GET", f"{url}/version/99", None),
+        ("POST", f"{url}/restore/99", None),
+        ("GET", f"{url}/version/99999999999", None),
+        ("GET", f"{server.url}/api/document/x", None),
+        ("GET", f"{server.url}/api/documents/s_nope", None),
+        ("POST", f"{server.url}/api/document", {"title": "x", "session_id": "s_nope"}),
+    ]:
         response = requests.request(method, path, json=body, timeout=10)
         assert response.status_code == 404 and response.json()["error"], path
     for body in ({"content": 5}, {}, {"content": "x", "summary": 7}):

@@ -122,7 +122,7 @@ def test_sighup_during_five_runs_saves_each_reply_once_and_complete(server_facto
     for r in readers:
         r.finish(40)
     wait_for(lambda: not any(alive(pid) for pid in old_workers), 40, what="the old worker to exit")
-    for prompt, r in zip(prompts, readers):
+    for prompt, r in zip(prompts, readers, strict=False):
         assert r.terminal() == "[DONE]", (r.error, r.frames[-3:])
         assert r.text() == demo_reply(prompt)
         saved = assistant_of(server, r.session_id)
@@ -146,7 +146,7 @@ def test_sighup_with_a_short_grace_ends_runs_interrupted_once_with_everything_se
     for r in readers:
         r.finish(30)
     wait_for(lambda: not any(alive(pid) for pid in old_workers), 30, what="the old worker to exit")
-    for prompt, r in zip(prompts, readers):
+    for prompt, r in zip(prompts, readers, strict=False):
         assert r.terminal() == "error", (r.error, r.frames[-3:])
         saved = assistant_of(server, r.session_id)
         assert len(saved) == 1, saved  # the new worker's recovery left the old worker's live runs alone
@@ -174,7 +174,7 @@ def test_sigterm_gives_every_client_a_terminal_frame_and_saves_what_they_saw(ser
         terminal = json.loads(r.frames[-2]["data"])["data"]
         assert terminal["status"] == "interrupted" and terminal["message_id"] is not None
     again = server_factory(env, data_dir=data_dir)
-    for prompt, r in zip(prompts, readers):
+    for prompt, r in zip(prompts, readers, strict=False):
         saved = assistant_of(again, r.session_id)
         assert len(saved) == 1
         content, metadata = saved[0][0], json.loads(saved[0][2])
@@ -208,7 +208,7 @@ def test_kill9_loses_at_most_one_flush_interval_and_resume_replays_the_same_ids(
         r.finish(10)
     again = server_factory(env, data_dir=data_dir)
     lags = []
-    for prompt, r in zip(prompts, readers):
+    for prompt, r in zip(prompts, readers, strict=False):
         before = [f for f in r.frames if f["t"] <= killed_at]
         saved = assistant_of(again, r.session_id)
         assert len(saved) == 1
@@ -272,8 +272,8 @@ def test_an_outside_write_lock_for_five_seconds_delays_saves_not_streams(server_
     assert slowest < 0.1, f"/api/health took {slowest * 1000:.0f} ms during the lock"
     assert max(backlog) > 0  # the writer had events it could not write yet
     # the runs kept streaming during the lock (their text was all out before it was released)
-    assert all(text == demo_reply(p) for text, p in zip(streamed, prompts))
-    for prompt, r in zip(prompts, readers):
+    assert all(text == demo_reply(p) for text, p in zip(streamed, prompts, strict=False))
+    for prompt, r in zip(prompts, readers, strict=False):
         r.finish(30)
         assert r.terminal() == "[DONE]" and r.text() == demo_reply(prompt)
         saved = assistant_of(server, r.session_id)

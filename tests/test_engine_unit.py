@@ -250,7 +250,9 @@ def test_recovery_takes_expired_or_dead_runs_once_and_leaves_live_leases(make_en
         tail = db.execute("select seq, type from run_events where run_id = ? order by seq", [expired[1]]).fetchall()
     assert [t for _, t in tail] == ["run_started", DELTA, DELTA, MESSAGE_SAVED, CHAT_TERMINAL, ERROR, CLOSE]
     seqs = [s for s, _ in tail]
-    assert seqs[:3] == [1, 2, 3] and seqs[3] > DEFAULTS["RUN_MAX_EVENTS"] and seqs[3:] == list(range(seqs[3], seqs[3] + 4))
+    assert (
+        seqs[:3] == [1, 2, 3] and seqs[3] > DEFAULTS["RUN_MAX_EVENTS"] and seqs[3:] == list(range(seqs[3], seqs[3] + 4))
+    )
     assert engine.store.runs.get(OWNER, expired[1])["event_count"] == len(tail)
 
 

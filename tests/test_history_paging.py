@@ -1,4 +1,4 @@
-"""Long conversations: newest-first history pages, paged sessions, and a model context built from the newest messages."""
+"""Long conversations: newest-first history pages, paged sessions, a model context built from the newest messages."""
 
 from __future__ import annotations
 

@@ -23,8 +23,14 @@ def test_plain_text_and_request_shape(fake):
     post = fake.posts[0]
     assert post.path == "/v1/messages"
     assert post.headers["x-api-key"] == "sk-ant" and post.headers["anthropic-version"] == "2023-06-01"
-    assert post.body == {"model": "claude-x", "stream": True, "max_tokens": 321, "system": "be brief",
-                         "temperature": 0.3, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+    assert post.body == {
+        "model": "claude-x",
+        "stream": True,
+        "max_tokens": 321,
+        "system": "be brief",
+        "temperature": 0.3,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+    }
 
 
 def test_thinking_is_kept_and_signature_goes_to_meta(fake):

@@ -80,8 +80,11 @@ def test_no_fallback_once_output_started(pair, end):
     first, second = pair
     first.script(Reply(chunks=openai_text("half ", "way", done=False)[:2], end=end))
     second.script(Reply(chunks=openai_text("never")))
-    router = router_for(make("openai", first.url + "/v1", name="main"), make("openai", second.url + "/v1", name="spare"),
-                        routes={"smart": ["main/big", "spare/small"]})
+    router = router_for(
+        make("openai", first.url + "/v1", name="main"),
+        make("openai", second.url + "/v1", name="spare"),
+        routes={"smart": ["main/big", "spare/small"]},
+    )
     events, error = run(router.resolve("smart"))
     assert error is not None and error.status in (502, 504)
     assert types(events) == ["model_info", "provider_meta", "delta", "metrics"]

@@ -69,12 +69,22 @@ def test_tool_calls_get_ids_and_finish_says_tool_calls(fake):
 def test_openai_shaped_history_is_translated(fake):
     fake.script(reply(ollama_text("ok")))
     tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
-    messages = [{"role": "system", "content": "be brief"},
-                {"role": "user", "content": [{"type": "text", "text": "look"},
-                                             {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]},
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "3"}]
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "3"},
+    ]
     collect(make("ollama", fake.url), ChatRequest("m", messages, tools=tools))
     body = fake.posts[0].body
     assert body["tools"] == tools

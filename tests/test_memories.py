@@ -247,7 +247,9 @@ def test_memory_api_crud_validation_and_unknown_ids(clean):
                 {"text": "ok", "category": ["a"]}, {"text": "ok", "category": "c" * 41}]:
         response = requests.post(url, json=bad, timeout=10)
         assert response.status_code == 400 and response.json()["error"], bad
-    assert requests.post(url, data="not json", headers={"Content-Type": "application/json"}, timeout=10).status_code == 400
+    assert (
+        requests.post(url, data="not json", headers={"Content-Type": "application/json"}, timeout=10).status_code == 400
+    )
     assert requests.get(url, timeout=10).json()["memories"] == []  # nothing stored by a refusal
     memory = remember(clean, "  Hostile <script>alert(1)</script>\n text  ", category="  Odd  ")
     assert memory["text"] == "Hostile <script>alert(1)</script> text" and memory["category"] == "odd"

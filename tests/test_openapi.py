@@ -105,6 +105,7 @@ def _existing_ids(base: str) -> dict:
                                      timeout=10).json()["id"]
     ids["token_id"] = "tok_unknown"
     ids["user_id"] = "u_unknown"  # single-user mode has no accounts: the admin routes answer 409
+    ids["provider_id"] = "prov_unknown"  # the admin's provider connections: 409 as well
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404
     return ids
 

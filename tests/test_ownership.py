@@ -254,7 +254,7 @@ def search_url():
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, search_url):
-    """A password-mode server with alice (admin) and bob, each with a run lasting over a minute (stopped at teardown)."""
+    """A password-mode server with alice (admin) and bob, each with a run lasting over a minute, stopped at teardown."""
     server = LiveServer(str(tmp_path_factory.mktemp("accounts")), {
         "ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "1.0", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
         # research jobs search a SearXNG stand-in on loopback (tests/searxng.py), never the internet

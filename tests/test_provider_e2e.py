@@ -21,9 +21,17 @@ def openai_fake():
 def env_server(openai_fake, tmp_path_factory):
     """App configured by OPENAI_* env variables, with 1 s first-token and idle timeouts."""
     from liveserver import LiveServer
-    server = LiveServer(str(tmp_path_factory.mktemp("e2e")), {
-        "OPENAI_BASE_URL": openai_fake.url + "/v1", "OPENAI_API_KEY": "sk-e2e", "OPENAI_MODEL": "m",
-        "ODYSSEUS_FIRST_TOKEN_TIMEOUT": "1", "ODYSSEUS_IDLE_TIMEOUT": "1", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("e2e")),
+        {
+            "OPENAI_BASE_URL": openai_fake.url + "/v1",
+            "OPENAI_API_KEY": "sk-e2e",
+            "OPENAI_MODEL": "m",
+            "ODYSSEUS_FIRST_TOKEN_TIMEOUT": "1",
+            "ODYSSEUS_IDLE_TIMEOUT": "1",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        },
+    ).start()
     yield server
     server.stop()
 

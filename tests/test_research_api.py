@@ -248,7 +248,9 @@ def test_agent_projection_names_the_same_events(server):
     assert names[done:] == ["research_done", "done", "close"]
     assert frames[2]["data"] == {"data": {"phase": "probing"}}
     # attach by run id replays the same named events
-    attached = open_stream("GET", f"{server.url}/api/agent/chat/stream/attach?run_id={stream.headers['X-Odysseus-Run-Id']}")
+    attached = open_stream(
+        "GET", f"{server.url}/api/agent/chat/stream/attach?run_id={stream.headers['X-Odysseus-Run-Id']}"
+    )
     try:
         assert [f["event"] for f in attached.events()] == names
     finally:
@@ -275,7 +277,9 @@ def test_stop_on_the_chat_run_cancels_the_job(server, site):
         stream.close()
     types = types_of(rest)
     assert types[-2:] == ["message_saved", "chat_terminal"] and rest[-1]["data"]["data"]["status"] == "stopped"
-    assert "Partial report: the job was cancelled" in "".join(f["data"]["delta"] for f in rest if types_of([f]) == ["delta"])
+    assert "Partial report: the job was cancelled" in "".join(
+        f["data"]["delta"] for f in rest if types_of([f]) == ["delta"]
+    )
     status = requests.get(f"{server.url}/api/research/status/{run_id}", timeout=10).json()
     assert status["status"] == "cancelled" and status["partial"] is True
 

@@ -234,7 +234,9 @@ def test_cancel_mid_reading_ends_with_one_fallback_report(model, search, site):
     cancel = CancelToken()
 
     def after(event):
-        if event.type == RESEARCH_PROGRESS and event.data["data"]["phase"] == "reading":  # p1 is in: stop while p2 is still loading
+        if (
+            event.type == RESEARCH_PROGRESS and event.data["data"]["phase"] == "reading"
+        ):  # p1 is in: stop while p2 is still loading
             threading.Timer(0.2, cancel.cancel, args=("stopped",)).start()
 
     started = time.monotonic()

@@ -72,7 +72,7 @@ def test_chunks_respect_size_sentences_and_overlap():
     chunks = chunk_text(" ".join(sentences), size=300, overlap=80)
     assert len(chunks) > 5 and all(len(c) <= 300 for c in chunks)
     assert all(c.endswith(".") for c in chunks)  # whole sentences only
-    for first, second in zip(chunks, chunks[1:]):
+    for first, second in zip(chunks, chunks[1:], strict=False):
         assert second.split(". ")[0] + "." in first  # the next chunk starts with the previous one's tail
     joined = " ".join(chunks)
     assert all(s in joined for s in sentences)
@@ -153,7 +153,9 @@ def test_retrieval_is_per_owner_and_deleting_an_upload_removes_its_chunks(app, f
     with store.locked.read() as db:
         assert db.execute("select count(*) from upload_chunks where upload_id = ?",
                           [ids["volcanoes.txt"]]).fetchone()[0] == 0
-        assert db.execute("select count(*) from upload_chunks_fts where upload_chunks_fts match 'etna'").fetchone()[0] == 0
+        assert (
+            db.execute("select count(*) from upload_chunks_fts where upload_chunks_fts match 'etna'").fetchone()[0] == 0
+        )
 
 
 def test_unfinished_indexing_resumes_after_a_restart(tmp_path, fake):

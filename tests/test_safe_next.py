@@ -89,8 +89,8 @@ def test_every_accepted_target_stays_on_the_site():
         raw = "".join(parts)
         try:
             target = local_target(raw)
-        except Exception:  # noqa: BLE001 - line breaks cannot occur in this alphabet
-            raise AssertionError(raw)
+        except Exception as exc:  # noqa: BLE001 - line breaks cannot occur in this alphabet
+            raise AssertionError(raw) from exc
         for form in (target, *(_unquoted(target))):
             assert _stays_here(form), (raw, target)
 

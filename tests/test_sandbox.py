@@ -15,7 +15,7 @@ from agent_fakes import calls, say
 from test_agent_approvals import of, post, use_script
 
 from odysseus import create_app
-from odysseus.cancel import CancelToken
+from odysseus.cancel import Cancelled, CancelToken
 from odysseus.errors import OdysseusError
 from odysseus.tools import sandbox
 from odysseus.tools.code import run_python, shell
@@ -141,7 +141,7 @@ def test_the_deadline_ends_a_silent_process(tmp_path):
 def test_a_cancelled_token_refuses_to_start(tmp_path):
     token = CancelToken()
     token.cancel("stopped")
-    with pytest.raises(Exception):
+    with pytest.raises(Cancelled):
         run_bounded(["true"], cancel=token, max_bytes=10, timeout=5)
 
 

@@ -420,9 +420,19 @@ def test_a_workflow_does_not_hand_the_code_tools_to_a_user_without_them(server, 
         made = dave.call("POST", "/api/agents", json={"agent_id": agent_id, "name": agent_id,
                                                       "tools": ["shell", "run_python"]})
         assert made.status_code == 201, made.text
-    made = dave.call("POST", "/api/alloy/workflows", json={
-        "id": "crew", "name": "Crew", "supervisor_agent_id": "crew_boss",
-        "members": [{"agent_id": "crew_boss", "role": "supervisor"}, {"agent_id": "crew_runner", "role": "specialist"}]})
+    made = dave.call(
+        "POST",
+        "/api/alloy/workflows",
+        json={
+            "id": "crew",
+            "name": "Crew",
+            "supervisor_agent_id": "crew_boss",
+            "members": [
+                {"agent_id": "crew_boss", "role": "supervisor"},
+                {"agent_id": "crew_runner", "role": "specialist"},
+            ],
+        },
+    )
     assert made.status_code == 201, made.text
     with model.lock:
         model.replies = [reply(tool_calls=[tool("d1", "delegate_to", agent_id="crew_runner", task="run id")]),

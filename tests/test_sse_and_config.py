@@ -10,15 +10,23 @@ from odysseus.events import Event, delta
 from odysseus.sse import chat_frame, parse_sse
 
 
-@pytest.mark.parametrize("event, expected", [
-    (delta("Hello").numbered(3), 'id: 3\ndata: {"delta":"Hello"}\n\n'),
-    (delta("hm", thinking=True).numbered(4), 'id: 4\ndata: {"delta":"hm","thinking":true}\n\n'),
-    (Event("metrics", {"data": {"total_time": 1.42}}, 5), 'id: 5\ndata: {"type":"metrics","data":{"total_time":1.42}}\n\n'),
-    (Event("done", {"task_id": "x"}, 6), "id: 6\ndata: [DONE]\n\n"),
-    (Event("error", {"error": "Read timeout", "status": 504}, 7),
-     'id: 7\nevent: error\ndata: {"error":"Read timeout","status":504}\n\n'),
-    (Event("agent_step", {}, 8), 'id: 8\ndata: {"type":"agent_step"}\n\n'),
-])
+@pytest.mark.parametrize(
+    "event, expected",
+    [
+        (delta("Hello").numbered(3), 'id: 3\ndata: {"delta":"Hello"}\n\n'),
+        (delta("hm", thinking=True).numbered(4), 'id: 4\ndata: {"delta":"hm","thinking":true}\n\n'),
+        (
+            Event("metrics", {"data": {"total_time": 1.42}}, 5),
+            'id: 5\ndata: {"type":"metrics","data":{"total_time":1.42}}\n\n',
+        ),
+        (Event("done", {"task_id": "x"}, 6), "id: 6\ndata: [DONE]\n\n"),
+        (
+            Event("error", {"error": "Read timeout", "status": 504}, 7),
+            'id: 7\nevent: error\ndata: {"error":"Read timeout","status":504}\n\n',
+        ),
+        (Event("agent_step", {}, 8), 'id: 8\ndata: {"type":"agent_step"}\n\n'),
+    ],
+)
 def test_chat_frame(event, expected):
     assert chat_frame(event) == expected
 

@@ -196,5 +196,7 @@ def test_allow_private_config_and_peer_check(site):
 
 
 def test_registry_offers_web_search_only_with_a_backend():
-    assert "web_search" in build_registry({"AGENT_TOOLS": "web_search,fetch_url", "WEB_SEARCH_BACKEND": "searxng"}).names()
+    assert (
+        "web_search" in build_registry({"AGENT_TOOLS": "web_search,fetch_url", "WEB_SEARCH_BACKEND": "searxng"}).names()
+    )
     assert build_registry({"AGENT_TOOLS": "web_search,fetch_url", "WEB_SEARCH_BACKEND": ""}).names() == ["fetch_url"]

@@ -193,7 +193,9 @@ def test_a_failing_summary_changes_nothing_and_trimming_still_applies(compacting
     _, frames = chat(compacting, "Q2 " + "q" * 1200, session_id=session)
     kinds = types_of(frames)
     assert "compacted" not in kinds and kinds[-1] == "[DONE]"
-    notices = [f["data"]["message"] for f in frames if isinstance(f["data"], dict) and f["data"].get("type") == "notice"]
+    notices = [
+        f["data"]["message"] for f in frames if isinstance(f["data"], dict) and f["data"].get("type") == "notice"
+    ]
     assert any("could not be summarised" in n for n in notices)
     assert "context_trimmed" in kinds  # the window still holds
     after = messages_of(compacting, session)

@@ -17,6 +17,7 @@ from odysseus.context.tokens import TokenCounter, correction_from
 from odysseus.context.trim import droppable_units, fit
 from odysseus.context.turn_window import merged
 from odysseus.context.window import WindowBook
+from odysseus.errors import OdysseusError
 from odysseus.events import Event
 from odysseus.llm.base import ProviderConfig
 from odysseus.llm.llm_core import Candidate
@@ -110,7 +111,9 @@ def test_visible_hides_summarised_rows_and_older_half_ends_before_a_user_message
     summary = {"id": 20, "role": "system", "content": "S", "metadata": {"compacted": True,
                                                                        "summarized_ids": [1, 2, 3, 4]}}
     seen = visible(rows + [summary])
-    assert seen[0]["id"] == 20 and seen[0]["content"].endswith("S") and [r["id"] for r in seen[1:]] == list(range(5, 10))
+    assert (
+        seen[0]["id"] == 20 and seen[0]["content"].endswith("S") and [r["id"] for r in seen[1:]] == list(range(5, 10))
+    )
     again = older_half(seen)
     assert again[0]["id"] == 20  # a second compaction folds the first summary in
     text = transcript(seen, 2, 10_000)
@@ -207,8 +210,14 @@ def test_a_silent_or_down_provider_gets_the_default(tmp_path):
     provider = build_providers({"PROVIDERS": [cfg]})[0]
     book = WindowBook({"DEFAULT_CONTEXT_WINDOW": 8192, "CONTEXT_WINDOW_PROBE_TIMEOUT": 2.0})
     assert book.length(Candidate(provider, "m")) == (8192, "default")
-    with pytest.raises(Exception):
-        load_config({"ODYSSEUS_CONFIG": str(_write(tmp_path, '[[providers]]\nkind = "openai"\nmodels = [{context_length = 3}]\n'))})
+    with pytest.raises(OdysseusError, match="needs a name"):
+        load_config(
+            {
+                "ODYSSEUS_CONFIG": str(
+                    _write(tmp_path, '[[providers]]\nkind = "openai"\nmodels = [{context_length = 3}]\n')
+                )
+            }
+        )
 
 
 def _write(tmp_path, text):

@@ -158,7 +158,9 @@ def test_single_user_mode_accepts_rejects_and_keeps_the_workspace_across_an_appr
     assert browsed.status_code == 200 and {"name": "project", "path": str(chosen), "selectable": True} in \
         browsed.json()["entries"]
     for bad, status in [("relative", 400), ("/definitely/not/here", 404), ("x" * 3000, 400), ("/tmp/\x00", 400)]:
-        assert requests.get(server.url + "/api/workspace/browse", params={"path": bad}, timeout=10).status_code == status
+        assert (
+            requests.get(server.url + "/api/workspace/browse", params={"path": bad}, timeout=10).status_code == status
+        )
 
 
 def test_password_mode_ignores_the_field_for_other_users_silently(server_factory, model, tmp_path):

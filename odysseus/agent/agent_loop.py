@@ -28,13 +28,16 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Generator, Iterator, List, Optional, Tuple
 
 from ..cancel import Cancelled
 from ..chat_turn import model_messages
 from ..errors import OdysseusError, ProviderError
 from ..documents.service import record_touch
-from ..events import DELTA, DOC_SUGGESTIONS, DOC_UPDATE, FINISH, MODEL_INFO, TOOL_CALL, TOOL_CALL_DELTA, USAGE, Event, delta
+from ..events import (AGENT_PREP, AGENT_STEP, ASK_USER, BUDGET_EXCEEDED, DELTA, DOC_SUGGESTIONS, DOC_UPDATE, EXHIBIT,
+                      FINISH, INTENT_NUDGE_EXHAUSTED, LOOP_BREAKER_TRIGGERED, MODEL_INFO, ROUNDS_EXHAUSTED,
+                      TOOL_APPROVAL_RESOLVED, TOOL_CALL, TOOL_CALL_DELTA, TOOL_OUTPUT, TOOL_START, USAGE, WEB_SOURCES,
+                      Event, delta)
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
@@ -139,7 +142,7 @@ class AgentLoop:
         started = time.monotonic()
         self.tool_ctx = self.hooks.tool_context(self.ctx)
         prep_ms = round((time.monotonic() - started) * 1000, 2)
-        yield Event("agent_prep", {"data": {
+        yield Event(AGENT_PREP, {"data": {
             "prep_ms": prep_ms, "messages": len(self.messages), "tools": self.registry.names(),
             "continued": self.state["round"] > 0, "max_rounds": self.settings.max_rounds,
             "max_tool_calls": self.settings.max_tool_calls}})
@@ -200,7 +203,7 @@ class AgentLoop:
                         self.messages.append({"role": "assistant", "content": text})
                         self.messages.append({"role": "user", "content": NUDGE})
                         continue
-                    yield Event("intent_nudge_exhausted", {"nudges": self.nudges, "limit": settings.max_nudges,
+                    yield Event(INTENT_NUDGE_EXHAUSTED, {"nudges": self.nudges, "limit": settings.max_nudges,
                                                            "round": round_no, "text": text.strip()[-200:]})
                     yield from self._end("intent_nudge_exhausted", {"nudges": self.nudges},
                                          "[Stopped: the model kept announcing an action without calling a tool.]")
@@ -210,13 +213,13 @@ class AgentLoop:
                 return
             trigger = self.loop.observe(round_no, [call_signature(c["name"], c["arguments"]) for c in calls], text)
             if trigger is not None:
-                yield Event("loop_breaker_triggered", trigger)
+                yield Event(LOOP_BREAKER_TRIGGERED, trigger)
                 self.meta["guard"] = {"type": "loop_breaker_triggered", **trigger}
                 yield from self._last_round()
                 return
             if self.used + len(calls) > settings.max_tool_calls:
                 data = {"limit": settings.max_tool_calls, "used": self.used, "requested": len(calls)}
-                yield Event("budget_exceeded", data)
+                yield Event(BUDGET_EXCEEDED, data)
                 yield from self._end("budget_exceeded", data,
                                      f"[Stopped: the tool-call budget of {settings.max_tool_calls} calls for one "
                                      "request was used up.]")
@@ -227,11 +230,11 @@ class AgentLoop:
                 return
 
     # ------------------------------------------------------------------ model
-    def _model_round(self, tools: Optional[List[dict]]) -> Iterator[Event]:
+    def _model_round(self, tools: Optional[List[dict]]) -> Generator[Event, None, Tuple[str, List[dict]]]:
         """One completion; returns (text, calls). Text of later rounds is separated by a blank line."""
         self.state["round"] += 1
         round_no = self.state["round"]
-        yield Event("agent_step", {"round": round_no})
+        yield Event(AGENT_STEP, {"round": round_no})
         request = ChatRequest(model=self.candidates[0].model, messages=list(self.messages), tools=tools,
                               temperature=self.temperature)
         parts: List[str] = []
@@ -289,6 +292,7 @@ class AgentLoop:
             if tool is None or tool.preview is None:
                 entry["pending"] = fragment if not entry["name"] else ""
                 return
+            assert self.tool_ctx is not None  # set by run() before the first round
             entry["preview"] = tool.preview(self.tool_ctx)
         entry["pending"] = ""
         yield from entry["preview"].feed(fragment)
@@ -308,7 +312,7 @@ class AgentLoop:
         self.term["completion"] = "loop_breaker_triggered"
 
     # ------------------------------------------------------------------ tools
-    def _run_pending(self) -> Iterator[Event]:
+    def _run_pending(self) -> Generator[Event, None, bool]:
         """Execute pending calls in order; returns True when the turn ended awaiting an approval."""
         while self.state["pending"]:
             self.ctx.cancel.raise_if_cancelled()
@@ -329,7 +333,7 @@ class AgentLoop:
         command = short_command(full)
         internal = tool is not None and tool.internal  # e.g. present_exhibit: its events only, no tool row
         if not internal:
-            yield Event("tool_start", {"tool": call["name"], "command": command, "full_command": full,
+            yield Event(TOOL_START, {"tool": call["name"], "command": command, "full_command": full,
                                        "round": round_no, "call_id": call["id"], "server_id": call.get("server_id"),
                                        "arguments": call["arguments"]})
         started = time.monotonic()
@@ -340,6 +344,7 @@ class AgentLoop:
             result = ToolResult(f"Error: {call['error']}", exit_code=1)
         else:
             timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
+            assert self.tool_ctx is not None  # set by run() before the first round
             try:
                 result = yield from run_tool(tool, call["arguments"], self.tool_ctx, self.ctx.cancel, timeout=timeout,
                                              progress_interval=self.settings.progress_interval, round_no=round_no)
@@ -352,7 +357,7 @@ class AgentLoop:
         self.used += 1
         self.term["tool_calls"] = self.used
         for event in result.events:
-            if event.type == "exhibit":
+            if event.type == EXHIBIT:
                 self._record_exhibit(event.data)
             elif event.type in (DOC_UPDATE, DOC_SUGGESTIONS):  # the saved reply names the documents it touched
                 record_touch(self.ctx.metadata, event)
@@ -362,7 +367,7 @@ class AgentLoop:
                               "content": _cap(result.output, self.settings.output_cap)})
         if internal:
             return
-        yield Event("tool_output", {"tool": call["name"], "command": command, "output": display,
+        yield Event(TOOL_OUTPUT, {"tool": call["name"], "command": command, "output": display,
                                     "exit_code": result.exit_code, "round": round_no, "call_id": call["id"],
                                     "server_id": call.get("server_id")})
         yield from self._capture_citations(call, result)
@@ -390,11 +395,11 @@ class AgentLoop:
         """After a web search's result: a passive citation exhibit of its sources (config flag)."""
         if not self.settings.auto_capture_citations or call["name"] not in CITATION_TOOLS or result.exit_code:
             return
-        rows = next((e.data.get("data") for e in result.events if e.type == "web_sources"), None) or []
+        rows = next((e.data.get("data") for e in result.events if e.type == WEB_SOURCES), None) or []
         exhibit = citation_exhibit(call["id"], rows)
         if exhibit is not None:
             self._record_exhibit(exhibit)
-            yield Event("exhibit", exhibit)
+            yield Event(EXHIBIT, exhibit)
 
     # ------------------------------------------------------------------ approvals
     def _ask(self, call: dict) -> Iterator[Event]:
@@ -406,22 +411,23 @@ class AgentLoop:
                 "call_hash": call_hash(call), "tool": call["name"], "command": short_command(full),
                 "full_command": full, "expires_at": info["expires_at"], "decisions": list(DECISIONS),
                 "round": self.state["round"]}
-        yield Event("ask_user", {"data": data})
+        yield Event(ASK_USER, {"data": data})
         self.meta["awaiting_approval"] = {"approval_id": info["approval_id"], "call": public_call(call),
                                           "expires_at": info["expires_at"]}
         self.term["completion"] = "awaiting_approval"
         self.term["approval_id"] = info["approval_id"]
         yield from self._note(f"[Waiting for your approval to run {call['name']}: {short_command(full, 80)}]")
 
-    def _resolve(self) -> Iterator[Event]:
+    def _resolve(self) -> Generator[Event, None, bool]:
         """Apply the user's answer to the pending call; returns True when the turn ended again."""
         res = self.resolution
+        assert res is not None  # _body resolves only with an answer
         pending = self.state["pending"]
         if (not pending or pending[0].get("server_id") != res.call.get("server_id")
                 or call_hash(pending[0]) != call_hash(res.call)):
             raise OdysseusError("the saved task does not match this approval", status=409)
         call = pending[0]
-        yield Event("tool_approval_resolved", {"decision": res.decision, "approval_id": res.approval_id,
+        yield Event(TOOL_APPROVAL_RESOLVED, {"decision": res.decision, "approval_id": res.approval_id,
                                                "call_id": call["id"], "server_id": call.get("server_id"),
                                                "tool": call["name"]})
         self.meta["approval"] = {"approval_id": res.approval_id, "decision": res.decision, "call_id": call["id"],
@@ -459,7 +465,7 @@ class AgentLoop:
 
     def _rounds_exhausted(self, rounds: int) -> Iterator[Event]:
         self.meta["continuation"] = self.snapshot()
-        yield Event("rounds_exhausted", {"rounds": rounds, "total_rounds": self.state["round"], "can_continue": True})
+        yield Event(ROUNDS_EXHAUSTED, {"rounds": rounds, "total_rounds": self.state["round"], "can_continue": True})
         yield from self._end("rounds_exhausted", {"rounds": rounds},
                              f"[Paused after {rounds} rounds (the round limit). Send continue to pick up "
                              "where I left off.]")

@@ -14,10 +14,10 @@ import dataclasses
 import queue
 import threading
 import time
-from typing import Iterator, List, Optional
+from typing import Generator, List, Optional
 
 from ..cancel import CancelToken, Cancelled
-from ..events import Event
+from ..events import TOOL_PROGRESS, Event
 from ..tools.registry import Tool, ToolContext, ToolResult, execute
 
 #: Seconds a tool may take to give up after its time limit before we stop waiting for it.
@@ -25,7 +25,7 @@ ABANDON_GRACE = 2.0
 
 
 def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, *, timeout: float,
-             progress_interval: float, round_no: int) -> Iterator[Event]:
+             progress_interval: float, round_no: int) -> Generator[Event, None, ToolResult]:
     """Yield ``tool_progress`` events while ``tool`` runs; the generator's return value is the ToolResult."""
     child = CancelToken()
     unlink = run_cancel.on_cancel(lambda: child.cancel(run_cancel.reason or "stopped"))
@@ -75,7 +75,7 @@ def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, 
                 message = "\n".join(pending[-20:])[-2000:] if pending else f"running ({elapsed:g} s)"
                 pending = []
                 next_progress = now + progress_interval
-                yield Event("tool_progress", {"tool": tool.name, "message": message, "elapsed": elapsed,
+                yield Event(TOOL_PROGRESS, {"tool": tool.name, "message": message, "elapsed": elapsed,
                                               "round": round_no})
         if run_cancel.cancelled:  # the tool ended because the run was stopped
             raise Cancelled(run_cancel.reason or "stopped")

@@ -21,14 +21,15 @@ import time
 from typing import Dict, List, Optional
 
 from ..cancel import CancelToken
-from ..events import (DELEGATION_CHUNK, DELEGATION_COMPLETE, DELEGATION_EVENTS, DELEGATION_START,
-                      DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT, DELTA, METRICS, USAGE, Event)
+from ..events import (ASK_USER, DELEGATION_CHUNK, DELEGATION_COMPLETE, DELEGATION_EVENTS, DELEGATION_START,
+                      DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT, DELTA, EXHIBIT, METRICS, TOOL_APPROVAL_RESOLVED,
+                      TOOL_OUTPUT, TOOL_START, USAGE, Event)
 
 PREVIEW = 500
 #: characters of a specialist's streamed text kept in the saved record
 CONTENT_CAP = 100_000
 #: child events shown at top level as they are (with the delegation named)
-PASS_THROUGH = frozenset({"exhibit", "ask_user", "tool_approval_resolved"}) | DELEGATION_EVENTS
+PASS_THROUGH = frozenset({EXHIBIT, ASK_USER, TOOL_APPROVAL_RESOLVED}) | DELEGATION_EVENTS
 
 
 def new_delegation_id() -> str:
@@ -62,7 +63,7 @@ class Delegation:
         self.tokens_input = 0
         self.tokens_output = 0
         self.cost: Optional[float] = None
-        self.tool_started: Dict[str, float] = {}
+        self.tool_started: Dict[Optional[str], float] = {}  # by call id (a provider may send none)
         self.approval: Optional[dict] = None  # {"call", "state"} when the child asked for an approval
         self.ask: Optional[Event] = None  # the child's ask_user, held until the approval is stored
 
@@ -105,17 +106,26 @@ class Delegation:
                 return []
             self.text_parts.append(data["delta"])
             return [Event(DELEGATION_CHUNK, {**self.ids, "content": data["delta"]})]
-        if kind == "tool_start":
+        if kind == TOOL_START:
             self.tool_started[data.get("call_id")] = time.monotonic()
             return [Event(DELEGATION_TOOL_CALL, {**self.ids, "tool": data.get("tool"),
                                                  "arguments": data.get("arguments", {}),
                                                  "tool_call_id": data.get("call_id"), "command": data.get("command")})]
-        if kind == "tool_output":
+        if kind == TOOL_OUTPUT:
             began = self.tool_started.pop(data.get("call_id"), time.monotonic())
-            return [Event(DELEGATION_TOOL_RESULT, {
-                **self.ids, "tool": data.get("tool"), "content": _text(data.get("output"))[:PREVIEW],
-                "success": data.get("exit_code") in (0, None), "duration_ms": round((time.monotonic() - began) * 1000, 1),
-                "tool_call_id": data.get("call_id")})]
+            return [
+                Event(
+                    DELEGATION_TOOL_RESULT,
+                    {
+                        **self.ids,
+                        "tool": data.get("tool"),
+                        "content": _text(data.get("output"))[:PREVIEW],
+                        "success": data.get("exit_code") in (0, None),
+                        "duration_ms": round((time.monotonic() - began) * 1000, 1),
+                        "tool_call_id": data.get("call_id"),
+                    },
+                )
+            ]
         if kind == USAGE:
             usage = data.get("data") or {}
             self.tokens_input += usage.get("input_tokens") or 0
@@ -126,10 +136,10 @@ class Delegation:
             if isinstance(cost, (int, float)):
                 self.cost = (self.cost or 0.0) + cost
             return []
-        if kind == "ask_user":
+        if kind == ASK_USER:
             self.ask = Event(kind, {"data": {**(data.get("data") or {}), **self.ids}})
             return [self.ask]
-        if kind == "tool_approval_resolved":
+        if kind == TOOL_APPROVAL_RESOLVED:
             return [Event(kind, {**data, **self.ids})]
         if kind in PASS_THROUGH:
             return [event]
@@ -157,7 +167,7 @@ class DelegationBook:
         """Fold one delegation event into its record."""
         data = event.data
         with self.lock:
-            record = self._by_id.get(data.get("delegation_id"))
+            record = self._by_id.get(data.get("delegation_id") or "")
             if event.type == DELEGATION_START or record is None:
                 record = {"delegation_id": data.get("delegation_id"), "target_agent_id": data.get("target_agent_id"),
                           "status": "running", "content": "", "tools": []}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, NoReturn, Optional, Tuple
 
 from ..agent.guards import AgentSettings
 from ..llm.llm_core import Candidate
@@ -102,7 +102,7 @@ class AgentFactory:
         return AgentSetup(agent_id, candidates, registry, settings, temperature)
 
 
-def _never(args: dict, ctx) -> None:
+def _never(args: dict, ctx) -> NoReturn:
     raise ToolError(f"{DELEGATE_TOOL} is run by the workflow loop, not as a tool")
 
 

@@ -24,14 +24,14 @@ import logging
 import queue
 import threading
 import time
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Generator, Iterator, List, Optional, Tuple
 
 from ..agent.agent_loop import AgentHooks, AgentLoop, Resolution, initial_state
 from ..agent.approvals import public_call
 from ..agent.guards import sanitize
 from ..cancel import Cancelled
 from ..errors import OdysseusError
-from ..events import DELEGATION_COMPLETE, DELEGATION_EVENTS, METRICS, Event
+from ..events import ASK_USER, DELEGATION_COMPLETE, DELEGATION_EVENTS, EXHIBIT, METRICS, TOOL_APPROVAL_RESOLVED, Event
 from ..runs.run import RunContext
 from ..tools.registry import ToolRegistry
 from .delegation import PREVIEW, Delegation, DelegationBook, new_delegation_id
@@ -106,7 +106,7 @@ class WorkflowLoop(AgentLoop):
                                           delegations=len(self.book.records))
 
     # ------------------------------------------------------------------ tools
-    def _run_pending(self) -> Iterator[Event]:
+    def _run_pending(self) -> Generator[Event, None, bool]:
         """As ``AgentLoop._run_pending``, but consecutive ``delegate_to`` calls run together as one batch."""
         while self.state["pending"]:
             self.ctx.cancel.raise_if_cancelled()
@@ -154,7 +154,8 @@ class WorkflowLoop(AgentLoop):
             return f"{target} is not a specialist of workflow {self.factory.workflow['id']}"
         return None
 
-    def _delegate(self, batch: List[dict], prepared: Optional[Dict[str, Delegation]] = None) -> Iterator[Event]:
+    def _delegate(self, batch: List[dict],
+                  prepared: Optional[Dict[str, Delegation]] = None) -> Generator[Event, None, bool]:
         """Run a batch of delegate_to calls; returns True when the turn ended awaiting an approval."""
         prepared = prepared or {}
         results: Dict[str, str] = {}
@@ -196,18 +197,20 @@ class WorkflowLoop(AgentLoop):
         return False
 
     # ------------------------------------------------------------------ concurrency
-    def _run_all(self, runs: List[Delegation], results: Dict[str, str]) -> Iterator[Event]:
+    def _run_all(self, runs: List[Delegation],
+                 results: Dict[str, str]) -> Generator[Event, None, Optional[Delegation]]:
         """Drive the delegations (at most max_parallel at once), merging their events; returns the paused one."""
         events: "queue.Queue" = queue.Queue()
-        waiting, active = list(runs), {}
+        waiting = list(runs)
+        active: Dict[str, Delegation] = {}
         paused: List[Delegation] = []
         try:
             while waiting or active:
                 while waiting and len(active) < self.limits.max_parallel:
-                    delegation = waiting.pop(0)
-                    active[delegation.id] = delegation
-                    yield delegation.start_event()
-                    self._spawn(delegation, events)
+                    fresh = waiting.pop(0)
+                    active[fresh.id] = fresh
+                    yield fresh.start_event()
+                    self._spawn(fresh, events)
                 try:
                     kind, delegation, event = events.get(timeout=POLL)
                 except queue.Empty:
@@ -259,7 +262,7 @@ class WorkflowLoop(AgentLoop):
             elif completion in ("complete", "loop_breaker_triggered"):
                 delegation.status, delegation.result = "success", final.strip() or "(the specialist gave no text)"
             else:
-                self._fail(delegation, ENDINGS.get(completion, f"it ended as {completion}"))
+                self._fail(delegation, ENDINGS.get(completion or "", f"it ended as {completion}"))
         except Cancelled as exc:
             self._fail(delegation, self._timeout_text() if delegation.timed_out else f"stopped ({exc.reason})")
         except OdysseusError as exc:
@@ -292,11 +295,11 @@ class WorkflowLoop(AgentLoop):
 
     def _forward(self, delegation: Delegation, event: Event) -> Iterator[Event]:
         """A relabelled child event into this loop's stream (an approval card waits for the round's end)."""
-        if event.type == "ask_user":
+        if event.type == ASK_USER:
             return
-        if event.type == "exhibit":
+        if event.type == EXHIBIT:
             self._record_exhibit(event.data)
-        elif event.type == "tool_approval_resolved":
+        elif event.type == TOOL_APPROVAL_RESOLVED:
             self.meta["approval"] = {k: event.data.get(k) for k in ("approval_id", "decision", "call_id",
                                                                      "delegation_id", "target_agent_id")}
         yield event
@@ -328,6 +331,7 @@ class WorkflowLoop(AgentLoop):
     # ------------------------------------------------------------------ approvals
     def _pause(self, delegation: Delegation) -> Iterator[Event]:
         """Store the approval a specialist asked for, with the whole workflow state, and end the turn."""
+        assert delegation.approval is not None  # only a delegation that asked for an approval pauses
         call = delegation.approval["call"]
         state = self.snapshot()
         state["alloy"]["paused"] = {"delegation_id": delegation.id, "tool_call_id": delegation.call_id,
@@ -336,7 +340,7 @@ class WorkflowLoop(AgentLoop):
         info = self.hooks.request_approval(self.ctx, call, state)
         card = dict((delegation.ask.data.get("data") if delegation.ask else None) or {})
         card.update(approval_id=info["approval_id"], expires_at=info["expires_at"], **delegation.ids)
-        yield Event("ask_user", {"data": card})
+        yield Event(ASK_USER, {"data": card})
         self.meta["awaiting_approval"] = {"approval_id": info["approval_id"], "call": public_call(call),
                                           "expires_at": info["expires_at"], **delegation.ids}
         self.term["completion"] = "awaiting_approval"
@@ -347,7 +351,7 @@ class WorkflowLoop(AgentLoop):
                           tokens_output=delegation.tokens_output)
         yield from self._note(f"[Waiting for your approval: {delegation.target} wants to run {call.get('name')}]")
 
-    def _resolve(self) -> Iterator[Event]:
+    def _resolve(self) -> Generator[Event, None, bool]:
         """An approval answer: for a paused delegation, continue the specialist; else as AgentLoop."""
         paused = (self.state.get("alloy") or {}).pop("paused", None) if self.depth == 0 else None
         if paused is None:

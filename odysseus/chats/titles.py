@@ -2,9 +2,9 @@
 
 When a session's first reply finishes (``signals.run_finished``), a background greenlet
 asks for a short title: the ``TITLE_MODEL`` route when configured, else the model that
-answered (``TITLE_MODE = "first_line"`` never asks). With the offline demo model, on any failure, or after ``TITLE_TIMEOUT``
-seconds, the title is the first line of the user's message made clean (no markdown, no
-line breaks). A title the user has set in the meantime is never overwritten: the
+answered (``TITLE_MODE = "first_line"`` never asks). With the offline demo model, on any
+failure, or after ``TITLE_TIMEOUT`` seconds, the title is the first line of the user's
+message made clean (no markdown, no line breaks). A title the user has set in the meantime is never overwritten: the
 update only applies while the session still has its automatic title.
 """
 
@@ -82,7 +82,7 @@ class TitleWriter:
     """Subscribes to ``run_finished`` for one app and titles sessions after their first reply."""
 
     def __init__(self, store, router, manager, config: dict,
-                 spawn: Callable[[Callable[[], None]], None] = None):
+                 spawn: Optional[Callable[[Callable[[], None]], None]] = None):
         self.store, self.router, self.manager = store, router, manager
         self.ask = str(config.get("TITLE_MODE") or "model").strip().lower() != "first_line"
         self.model = str(config.get("TITLE_MODEL") or "")

@@ -52,7 +52,7 @@ class Injection:
     """Something added to the model's input for one turn, announced with its event."""
 
     source: str
-    #: announced before the first delta (e.g. ``Event("rag_sources", {"data": [...]})``); None for silent ones
+    #: announced before the first delta (e.g. ``Event(RAG_SOURCES, {"data": [...]})``); None for silent ones
     event: Optional[Event] = None
     #: untrusted context text for the model ("" for none)
     text: str = ""

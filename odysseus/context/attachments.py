@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import fnmatch
 import json
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..errors import BadRequest
 from ..events import ATTACHMENTS, Event
@@ -35,7 +35,7 @@ def chip(row: dict) -> dict:
     return {k: row[k] for k in CHIP_FIELDS if row.get(k) is not None}
 
 
-def attachment_ids(data: Dict[str, Any], limit: int) -> List[str]:
+def attachment_ids(data: Mapping[str, Any], limit: int) -> List[str]:
     """The request's ``attachments`` as a list of distinct ids (JSON list, or a form field holding a JSON
     list or comma-separated ids); BadRequest when malformed."""
     raw = data.get("attachments")
@@ -109,7 +109,13 @@ class AttachmentSource:
                 missing.append(upload_id)
         images_ok = self._images_ok(request)
         blocks, parts, notices = [], [], []
-        used = {"inlined": [], "truncated": [], "omitted": [], "images": [], "images_not_sent": []}
+        used: Dict[str, List[Any]] = {
+            "inlined": [],
+            "truncated": [],
+            "omitted": [],
+            "images": [],
+            "images_not_sent": [],
+        }
         left = self.budget
         for row in rows:
             if request.cancel is not None:

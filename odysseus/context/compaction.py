@@ -22,7 +22,7 @@ from typing import Any, List, Optional, Tuple
 
 from ..cancel import CancelToken
 from ..errors import OdysseusError
-from ..events import DELTA
+from ..events import DELTA, MODEL_INFO
 from ..llm.base import ChatRequest
 from ..llm.llm_core import stream_route
 
@@ -137,7 +137,7 @@ class Compactor:
             for event in stream_route(candidates, request, token):
                 if event.type == DELTA and not event.data.get("thinking"):
                     parts.append(event.data["delta"])
-                elif event.type == "model_info":
+                elif event.type == MODEL_INFO:
                     route = event.data.get("route") or route
         except Exception as exc:  # noqa: BLE001 - any failure leaves the conversation as it was
             if cancel is not None and cancel.cancelled:

@@ -41,7 +41,7 @@ def dot(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two unit vectors (0 when their sizes differ: another model made one)."""
     if len(a) != len(b):
         return 0.0
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=False))
 
 
 class Embedder:

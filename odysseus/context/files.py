@@ -31,12 +31,32 @@ EXECUTABLES = ((b"\x7fELF", "an ELF executable"), (b"MZ", "a Windows executable"
                (b"\xfe\xed\xfa\xce", "a Mach-O executable"), (b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
                (b"\xce\xfa\xed\xfe", "a Mach-O executable"), (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
                (b"\xca\xfe\xba\xbe", "a Mach-O universal binary or Java class"))
-TEXT_MIMES = {".md": "text/markdown", ".markdown": "text/markdown", ".csv": "text/csv", ".tsv": "text/tab-separated-values",
-              ".json": "application/json", ".html": "text/html", ".htm": "text/html", ".xml": "application/xml",
-              ".py": "text/x-python", ".js": "text/javascript", ".ts": "text/x-typescript", ".css": "text/css",
-              ".sh": "text/x-shellscript", ".c": "text/x-c", ".h": "text/x-c", ".cpp": "text/x-c++",
-              ".rs": "text/x-rust", ".go": "text/x-go", ".java": "text/x-java", ".rb": "text/x-ruby",
-              ".yaml": "text/yaml", ".yml": "text/yaml", ".toml": "application/toml", ".sql": "application/sql"}
+TEXT_MIMES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
+    ".json": "application/json",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xml": "application/xml",
+    ".py": "text/x-python",
+    ".js": "text/javascript",
+    ".ts": "text/x-typescript",
+    ".css": "text/css",
+    ".sh": "text/x-shellscript",
+    ".c": "text/x-c",
+    ".h": "text/x-c",
+    ".cpp": "text/x-c++",
+    ".rs": "text/x-rust",
+    ".go": "text/x-go",
+    ".java": "text/x-java",
+    ".rb": "text/x-ruby",
+    ".yaml": "text/yaml",
+    ".yml": "text/yaml",
+    ".toml": "application/toml",
+    ".sql": "application/sql",
+}
 NAME_MAX = 200
 
 

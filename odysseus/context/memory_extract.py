@@ -109,7 +109,7 @@ class Extractor:
         user = next((m["content"] for m in reversed(history) if m["role"] == "user"
                      and (run.user_message_id is None or m["id"] == run.user_message_id)), "")
         known = [m["text"] for m in self.store.memories.list(run.owner)]
-        exchange = (f"Known facts:\n" + ("\n".join(f"- {k}" for k in known[:50]) or "(none)")
+        exchange = ("Known facts:\n" + ("\n".join(f"- {k}" for k in known[:50]) or "(none)")
                     + f"\n\nUser:\n{user[:4000]}\n\nAssistant:\n{run.content[:4000]}")
         answer = self._ask(run.model, [{"role": "system", "content": PROMPT}, {"role": "user", "content": exchange}])
         added = []

@@ -20,7 +20,7 @@ Files attached to the same turn are left out (they are inlined whole already).
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from ..errors import BadRequest
 from ..events import RAG_SOURCES, Event
@@ -35,7 +35,7 @@ CANDIDATES = 50
 SNIPPET = 240
 
 
-def use_rag_flag(data: Dict[str, Any]) -> Optional[bool]:
+def use_rag_flag(data: Mapping[str, Any]) -> Optional[bool]:
     """``use_rag`` as True/False, or None when unset; BadRequest for anything else."""
     value = data.get("use_rag")
     if value is None or value == "":
@@ -86,7 +86,7 @@ class Retriever:
 
     def _blend(self, owner: str, query: str, hits: Dict[int, dict]) -> None:
         rows = list(self.store.uploads.vectors(owner))
-        if not rows:
+        if not rows or self.embedder is None:
             return
         try:
             target = unpack(pack(self.embedder.embed([query])[0]))
@@ -127,7 +127,8 @@ class RetrievalSource:
             return []
         exclude = tuple(attachment_ids(request.data, self.limit))
         hits = self.retriever.search(request.owner, request.message, exclude)
-        chosen, used = [], 0
+        chosen: List[tuple] = []
+        used = 0
         for hit in hits:
             if used + len(hit["text"]) > self.max_chars and chosen:
                 break

@@ -109,7 +109,7 @@ def fit(base: List[dict], injections: List[Injection], budget: int, counter: Tok
     total = result.tokens_before = counter.count(result.messages)
     # 1. extras, lowest score first
     for injection in sorted((i for i in kept if i.score is not None and (i.text or i.parts)),
-                            key=lambda i: i.score):
+                            key=lambda i: i.score or 0.0):  # None filtered out above
         if total <= budget:
             break
         kept.remove(injection)

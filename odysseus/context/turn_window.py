@@ -51,7 +51,7 @@ def merged(injections: List[Injection]) -> List[Injection]:
                      and o.source == injection.source and o.event.type == injection.event.type
                      and isinstance(o.event.data.get("data"), list)
                      and isinstance(injection.event.data.get("data"), list)), None)
-        if twin is None:
+        if twin is None or twin.event is None or injection.event is None:  # (both events are set on a twin)
             out.append(injection)
             continue
         data = twin.event.data["data"] + injection.event.data["data"]
@@ -97,6 +97,7 @@ class TurnWindow:
         counter = TokenCounter(getattr(candidate.provider, "kind", None), correction_from(history))
         rows = visible(history)
         if base is None:
+            assert build is not None, "prepare() needs build or base"
             base = build(rows)
         total = conversation_count([r for r in history if r.get("role") in ("user", "assistant")]) or \
             conversation_count(base)
@@ -112,9 +113,15 @@ class TurnWindow:
             counts["messages_total"] = total
             ctx.metadata["context_trimmed"] = counts
             yield Event(CONTEXT_TRIMMED, {"data": counts})
-        ctx.metadata["context"] = {"context_length": length, "source": source, "estimated_tokens": fitted.tokens_after,
-                                   "raw_tokens": counter.raw(fitted.messages), "correction": round(counter.correction, 3),
-                                   "messages_sent": fitted.messages_after, "messages_total": total}
+        ctx.metadata["context"] = {
+            "context_length": length,
+            "source": source,
+            "estimated_tokens": fitted.tokens_after,
+            "raw_tokens": counter.raw(fitted.messages),
+            "correction": round(counter.correction, 3),
+            "messages_sent": fitted.messages_after,
+            "messages_total": total,
+        }
         return fitted.messages
 
     def _maybe_compact(self, ctx, history, rows, base, build, counter, length):

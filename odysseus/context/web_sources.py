@@ -77,7 +77,7 @@ class WebSource:
             result = web_search({"query": query}, tool_ctx)
         except ToolError as exc:
             return [notice(f"Web search failed, so this reply does not use web sources: {exc}")]
-        rows = next((e.data["data"] for e in result.events if e.type == WEB_SOURCES), [])
+        rows: List[dict] = next((e.data["data"] for e in result.events if e.type == WEB_SOURCES), [])
         if not rows:
             return [notice(f"Web search found nothing for {query[:80]!r}.")]
         texts = self._pages(rows[: max(0, int(self.config["WEB_CONTEXT_PAGES"]))], tool_ctx)
@@ -95,7 +95,7 @@ class WebSource:
                 blocks.append(block)
             if budget <= 0:
                 break
-        text = untrusted_block("web search", f"Web search results for the user's message (cite the URLs "
+        text = untrusted_block("web search", "Web search results for the user's message (cite the URLs "
                                              "you use):\n\n" + defang("\n\n".join(blocks)))
         sources = [{"url": r["url"], "title": r["title"], "snippet": r["snippet"]} for r in rows]
         return [Injection(SOURCE, event=Event(WEB_SOURCES, {"data": sources}), text=text, score=0.5,
@@ -117,7 +117,7 @@ class WebSource:
 
         with ThreadPoolExecutor(max_workers=len(rows)) as pool:
             texts = list(pool.map(one, [row["url"] for row in rows]))
-        return {row["url"]: text for row, text in zip(rows, texts) if text}
+        return {row["url"]: text for row, text in zip(rows, texts, strict=True) if text}
 
 
 def init_app(app) -> None:

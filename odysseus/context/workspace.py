@@ -110,7 +110,7 @@ class WorkspaceSource:
 def browse(path: str, data_dir: str, limit: int) -> dict:
     """The sub-directories of ``path`` for the page's picker, each marked ``selectable`` (judge)."""
     resolved = os.path.realpath(path)
-    entries = []
+    entries: List[dict] = []
     truncated = False
     with os.scandir(resolved) as listing:
         for entry in sorted(listing, key=lambda e: e.name.lower()):

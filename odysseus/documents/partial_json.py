@@ -147,6 +147,7 @@ class PartialFields:
         """Extend the pending escape with characters from ``text[i:]``; emit it when whole."""
         n = len(text)
         esc = self._escape
+        assert esc is not None  # called only while an escape is pending
         if esc == "\\":
             ch = text[i]
             i += 1

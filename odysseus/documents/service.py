@@ -76,7 +76,9 @@ class Documents:
                                 self.check_content(content), source=source,
                                 summary="Created by the assistant" if source == "ai" else "Created")
 
-    def write(self, owner: str, doc_id: str, content, *, source: str, summary: Optional[str] = None) -> Tuple[dict, bool]:
+    def write(
+        self, owner: str, doc_id: str, content, *, source: str, summary: Optional[str] = None
+    ) -> Tuple[dict, bool]:
         """Replace the content (a new version, or a fold of a recent user save); (doc, changed)."""
         content = self.check_content(content)
         if summary is not None and (not isinstance(summary, str) or len(summary) > SUMMARY_MAX):
@@ -116,7 +118,8 @@ class Documents:
 
     def suggestions(self, doc: dict, items) -> Tuple[List[dict], List[str]]:
         """Valid suggestions (ids ``sugg-1``...) for ``doc``; no-ops dropped; (suggestions, skip notes)."""
-        kept, skipped = [], []
+        kept: List[dict] = []
+        skipped: List[str] = []
         for number, item in enumerate(_edit_list(items, "suggestions"), 1):
             find, replace, reason = item.get("find"), item.get("replace", ""), item.get("reason", "")
             if not isinstance(find, str) or not find or not isinstance(replace, str) or not isinstance(reason, str):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from ..cancel import Cancelled, CancelToken
 from ..events import DELTA, PROVIDER_META, TOOL_CALL, Event
@@ -32,6 +32,7 @@ class HTTPProvider:
         self.api_key = cfg.api_key
         self.configured_models: List[str] = list(cfg.models)
         self.default_model: Optional[str] = cfg.default_model or (cfg.models[0] if cfg.models else None)
+        self.prices: Dict[str, dict] = {}  # registry.build_providers fills it from [prices]
         self.timeouts = Timeouts.of(cfg, app_config)
         self.list_timeout = float(cfg.options.get("list_timeout", min(self.timeouts.idle, 5.0)))
         self.transport = Transport(self.name, self.timeouts, {**self._auth_headers(), **cfg.options.get("headers", {})})

@@ -58,7 +58,7 @@ def wire_messages(messages: List[dict]) -> tuple:
             add("user", [{"type": "tool_result", "tool_use_id": message.get("tool_call_id") or "",
                           "content": _tool_result_content(message.get("content"))}])
         elif role == "assistant":
-            blocks = [{"type": "text", "text": text}] if text else []
+            blocks: List[dict] = [{"type": "text", "text": text}] if text else []
             for call in message.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 args = parse_arguments(fn.get("arguments"))
@@ -144,7 +144,7 @@ class AnthropicProvider(HTTPProvider):
                 continue
             if kind == "error":
                 err = doc.get("error") or {}
-                status = ERROR_STATUS.get(err.get("type"), 502)
+                status = ERROR_STATUS.get(err.get("type") or "", 502)
                 raise ProviderHTTPError(f"Provider {self.name} reported {err.get('type', 'an error')}: "
                                         f"{err.get('message', '')}".rstrip(": "), status=status, provider=self.name)
             if kind == "message_start":

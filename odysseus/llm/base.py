@@ -10,7 +10,7 @@ its connection, when the ``CancelToken`` is cancelled.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, List, Optional, Protocol
+from typing import Dict, Iterator, List, Optional, Protocol
 
 from ..cancel import CancelToken
 from ..events import Event
@@ -37,6 +37,10 @@ class Provider(Protocol):
 
     name: str
     kind: str
+    #: the model a request naming only the provider gets (configured, or learnt from the server)
+    default_model: Optional[str]
+    #: model -> its ``[prices]`` entry (registry.build_providers sets it)
+    prices: Dict[str, dict]
 
     def stream(self, request: ChatRequest, cancel: CancelToken) -> Iterator[Event]:
         """Yield canonical events for one completion."""

@@ -30,14 +30,14 @@ class ModelCatalog:
     def _collect(self) -> dict:
         results: List[dict] = [{} for _ in self.providers]
         threads = [threading.Thread(target=self._list_one, args=(p, r), daemon=True)
-                   for p, r in zip(self.providers, results)]
+                   for p, r in zip(self.providers, results, strict=True)]
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + self.wait
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         models, errors = [], []
-        for provider, result in zip(self.providers, results):
+        for provider, result in zip(self.providers, results, strict=True):
             for name in result.get("models", []):
                 models.append({"id": f"{provider.name}/{name}", "provider": provider.name, "model": name,
                                "kind": provider.kind,

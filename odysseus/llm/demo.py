@@ -11,7 +11,7 @@ The reply depends only on the request's messages, so tests can predict it.
 from __future__ import annotations
 
 import re
-from typing import Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 from ..cancel import CancelToken
 from ..events import Event, delta, finish, tool_call, usage
@@ -119,6 +119,8 @@ class DemoProvider:
         self.name = name
         self.token_delay = token_delay
         self.reply_words = reply_words  # >0: pad the reply to this many words (long-run tests)
+        self.default_model: Optional[str] = None
+        self.prices: Dict[str, dict] = {}
 
     def list_models(self) -> List[str]:
         """The one demo model."""

@@ -64,6 +64,19 @@ class Timeouts:
 
 # ---------------------------------------------------------------- error mapping
 
+SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
+
+
+def redact(text: str, secret: Optional[str]) -> str:
+    """``text`` with ``secret`` (and a long prefix of it, which servers echo) replaced by its last four."""
+    if not secret or len(secret) < 4 or not text:
+        return text
+    text = text.replace(secret, "…" + secret[-4:])
+    if len(secret) >= 12:
+        text = text.replace(secret[:-4], "…")
+    return text
+
+
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and everything it wraps (cause, context, urllib3 ``reason``, args)."""
     seen, todo = set(), [exc]
@@ -387,6 +400,16 @@ class Transport:
         return self.session.post(url, json=body, headers={**self.headers, **(headers or {})}, stream=True,
                                  timeout=(self.timeouts.connect, self.timeouts.first_token))
 
+    def redact(self, text: str) -> str:
+        """``text`` without the credentials this transport sends (a server may echo a key it refused).
+
+        Error paths only (providers: issue 20): the message reaches error events, logs and the admin screen.
+        """
+        for name, value in self.headers.items():
+            if name.lower() in SECRET_HEADERS and isinstance(value, str) and value:
+                text = redact(text, value.split(" ", 1)[1] if value.lower().startswith("bearer ") else value)
+        return text
+
     def http_error(self, response: requests.Response, stream: StreamResponse) -> ProviderHTTPError:
         """The provider's error status, message and Retry-After as a ProviderHTTPError."""
         body = b""
@@ -395,7 +418,7 @@ class Transport:
                 body += chunk
                 if len(body) > ERROR_BODY_LIMIT:
                     break
-        detail = error_message(body) if body else (response.reason or "")
+        detail = self.redact(error_message(body) if body else (response.reason or ""))
         return ProviderHTTPError(f"Provider {self.provider} returned HTTP {response.status_code}: {detail}",
                                  status=response.status_code, retry_after=retry_after(response.headers),
                                  provider=self.provider)
@@ -407,7 +430,8 @@ class Transport:
                                         timeout=(self.timeouts.connect, timeout or self.timeouts.idle))
             if response.status_code >= 400:
                 raise ProviderHTTPError(
-                    f"Provider {self.provider} returned HTTP {response.status_code}: {error_message(response.content)}",
+                    f"Provider {self.provider} returned HTTP {response.status_code}: "
+                    f"{self.redact(error_message(response.content))}",
                     status=response.status_code, retry_after=retry_after(response.headers), provider=self.provider)
             return repair_value(response.json())
 

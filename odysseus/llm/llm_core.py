@@ -73,7 +73,7 @@ class ModelRouter:
                     return Candidate(provider, spec)
             raise NotFound(f"unknown model {spec!r}: name it as provider/model")
         if not model:
-            model = getattr(provider, "default_model", None)
+            model = getattr(provider, "default_model", None) or ""
             if not model:
                 model = (provider.list_models() or [""])[0]
                 if model:
@@ -99,7 +99,11 @@ class ModelRouter:
 
 def model_info(candidate: Candidate) -> Event:
     """The ``model_info`` event for the candidate that answers."""
-    data = {"provider": candidate.provider.name, "model": candidate.model, "route": candidate.route_id}
+    data: Dict[str, object] = {
+        "provider": candidate.provider.name,
+        "model": candidate.model,
+        "route": candidate.route_id,
+    }
     if candidate.provider.kind == "demo":
         data.update({"model": DEMO_MODEL, "label": DEMO_LABEL, "offline_demo": True})
     else:

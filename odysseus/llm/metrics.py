@@ -94,7 +94,7 @@ class CompletionMetrics:
         cost = cost_of(self.price, input_tokens, output)
         if cost is not None:
             data["cost"] = cost
-            data["cost_currency"] = str(self.price.get("currency", "USD"))
+            data["cost_currency"] = str((self.price or {}).get("currency", "USD"))
             data["cost_estimated"] = input_estimated or output_estimated
         if partial:
             data["partial"] = True

@@ -139,4 +139,5 @@ class OllamaProvider(HTTPProvider):
 
     def _list_remote(self) -> List[str]:
         doc = self.transport.get_json(self.base_url + "/api/tags", self.list_timeout)
-        return [m.get("name") or m.get("model") for m in (doc.get("models") or []) if isinstance(m, dict)]
+        models = [m for m in (doc.get("models") or []) if isinstance(m, dict)]
+        return [name for m in models if (name := m.get("name") or m.get("model"))]  # nameless entries are no model

@@ -30,26 +30,28 @@ def register_adapter(kind: str, factory: Callable[[ProviderConfig, dict], Provid
     ADAPTERS[kind] = factory
 
 
+def build_provider(cfg: ProviderConfig, app_config: dict) -> Provider:
+    """One provider object for one configuration (its adapter, default model and prices)."""
+    factory = ADAPTERS.get(cfg.kind)
+    if factory is None:
+        raise OdysseusError(f"provider {cfg.name!r}: unknown kind {cfg.kind!r} (known: {sorted(ADAPTERS)})")
+    provider = factory(cfg, app_config)
+    if cfg.default_model and not getattr(provider, "default_model", None):
+        provider.default_model = cfg.default_model
+    provider.prices = prices_for(cfg.name, app_config)
+    return provider
+
+
 def build_providers(app_config: dict) -> List[Provider]:
     """One provider per configured table or env variable; the demo provider when there are none."""
     configs: List[ProviderConfig] = list(app_config.get("PROVIDERS") or [])
     if not configs:
         configs = [ProviderConfig(name="demo", kind="demo")]
-    providers = []
-    for cfg in configs:
-        factory = ADAPTERS.get(cfg.kind)
-        if factory is None:
-            raise OdysseusError(f"provider {cfg.name!r}: unknown kind {cfg.kind!r} (known: {sorted(ADAPTERS)})")
-        provider = factory(cfg, app_config)
-        if cfg.default_model and not getattr(provider, "default_model", None):
-            provider.default_model = cfg.default_model
-        provider.prices = prices_for(cfg.name, app_config)
-        providers.append(provider)
-    return providers
+    return [build_provider(cfg, app_config) for cfg in configs]
 
 
 def prices_for(provider_name: str, app_config: dict) -> Dict[str, dict]:
-    """model -> price entry from ``[prices."provider/model"]`` tables (a bare ``[prices."model"]`` fits any provider)."""
+    """model -> price entry from ``[prices."provider/model"]`` tables; a bare ``[prices."model"]`` fits any provider."""
     table = (app_config.get("TABLES") or {}).get("prices") or {}
     exact: Dict[str, dict] = {}
     bare: Dict[str, dict] = {}

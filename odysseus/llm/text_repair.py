@@ -47,12 +47,12 @@ def repair_value(value: Any) -> Any:
         return repair_text(value)
     if isinstance(value, dict):
         items = [(repair_value(k), repair_value(v)) for k, v in value.items()]
-        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
             return value
         return dict(items)
     if isinstance(value, (list, tuple)):
         repaired_items = [repair_value(v) for v in value]
-        if all(a is b for a, b in zip(repaired_items, value)):
+        if all(a is b for a, b in zip(repaired_items, value, strict=True)):
             return value
         return type(value)(repaired_items)
     return value

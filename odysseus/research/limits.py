@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 from urllib.parse import urlparse
 
 from ..errors import BadRequest
@@ -83,7 +83,7 @@ class ResearchLimits:
     def from_request(cls, config: dict, data: Optional[dict] = None) -> "ResearchLimits":
         """Config defaults overridden by validated request fields; raises BadRequest."""
         data = data or {}
-        values = {
+        values: Dict[str, Any] = {
             "max_rounds": int(config.get("RESEARCH_MAX_ROUNDS", 0)),
             "auto_rounds": max(1, min(HARD_MAX_ROUNDS, int(config.get("RESEARCH_AUTO_ROUNDS", 6)))),
             "min_rounds": int(config.get("RESEARCH_MIN_ROUNDS", 1)),

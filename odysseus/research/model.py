@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Iterator, List, Optional, TypeVar
+from typing import Callable, Generator, List, Optional, TypeVar
 
 from ..cancel import Cancelled, CancelToken
 from ..errors import OdysseusError, ProviderError
@@ -86,7 +86,7 @@ def offload(fn: Callable[..., T], *args) -> T:
 
 
 def wait_on(work: Callable[[], T], cancel: CancelToken, interval: float,
-            beat: Callable[[float], Event]) -> Iterator[Event]:
+            beat: Callable[[float], Event]) -> Generator[Event, None, T]:
     """Run ``work`` in a worker; yield ``beat(waited)`` every ``interval`` s; return its result.
 
     Use as ``result = yield from wait_on(...)``. Raises what ``work`` raised, or ``Cancelled``.

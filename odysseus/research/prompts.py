@@ -114,5 +114,6 @@ def decision(text: str, limit: int) -> Optional[dict]:
         return None
     flag = value.get("continue")
     flag = flag if isinstance(flag, bool) else str(flag).strip().lower() in ("true", "yes", "1")
-    queries = value.get("queries") if isinstance(value.get("queries"), list) else []
+    raw = value.get("queries")
+    queries = raw if isinstance(raw, list) else []
     return {"continue": flag, "queries": [q for q in (_clean(v, 200) for v in queries) if q][:limit]}

@@ -21,10 +21,11 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, TypeVar
 
 from ..cancel import Cancelled, CancelToken
 from ..errors import OdysseusError, ProviderError
@@ -36,6 +37,8 @@ from . import prompts, report
 from .limits import ResearchLimits, is_local
 from .model import POLL, CallTimeout, ResearchFailed, ask, child_token, wait_on
 from .pages import new_pages, read_concurrently, read_text, search
+
+T = TypeVar("T")
 
 TIME_UP = "research_time"
 EXCERPT = 400
@@ -72,7 +75,7 @@ class ResearchJob:
         self.warnings: List[str] = []
         self.row: dict = {}
         self.chars_written = 0
-        self.stats = {"rounds": 0, "queries": 0, "pages_read": 0, "pages_failed": 0, "model_calls": 0,
+        self.stats: Dict[str, Any] = {"rounds": 0, "queries": 0, "pages_read": 0, "pages_failed": 0, "model_calls": 0,
                       "ended_by": None}
         self.token: CancelToken = CancelToken()
 
@@ -108,11 +111,11 @@ class ResearchJob:
             fields["chars"] = self.chars_written
         return self.progress(self.row.get("phase", "working"), **fields, waiting=round(waited, 1))
 
-    def wait(self, work: Callable, token: CancelToken) -> Iterator[Event]:
+    def wait(self, work: Callable[[], T], token: CancelToken) -> Generator[Event, None, T]:
         """``yield from`` this to run blocking ``work`` while staying responsive."""
         return wait_on(work, token, self.limits.progress_interval, self.beat)
 
-    def call(self, messages: List[dict], token: CancelToken, deadline: float) -> Iterator[Event]:
+    def call(self, messages: List[dict], token: CancelToken, deadline: float) -> Generator[Event, None, str]:
         """One bounded model call from the turn (``text = yield from self.call(...)``)."""
         token.raise_if_cancelled()
         timeout = min(self.limits.timeout_for(_chars(messages), self.local), deadline - self.clock())
@@ -223,8 +226,8 @@ class ResearchJob:
                 self.searched.append(query)
                 self.stats["queries"] += 1
                 try:
-                    rows += yield from self.wait(lambda q=query: search(q, self.config, self.token,
-                                                                        limits.pages_per_round), self.token)
+                    rows += yield from self.wait(functools.partial(search, query, self.config, self.token,
+                                                                   limits.pages_per_round), self.token)
                 except ToolError as exc:
                     yield self.warning(f"search failed for {query!r}: {exc}")
             before = len(self.findings)

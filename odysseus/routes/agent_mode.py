@@ -35,6 +35,7 @@ from ..context.memories import memory_book
 from ..context.workspace import chosen_workspace
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
+from ..runs.engine import Turn
 from ..runs.run import RunContext
 from ..store.approvals import ApprovalRepo
 from ..tools import ToolContext, ToolRegistry, build_registry
@@ -124,6 +125,11 @@ def _flag(value) -> bool:
     return value is True or (isinstance(value, str) and value.lower() in ("1", "true", "yes"))
 
 
+def _attached_only(history: List[dict]) -> Turn:
+    """The turn of a retried approval answer: the engine attaches to the one it started, never calls this."""
+    raise RuntimeError("a retried approval answer starts no new turn")
+
+
 def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     """Validate an agent request (approval answer, continue, or new task); store nothing."""
     service = _service()
@@ -142,7 +148,7 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
                 and session_id == row["session_id"]
                 and service.store.messages.by_client_id(owner, session_id, req["client_message_id"])):
             # A retried answer: chat_stream attaches to the turn it already started.
-            return PreparedTurn("", req["client_message_id"], lambda history: None, terminal_type=AGENT_TERMINAL)
+            return PreparedTurn("", req["client_message_id"], _attached_only, terminal_type=AGENT_TERMINAL)
         check(row, owner=owner, session_id=session_id, decision=decision,
               presented=data.get("tool_approval_call"), now=time.time())
         # consumed inside the start transaction: a start that fails (503 at capacity) leaves it unused
@@ -182,7 +188,9 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     hooks = dataclasses.replace(service.hooks, tool_context=lambda ctx: service.tool_context(ctx, network=network))
 
     # the model rides along so a source can tell whether it accepts images
-    gather = context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
+    gather = (
+        context_gather(dict(req, data={**req["data"], "model": req.get("model")}), owner) if state is None else None
+    )
 
     window = turn_window(req, candidates)  # the model's window: compaction, trimming (issue 17)
 

@@ -46,8 +46,8 @@ def init_app(app: Flask) -> None:
                 return
         if started.run is None:
             row = started.row or {}
-            store.jobs.finish(job_id, _JOB_STATUS.get(row.get("status"), "error"), message_id=row.get("message_id"),
-                              error=row.get("error"))
+            store.jobs.finish(job_id, _JOB_STATUS.get(row.get("status") or "", "error"),
+                              message_id=row.get("message_id"), error=row.get("error"))
             return
         run = started.run
         store.jobs.attach_run(job_id, started.session_id, run.run_id)
@@ -59,14 +59,16 @@ def init_app(app: Flask) -> None:
     pool = engine.backend.job_pool(int(app.config["BACKGROUND_WORKERS"]), run_job, store, engine)
     app.extensions["odysseus.jobs"] = pool
 
+    booted = False
+
     def requeue_orphans() -> None:
         """Jobs whose worker is gone go back to the queue (at boot, then with the engine's recovery cadence)."""
-        if store.jobs.recover(engine.worker)["requeued"] or not requeue_orphans.booted:
-            requeue_orphans.booted = True
+        nonlocal booted
+        if store.jobs.recover(engine.worker)["requeued"] or not booted:
+            booted = True
             for job in store.jobs.queued():
                 pool.submit(job["job_id"])
 
-    requeue_orphans.booted = False
     requeue_orphans()
     engine.maintenance.append(requeue_orphans)
 

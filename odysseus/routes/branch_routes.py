@@ -80,6 +80,7 @@ def apply_branch(owner: str, req: dict, prepared) -> None:
     if plan is None:
         return
     if plan.kind == "regenerate":
+        assert plan.user_message_id is not None  # a regenerate plan names the user message it answers
         prepared.message = None  # the answered message is already stored
         prepared.in_transaction.insert(0, regenerate_writes(owner, plan.session_id, plan.user_message_id))
     else:

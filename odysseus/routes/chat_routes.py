@@ -9,7 +9,7 @@ from flask import Blueprint, current_app, jsonify, request
 from ..cancel import CancelToken
 from ..chat_turn import model_messages
 from ..errors import NotFound
-from ..events import CHAT_TERMINAL, Event
+from ..events import CHAT_TERMINAL, DONE, ERROR, Event
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..preferences import apply_user_defaults
@@ -60,11 +60,15 @@ def _compare_stream(candidates: List[Candidate], req: dict, owner: str):
                 frame = chat_frame(event)
                 if frame:
                     yield frame
-            yield chat_frame(Event("done", {}))
+            done = chat_frame(Event(DONE, {}))
+            if done:
+                yield done
         except Exception as exc:  # noqa: BLE001 - every failure becomes the stream's error event
             status = getattr(exc, "status", 500)
             message = getattr(exc, "message", "Internal error")
-            yield chat_frame(Event("error", {"error": message, "status": status}))
+            error = chat_frame(Event(ERROR, {"error": message, "status": status}))
+            if error:
+                yield error
         finally:
             cancel.cancel("client_gone")  # closes the provider connection when the client leaves
 

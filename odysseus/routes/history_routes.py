@@ -94,7 +94,8 @@ def delete_session(session_id: str):
     store.sessions.get(owner, session_id)
     engine = current_app.extensions["odysseus.runs"]
     images = engine.delete_session(owner, session_id, lambda: store.sessions.delete(owner, session_id))
-    signals.session_deleted.send(current_app._get_current_object(), owner=owner, session_id=session_id,
+    app = current_app._get_current_object()  # type: ignore[attr-defined]  # current_app is a LocalProxy
+    signals.session_deleted.send(app, owner=owner, session_id=session_id,
                                  images=images)
     return jsonify({"deleted": True})
 

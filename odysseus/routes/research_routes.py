@@ -12,6 +12,7 @@ from typing import Iterator, Optional, Tuple
 from flask import Blueprint, jsonify, request
 
 from ..errors import BadRequest, Conflict, NotFound
+from ..runs.run import Run
 from ..sse import JOB_STATUS, comment, job_frame, research_frame
 from .auth import current_owner
 from .params import body, cursor, page_args
@@ -26,7 +27,7 @@ def _live(owner: str, job_id: str):
     return run if run is not None and run.mode == "research" else None
 
 
-def _job(owner: str, job_id: str) -> Tuple[dict, Optional[object]]:
+def _job(owner: str, job_id: str) -> Tuple[dict, Optional[Run]]:
     """The owner's job row (404 otherwise) and its run while this process still holds it."""
     store = ext("store")
     row = store.research.get(owner, job_id)
@@ -137,7 +138,7 @@ def result(job_id: str):
     row, run = _job(owner, job_id)
     view = _summary(row, run)
     state = _state(row, run)
-    view.update(report=row["report"] if view["status"] != "running" else run.content,
+    view.update(report=run.content if view["status"] == "running" and run is not None else row["report"],
                 sources=state["sources"], findings=state["findings"])
     return jsonify(view)
 

@@ -16,7 +16,7 @@ from typing import Dict, Iterable, Iterator, Optional
 from flask import Response, current_app
 
 from ..errors import RateLimited
-from ..events import CLOSE, Event
+from ..events import CLOSE, RUN_MISSING, Event
 from ..runs.engine import RunEngine, Started
 from ..runs.follow import MISSING_SEQ, Projection, durable_available, ended_before, follow_memory, saved_final_state
 from ..runs.run import Run
@@ -135,7 +135,7 @@ def missing_stream(run_id: str, status: Optional[str], projection: Projection, a
     headers = {"X-Odysseus-Run-Id": run_id} if _ID.fullmatch(run_id) else {}
     if after >= MISSING_SEQ - 1:
         return no_content(headers)
-    events = [Event("run_missing", {"run_id": run_id, "status": status,
+    events = [Event(RUN_MISSING, {"run_id": run_id, "status": status,
                                     "detail": "the replay buffer has expired; restore from history"},
                     MISSING_SEQ - 1),
               Event(CLOSE, {}, MISSING_SEQ)]

@@ -26,7 +26,7 @@ from ..runs.engine import Turn
 class PreparedTurn:
     """A validated request, ready to store its user message and run."""
 
-    message: str
+    message: Optional[str]  # None stores no user message (a regenerate answers a stored one)
     client_message_id: Optional[str]
     make_turn: Callable[[List[dict]], Turn]
     terminal_type: str = CHAT_TERMINAL

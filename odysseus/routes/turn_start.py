@@ -33,7 +33,9 @@ def parse_turn_request(data: dict, default_mode: str = "chat") -> dict:
     message = data.get("message")
     mode = data.get("mode") or default_mode
     if not isinstance(mode, str) or (mode not in MODES and mode not in ext("runs").modes):
-        raise BadRequest(f"unknown mode {mode!r}; expected one of {', '.join(sorted(set(MODES) | set(ext('runs').modes)))}")
+        raise BadRequest(
+            f"unknown mode {mode!r}; expected one of {', '.join(sorted(set(MODES) | set(ext('runs').modes)))}"
+        )
     # An agent approval answer or "continue" may come without a message; agent mode validates it.
     if mode == "agent" and message in (None, "") and (data.get("tool_approval_id") or data.get("continue")):
         message = ""

@@ -73,7 +73,7 @@ def session_context(session_id: str):
     length, source = _ext("window.book").length(candidates[0])
     counter = TokenCounter(getattr(candidates[0].provider, "kind", None), correction_from(rows))
     shown = visible(rows)
-    last = next((r["metadata"]["context"] for r in reversed(rows) if r.get("role") == "assistant"
+    last: dict = next((r["metadata"]["context"] for r in reversed(rows) if r.get("role") == "assistant"
                  and isinstance((r.get("metadata") or {}).get("context"), dict)), {})
     return jsonify({"context_length": length, "estimated_tokens": counter.count(model_messages(shown)),
                     "model": candidates[0].route_id, "source": source,

@@ -222,8 +222,12 @@ class DurableLog:
     def _renew_leases(self, conn: sqlite3.Connection, now: float, force: bool = False) -> None:
         if force or now - self._last_renew >= self.lease_seconds / 3:
             until = now + self.lease_seconds
-            conn.execute("update runs set lease_until = ? where worker = ? and status = 'running'", [until, self.worker])
-            conn.execute("update jobs set lease_until = ? where worker = ? and status = 'running'", [until, self.worker])
+            conn.execute(
+                "update runs set lease_until = ? where worker = ? and status = 'running'", [until, self.worker]
+            )
+            conn.execute(
+                "update jobs set lease_until = ? where worker = ? and status = 'running'", [until, self.worker]
+            )
             self._last_renew = now
 
     def _flush_native(self) -> None:

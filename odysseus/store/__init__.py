@@ -1,6 +1,11 @@
-"""SQLite storage through sqlite-utils: sessions, messages, runs, users, tokens, approvals, images, documents. No Flask here."""
+"""SQLite storage through sqlite-utils.
+
+Sessions, messages, runs, users, tokens, approvals, images, documents. No Flask here.
+"""
 
 from __future__ import annotations
+
+import os
 
 from .approvals import ApprovalRepo, ImageRepo
 from .branches import BranchRepo
@@ -11,6 +16,7 @@ from .documents import DocumentRepo
 from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
+from .provider_connections import ProviderConnectionRepo
 from .research import ResearchRepo
 from .runs import RunRepo
 from .search import SearchRepo
@@ -21,6 +27,11 @@ from .user_admin import UserAdminRepo
 from .user_settings import UserSettingsRepo
 from .users import SettingsRepo, UserRepo
 from .workflows import WorkflowRepo
+
+
+def database_path(config) -> str:
+    """Where the SQLite file lives (``DATABASE`` overrides ``DATA_DIR``/odysseus.db)."""
+    return config.get("DATABASE") or os.path.join(config["DATA_DIR"], "odysseus.db")
 
 
 class Store:
@@ -50,6 +61,7 @@ class Store:
         self.user_admin = UserAdminRepo(self.locked)  # m111_page: admin flag, disabled accounts
         self.code_access = CodeAccessRepo(self.locked)  # m105: who may use the code tools
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
+        self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

@@ -11,7 +11,7 @@ import random
 import re
 import secrets
 import time
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..errors import BadRequest, Conflict, NotFound
 from .database import Locked
@@ -34,7 +34,7 @@ def _decode(row: dict) -> dict:
 
 def clean_fields(data: dict, partial: bool) -> dict:
     """Validate profile/agent fields from a request body."""
-    out = {}
+    out: Dict[str, Any] = {}
     for key in FIELDS:
         if key not in data:
             continue
@@ -68,14 +68,15 @@ class ProfileRepo:
     def create(self, owner: str, fields: dict, is_default: bool = False) -> dict:
         """Create a profile."""
         now = time.time()
-        row = {"id": "prof_" + secrets.token_urlsafe(12), "owner": owner, "system_prompt": None, "model": None,
-               "tools": None, "temperature": None, "is_default": 0, "created_at": now, "updated_at": now}
+        row: Dict[str, Any] = {"id": "prof_" + secrets.token_urlsafe(12), "owner": owner, "system_prompt": None,
+                               "model": None, "tools": None, "temperature": None, "is_default": 0,
+                               "created_at": now, "updated_at": now}
         row.update(fields)
         with self._l.tx() as db:
             if is_default:
                 db.execute("update agent_profiles set is_default = 0 where owner = ?", [owner])
                 row["is_default"] = 1
-            db["agent_profiles"].insert(row)
+            db.table("agent_profiles").insert(row)
         return self.get(owner, row["id"])
 
     def get(self, owner: str, profile_id: str) -> dict:
@@ -106,7 +107,7 @@ class ProfileRepo:
             changes = dict(fields, updated_at=time.time())
             if is_default is not None:
                 changes["is_default"] = 1 if is_default else 0
-            db["agent_profiles"].update(profile_id, changes)
+            db.table("agent_profiles").update(profile_id, changes)
         return self.get(owner, profile_id)
 
     def delete(self, owner: str, profile_id: str) -> None:
@@ -123,9 +124,14 @@ class AgentRepo:
         self._l = locked
 
     def _taken(self, db, owner: str, agent_id: str) -> bool:
-        return db.execute("select 1 from agents where owner = ? and agent_id = ?", [owner, agent_id]).fetchone() is not None
+        return (
+            db.execute("select 1 from agents where owner = ? and agent_id = ?", [owner, agent_id]).fetchone()
+            is not None
+        )
 
-    def create(self, owner: str, fields: dict, agent_id: Optional[str] = None, profile_id: Optional[str] = None) -> dict:
+    def create(
+        self, owner: str, fields: dict, agent_id: Optional[str] = None, profile_id: Optional[str] = None
+    ) -> dict:
         """Create an agent, generating a free Docker-style id when none is given."""
         if agent_id is not None and not AGENT_ID.match(agent_id):
             raise BadRequest("agent_id must be two lower-case words joined by an underscore, like brave_turing")
@@ -145,7 +151,7 @@ class AgentRepo:
             row = {"agent_id": agent_id, "owner": owner, "profile_id": profile_id, "system_prompt": None,
                    "model": None, "tools": None, "temperature": None, "created_at": now, "updated_at": now}
             row.update(fields)
-            db["agents"].insert(row)
+            db.table("agents").insert(row)
         return self.get(owner, agent_id)
 
     def get(self, owner: str, agent_id: str) -> dict:

@@ -31,7 +31,7 @@ class ApprovalRepo:
                "expires_at": now + ttl, "used_at": None, "decision": None,
                "state": json.dumps(state, ensure_ascii=False)}
         with self._l.tx() as db:
-            db["approvals"].insert(row)
+            db.table("approvals").insert(row)
         return _decode(row)
 
     def get(self, approval_id: str) -> Optional[dict]:
@@ -68,7 +68,7 @@ class ImageRepo:
     def add(self, name: str, owner: str, session_id: Optional[str], mime: str, size: int) -> None:
         """Record a stored image."""
         with self._l.tx() as db:
-            db["images"].insert({"name": name, "owner": owner, "session_id": session_id, "mime": mime,
+            db.table("images").insert({"name": name, "owner": owner, "session_id": session_id, "mime": mime,
                                  "size": size, "created_at": time.time()})
 
     def get(self, owner: str, name: str) -> Optional[dict]:

@@ -51,13 +51,13 @@ class CodeAccessRepo:
 
     def _set(self, kind: str, target_id: str, changes: dict, by: str) -> dict:
         with self._l.tx() as db:
-            row = {"kind": kind, "target_id": target_id, "code_tools": None, "network": None}
+            row: dict = {"kind": kind, "target_id": target_id, "code_tools": None, "network": None}
             existing = list(db["code_tools_access"].rows_where("kind = ? and target_id = ?", [kind, target_id],
                                                                limit=1))
             if existing:
                 row.update(existing[0])
             row.update(changes, updated_by=by, updated_at=time.time())
-            db["code_tools_access"].upsert(row, pk=("kind", "target_id"))
+            db.table("code_tools_access").upsert(row, pk=("kind", "target_id"))
         return row
 
     def user_setting(self, user_id: str) -> Optional[bool]:
@@ -98,7 +98,7 @@ class CodeAccessRepo:
 
     def decide(self, *, auth: str, user: Optional[dict], profile_id: Optional[str]) -> CodeAccess:
         """May this caller's turn (with this profile) be offered the code tools, and with network?"""
-        profile = self.profile_settings(profile_id) if profile_id else {"code_tools": None, "network": False}
+        profile: dict = self.profile_settings(profile_id) if profile_id else {"code_tools": None, "network": False}
         if profile["code_tools"] is not None:
             return CodeAccess(profile["code_tools"], profile["code_tools"] and profile["network"],
                               "set for this agent profile by an admin")

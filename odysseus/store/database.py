@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from sqlite_utils import Database
 
@@ -139,6 +139,6 @@ class Locked:
         with self.lock:
             yield self.db
 
-    def trace(self, callback: Optional[callable]) -> None:
+    def trace(self, callback: Optional[Callable[[str], None]]) -> None:
         """Record every statement the request-path connection runs (tests)."""
         self.db.conn.set_trace_callback(callback)

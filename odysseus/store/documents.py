@@ -34,8 +34,8 @@ class DocumentRepo:
         with self._l.tx() as db:
             if session_id:
                 db.execute("update documents set active = 0 where owner = ? and session_id = ?", [owner, session_id])
-            db["documents"].insert(row)
-            db["document_versions"].insert({"document_id": row["id"], "version": 1, "content": content,
+            db.table("documents").insert(row)
+            db.table("document_versions").insert({"document_id": row["id"], "version": 1, "content": content,
                                             "summary": summary, "source": source, "created_at": now})
         return row
 
@@ -53,7 +53,7 @@ class DocumentRepo:
             cursor = db.execute(f"select {SUMMARY_COLUMNS}, length(cast(content as blob)) as size from documents "
                                 "where owner = ? and session_id = ? order by updated_at desc", [owner, session_id])
             names = [c[0] for c in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def active_for_session(self, owner: str, session_id: Optional[str]) -> Optional[dict]:
         """The session's active document (the newest one marked active), or None."""
@@ -86,14 +86,14 @@ class DocumentRepo:
                 version = doc["version_count"]
             else:
                 version = doc["version_count"] + 1
-                db["document_versions"].insert({"document_id": doc_id, "version": version, "content": content,
+                db.table("document_versions").insert({"document_id": doc_id, "version": version, "content": content,
                                                 "summary": summary, "source": source, "created_at": now})
             changes = {"content": content, "version_count": version, "updated_at": now}
             if source == "ai" and doc["session_id"]:
                 db.execute("update documents set active = 0 where owner = ? and session_id = ? and id != ?",
                            [owner, doc["session_id"], doc_id])
                 changes["active"] = 1
-            db["documents"].update(doc_id, changes)
+            db.table("documents").update(doc_id, changes)
             doc.update(changes)
         return doc, True
 
@@ -104,7 +104,7 @@ class DocumentRepo:
             doc = self._owned(db, owner, doc_id)
             if changes:
                 changes["updated_at"] = time.time()
-                db["documents"].update(doc_id, changes)
+                db.table("documents").update(doc_id, changes)
                 doc.update(changes)
         return doc
 
@@ -132,7 +132,7 @@ class DocumentRepo:
             cursor = db.execute("select version, summary, source, created_at, length(cast(content as blob)) as size "
                                 "from document_versions where document_id = ? order by version desc", [doc_id])
             names = [c[0] for c in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def version(self, owner: str, doc_id: str, number: int) -> dict:
         """One version with its content, or NotFound."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from .database import Locked
 from .messages import insert_message
@@ -18,11 +18,11 @@ def import_chat(locked: Locked, owner: str, title: str, messages: List[dict],
     structure; without one a message follows the message before it.
     """
     now = time.time()
-    session = {"id": new_id("s_"), "owner": owner, "title": title, "created_at": now, "updated_at": now}
-    new_ids: Dict[int, int] = {}
+    session: Dict[str, Any] = {"id": new_id("s_"), "owner": owner, "title": title, "created_at": now, "updated_at": now}
+    new_ids: Dict[Any, int] = {}  # the export's message ids (whatever the file holds) -> the new ids
     tree = any(m.get("parent_id") is not None for m in messages)  # an export with branches: no parent = a root
     with locked.tx() as db:
-        db["sessions"].insert(session)
+        db.table("sessions").insert(session)
         for message in messages:
             message_id = insert_message(db, owner, session["id"], message["role"], message["content"],
                                         thinking=message.get("thinking") or "", metadata=message.get("metadata"))

@@ -33,7 +33,7 @@ class JobRepo:
                "result": None, "error": None, "attempts": 0, "created_at": now, "updated_at": now,
                "finished_at": None}
         with self._l.tx() as db:
-            db["jobs"].insert(row)
+            db.table("jobs").insert(row)
         return _decode(row)
 
     def get(self, owner: str, job_id: str) -> dict:
@@ -62,7 +62,7 @@ class JobRepo:
     def attach_run(self, job_id: str, session_id: str, run_id: str) -> None:
         """Record the session and run a job's turn runs in."""
         with self._l.tx() as db:
-            db["jobs"].update(job_id, {"session_id": session_id, "run_id": run_id, "updated_at": time.time()})
+            db.table("jobs").update(job_id, {"session_id": session_id, "run_id": run_id, "updated_at": time.time()})
 
     def finish(self, job_id: str, status: str, *, message_id: Optional[int] = None, result: Optional[str] = None,
                error: Optional[str] = None) -> None:
@@ -87,7 +87,9 @@ class JobRepo:
         now = time.time()
         requeued = failed = 0
         with self._l.tx() as db:
-            rows = db.execute("select job_id, attempts, worker, lease_until from jobs where status = 'running'").fetchall()
+            rows = db.execute(
+                "select job_id, attempts, worker, lease_until from jobs where status = 'running'"
+            ).fetchall()
             for job_id, attempts, worker, lease_until in rows:
                 if lease_until is not None and lease_until >= now and not worker_is_dead(worker, me):
                     continue

@@ -126,14 +126,14 @@ class MemoryRepo:
                 count = db.execute("select count(*) from memories where owner = ?", [owner]).fetchone()[0]
                 if count >= limit:
                     raise BadRequest(f"you already have {count} memories (the limit); delete some first")
-            db["memories"].insert(row)
+            db.table("memories").insert(row)
         return public_memory(row)
 
     def update(self, owner: str, memory_id: str, fields: dict) -> dict:
         """Change text, category or pinned; NotFound for foreign ids."""
         self.get(owner, memory_id)
         with self._l.tx() as db:
-            db["memories"].update(memory_id, {**fields, "updated_at": time.time()})
+            db.table("memories").update(memory_id, {**fields, "updated_at": time.time()})
         return self.get(owner, memory_id)
 
     def delete(self, owner: str, memory_id: str) -> None:
@@ -150,12 +150,15 @@ class MemoryRepo:
             return []
         with self._l.read() as db:
             rows = db.execute(
-                "select m.*, bm25(memories_fts) as rank from memories_fts join memories m on m.rowid = memories_fts.rowid"
-                " where memories_fts match ? and m.owner = ? order by rank limit ?", [match, owner, limit]).fetchall()
+                "select m.*, bm25(memories_fts) as rank from memories_fts"
+                " join memories m on m.rowid = memories_fts.rowid"
+                " where memories_fts match ? and m.owner = ? order by rank limit ?",
+                [match, owner, limit],
+            ).fetchall()
             columns = [c[0] for c in db.execute("select m.*, 0 as rank from memories m limit 0").description]
         out = []
         for values in rows:
-            row = dict(zip(columns, values))
+            row = dict(zip(columns, values, strict=True))
             out.append({**public_memory(row), "score": round(-row["rank"], 6)})
         return out
 
@@ -217,7 +220,7 @@ class MemoryRepo:
         """Change ``enabled`` and/or ``auto_extract``; returns the new settings."""
         merged = {**self.settings(owner), **changes}
         with self._l.tx() as db:
-            db["memory_settings"].upsert({"owner": owner, "enabled": int(merged["enabled"]),
+            db.table("memory_settings").upsert({"owner": owner, "enabled": int(merged["enabled"]),
                                           "auto_extract": int(merged["auto_extract"]), "updated_at": time.time()},
                                          pk="owner")
         return merged

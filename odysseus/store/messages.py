@@ -108,7 +108,7 @@ class MessageRepo:
             cursor = db.execute(f"{_PATH} select * from messages where id in (select id from path) and {where}"
                                 " order by id desc limit ?", args + [limit + 1])
             columns = [d[0] for d in cursor.description]
-            rows = [_decode(dict(zip(columns, r))) for r in cursor.fetchall()]
+            rows = [_decode(dict(zip(columns, r, strict=True))) for r in cursor.fetchall()]
         has_more = len(rows) > limit
         return rows[:limit][::-1], has_more
 
@@ -119,8 +119,11 @@ class MessageRepo:
     def latest(self, owner: str, session_id: str, role: str) -> Optional[dict]:
         """The session's newest message with ``role``, if any."""
         with self._l.read() as db:
-            rows = list(db["messages"].rows_where("session_id = ? and owner = ? and role = ?", [session_id, owner, role],
-                                                  order_by="id desc", limit=1))
+            rows = list(
+                db["messages"].rows_where(
+                    "session_id = ? and owner = ? and role = ?", [session_id, owner, role], order_by="id desc", limit=1
+                )
+            )
         return _decode(rows[0]) if rows else None
 
     def get(self, owner: str, message_id: int) -> dict:
@@ -142,8 +145,11 @@ class MessageRepo:
     def session_of_client_id(self, owner: str, client_message_id: str) -> Optional[str]:
         """The session in which the owner already sent ``client_message_id``, if any."""
         with self._l.read() as db:
-            row = db.execute("select session_id from messages where owner = ? and client_message_id = ? and role = 'user'"
-                             " order by id desc limit 1", [owner, client_message_id]).fetchone()
+            row = db.execute(
+                "select session_id from messages where owner = ? and client_message_id = ? and role = 'user'"
+                " order by id desc limit 1",
+                [owner, client_message_id],
+            ).fetchone()
         return row[0] if row else None
 
     def update_content(self, owner: str, message_id: int, content: str) -> dict:
@@ -151,7 +157,7 @@ class MessageRepo:
         message = self.get(owner, message_id)
         meta = dict(message["metadata"], edited_at=time.time())
         with self._l.tx() as db:
-            db["messages"].update(message_id, {"content": content, "metadata": json.dumps(meta)})
+            db.table("messages").update(message_id, {"content": content, "metadata": json.dumps(meta)})
         return self.get(owner, message_id)
 
     def amend_exhibit(self, owner: str, session_id: str, exhibit: dict) -> int:

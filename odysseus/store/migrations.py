@@ -23,63 +23,63 @@ def migration(fn: Callable[[Database], None]) -> Callable[[Database], None]:
 @migration
 def m001_initial(db: Database) -> None:
     """Sessions, messages and runs, each with an owner."""
-    db["sessions"].create({
+    db.table("sessions").create({
         "id": str, "owner": str, "title": str, "created_at": float, "updated_at": float,
     }, pk="id")
-    db["sessions"].create_index(["owner", "updated_at"])
-    db["messages"].create({
+    db.table("sessions").create_index(["owner", "updated_at"])
+    db.table("messages").create({
         "id": int, "session_id": str, "owner": str, "role": str, "content": str, "thinking": str,
         "metadata": str, "run_id": str, "client_message_id": str, "created_at": float,
     }, pk="id", not_null={"session_id", "owner", "role"})
-    db["messages"].create_index(["session_id", "id"])
-    db["messages"].create_index(["session_id", "client_message_id"])
-    db["runs"].create({
+    db.table("messages").create_index(["session_id", "id"])
+    db.table("messages").create_index(["session_id", "client_message_id"])
+    db.table("runs").create({
         "run_id": str, "session_id": str, "owner": str, "mode": str, "model": str, "status": str,
         "stop_reason": str, "created_at": float, "updated_at": float, "finished_at": float,
         "event_count": int, "last_event_type": str, "error": str, "partial_content": str,
         "partial_thinking": str, "message_id": int, "user_message_id": int, "client_message_id": str,
         "detached": int,
     }, pk="run_id", not_null={"session_id", "owner", "status"})
-    db["runs"].create_index(["session_id", "created_at"])
-    db["runs"].create_index(["owner", "created_at"])
-    db["runs"].create_index(["status"])
+    db.table("runs").create_index(["session_id", "created_at"])
+    db.table("runs").create_index(["owner", "created_at"])
+    db.table("runs").create_index(["status"])
 
 
 @migration
 def m002_accounts(db: Database) -> None:
     """Users, their API tokens (hashed) and instance settings such as open sign-up."""
-    db["users"].create({
+    db.table("users").create({
         "id": str, "username": str, "password_hash": str, "is_admin": int, "created_at": float,
         "password_changed_at": float, "session_version": int,
     }, pk="id", not_null={"username", "password_hash"})
-    db["users"].create_index(["username"], unique=True)
-    db["api_tokens"].create({
+    db.table("users").create_index(["username"], unique=True)
+    db.table("api_tokens").create({
         "id": str, "owner": str, "name": str, "token_hash": str, "prefix": str, "created_at": float,
         "last_used_at": float, "revoked_at": float,
     }, pk="id", not_null={"owner", "token_hash"})
-    db["api_tokens"].create_index(["token_hash"], unique=True)
-    db["api_tokens"].create_index(["owner", "created_at"])
-    db["settings"].create({"key": str, "value": str}, pk="key")
+    db.table("api_tokens").create_index(["token_hash"], unique=True)
+    db.table("api_tokens").create_index(["owner", "created_at"])
+    db.table("settings").create({"key": str, "value": str}, pk="key")
 
 
 @migration
 def m003_agent(db: Database) -> None:
     """Agent mode: tool approvals (single-use, bound to owner, session and call) and generated images."""
-    db["approvals"].create({
+    db.table("approvals").create({
         "id": str, "owner": str, "session_id": str, "run_id": str, "call": str, "call_hash": str,
         "created_at": float, "expires_at": float, "used_at": float, "decision": str, "state": str,
     }, pk="id", not_null={"owner", "session_id", "call", "call_hash", "expires_at"})
-    db["approvals"].create_index(["owner", "session_id"])
-    db["images"].create({
+    db.table("approvals").create_index(["owner", "session_id"])
+    db.table("images").create({
         "name": str, "owner": str, "session_id": str, "mime": str, "size": int, "created_at": float,
     }, pk="name", not_null={"owner", "mime"})
-    db["images"].create_index(["owner"])
+    db.table("images").create_index(["owner"])
 
 
 def migrate(db: Database) -> None:
     """Apply every migration not yet applied (the caller holds one transaction around all of them)."""
     if "_migrations" not in db.table_names():
-        db["_migrations"].create({"name": str, "applied_at": str}, pk="name")
+        db.table("_migrations").create({"name": str, "applied_at": str}, pk="name")
     done = {row["name"] for row in db["_migrations"].rows}
     for fn in MIGRATIONS:
         if fn.__name__ not in done:
@@ -91,19 +91,19 @@ def migrate(db: Database) -> None:
 @migration
 def m004_agent_api(db: Database) -> None:
     """Background jobs, agent profiles and named agents, each with an owner."""
-    db["jobs"].create({
+    db.table("jobs").create({
         "job_id": str, "owner": str, "session_id": str, "request": str, "status": str, "run_id": str,
         "message_id": int, "result": str, "error": str, "attempts": int, "created_at": float,
         "updated_at": float, "finished_at": float,
     }, pk="job_id", not_null={"owner", "status"})
-    db["jobs"].create_index(["owner", "created_at"])
-    db["jobs"].create_index(["status"])
-    db["agent_profiles"].create({
+    db.table("jobs").create_index(["owner", "created_at"])
+    db.table("jobs").create_index(["status"])
+    db.table("agent_profiles").create({
         "id": str, "owner": str, "name": str, "system_prompt": str, "model": str, "tools": str,
         "temperature": float, "is_default": int, "created_at": float, "updated_at": float,
     }, pk="id", not_null={"owner", "name"})
-    db["agent_profiles"].create_index(["owner"])
-    db["agents"].create({
+    db.table("agent_profiles").create_index(["owner"])
+    db.table("agents").create({
         "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
         "tools": str, "temperature": float, "created_at": float, "updated_at": float,
     }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
@@ -112,26 +112,26 @@ def m004_agent_api(db: Database) -> None:
 @migration
 def m005_durable_runs(db: Database) -> None:
     """The durable run log (every logged event, exactly as sent) and run/job ownership leases."""
-    db["run_events"].create({"run_id": str, "seq": int, "type": str, "payload": str},
+    db.table("run_events").create({"run_id": str, "seq": int, "type": str, "payload": str},
                             pk=("run_id", "seq"), not_null={"run_id", "seq", "type", "payload"})
     for column, kind in (("worker", str), ("lease_until", float), ("first_seq", int), ("terminal_type", str),
                          ("events_purged", int)):
-        db["runs"].add_column(column, kind)
-    db["runs"].create_index(["status", "lease_until"])
-    db["runs"].create_index(["events_purged", "finished_at"])
+        db.table("runs").add_column(column, kind)
+    db.table("runs").create_index(["status", "lease_until"])
+    db.table("runs").create_index(["events_purged", "finished_at"])
     for column, kind in (("worker", str), ("lease_until", float)):
-        db["jobs"].add_column(column, kind)
+        db.table("jobs").add_column(column, kind)
 
 
 @migration
 def m106_documents(db: Database) -> None:
     """Editor documents (owner-scoped, optionally in a session) and their numbered versions."""
-    db["documents"].create({
+    db.table("documents").create({
         "id": str, "owner": str, "session_id": str, "title": str, "language": str, "content": str,
         "version_count": int, "active": int, "created_at": float, "updated_at": float,
     }, pk="id", not_null={"owner", "title", "language", "content"})
-    db["documents"].create_index(["owner", "session_id", "updated_at"])
-    db["document_versions"].create({
+    db.table("documents").create_index(["owner", "session_id", "updated_at"])
+    db.table("document_versions").create({
         "document_id": str, "version": int, "content": str, "summary": str, "source": str, "created_at": float,
     }, pk=("document_id", "version"), not_null={"document_id", "version", "content", "source"})
 
@@ -139,18 +139,18 @@ def m106_documents(db: Database) -> None:
 @migration
 def m107_uploads(db: Database) -> None:
     """Uploaded files (per owner, deduplicated by sha256), their text chunks and the FTS5 index over them."""
-    db["uploads"].create({
+    db.table("uploads").create({
         "id": str, "owner": str, "name": str, "mime": str, "kind": str, "size": int, "sha256": str,
         "width": int, "height": int, "uploaded_at": float, "index_status": str, "index_error": str,
         "chunk_count": int, "indexed_at": float,
     }, pk="id", not_null={"owner", "name", "mime", "kind", "size", "sha256"})
-    db["uploads"].create_index(["owner", "sha256"])  # not unique: adopting single-user rows must never fail
-    db["uploads"].create_index(["index_status"])
-    db["upload_chunks"].create({
+    db.table("uploads").create_index(["owner", "sha256"])  # not unique: adopting single-user rows must never fail
+    db.table("uploads").create_index(["index_status"])
+    db.table("upload_chunks").create({
         "id": int, "upload_id": str, "owner": str, "chunk": int, "text": str, "vector": bytes,
     }, pk="id", not_null={"upload_id", "owner", "chunk", "text"})
-    db["upload_chunks"].create_index(["upload_id", "chunk"])
-    db["upload_chunks"].create_index(["owner"])
+    db.table("upload_chunks").create_index(["upload_id", "chunk"])
+    db.table("upload_chunks").create_index(["owner"])
     # rowid = upload_chunks.id; the owner filter joins upload_chunks (the FTS table has no owner column)
     db.execute("create virtual table upload_chunks_fts using fts5(text, tokenize='porter unicode61')")
 
@@ -158,33 +158,33 @@ def m107_uploads(db: Database) -> None:
 @migration
 def m108_memories(db: Database) -> None:
     """Memories per user (text, category, pinned, source, uses, last use) with an FTS5 index; memory switches."""
-    db["memories"].create({
+    db.table("memories").create({
         "id": str, "owner": str, "text": str, "category": str, "pinned": int, "source": str, "uses": int,
         "created_at": float, "updated_at": float, "last_used_at": float,
     }, pk="id", not_null={"owner", "text"})
-    db["memories"].create_index(["owner", "created_at"])
+    db.table("memories").create_index(["owner", "created_at"])
     # porter stemming so "cats" recalls "cat"; triggers keep the index in step with the table
-    db["memories"].enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
-    db["memory_settings"].create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
+    db.table("memories").enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
+    db.table("memory_settings").create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
                                  pk="owner")
 
 
 @migration
 def m108_research(db: Database) -> None:
     """Research jobs: one row per job (its id is the run id), with the result once it has ended."""
-    db["research_jobs"].create({
+    db.table("research_jobs").create({
         "job_id": str, "owner": str, "session_id": str, "query": str, "status": str, "partial": int,
         "message_id": int, "report": str, "sources": str, "findings": str, "stats": str, "error": str,
         "created_at": float, "updated_at": float, "finished_at": float,
     }, pk="job_id", not_null={"owner", "session_id", "query", "status"})
-    db["research_jobs"].create_index(["owner", "created_at"])
-    db["research_jobs"].create_index(["owner", "session_id"])
+    db.table("research_jobs").create_index(["owner", "created_at"])
+    db.table("research_jobs").create_index(["owner", "session_id"])
 
 
 @migration
 def m109_workflows(db: Database) -> None:
     """Agent Alloy workflows: a supervisor agent and its specialists, per owner (members as JSON)."""
-    db["workflows"].create({
+    db.table("workflows").create({
         "id": str, "owner": str, "name": str, "description": str, "supervisor_agent_id": str, "members": str,
         "created_at": float, "updated_at": float,
     }, pk=("owner", "id"), not_null={"owner", "id", "name", "supervisor_agent_id", "members"})
@@ -209,15 +209,15 @@ def m111_page(db: Database) -> None:
     ]
     for statement in statements:
         db.execute(statement)
-    db["user_settings"].create({"owner": str, "key": str, "value": str, "updated_at": float},
+    db.table("user_settings").create({"owner": str, "key": str, "value": str, "updated_at": float},
                                pk=("owner", "key"), not_null={"owner", "key"})
-    db["users"].add_column("disabled_at", float)
+    db.table("users").add_column("disabled_at", float)
 
 
 @migration
 def m105_code_tools_access(db: Database) -> None:
     """Who may use the code tools: an admin's per-user and per-profile settings (no row = the default)."""
-    db["code_tools_access"].create({
+    db.table("code_tools_access").create({
         "kind": str, "target_id": str, "code_tools": int, "network": int, "updated_by": str, "updated_at": float,
     }, pk=("kind", "target_id"), not_null={"kind", "target_id"})
 
@@ -225,9 +225,19 @@ def m105_code_tools_access(db: Database) -> None:
 @migration
 def m120_page2_branches(db: Database) -> None:
     """Conversation trees: each message's parent, and the selected branch (its newest message) per session."""
-    db["messages"].add_column("parent_id", int)
+    db.table("messages").add_column("parent_id", int)
     # existing chats were linear: each message follows the one before it in its session
     db.execute("update messages set parent_id = (select max(m2.id) from messages m2"
                " where m2.session_id = messages.session_id and m2.id < messages.id)")
-    db["messages"].create_index(["session_id", "parent_id"])
-    db["sessions"].add_column("branch_head", int)
+    db.table("messages").create_index(["session_id", "parent_id"])
+    db.table("sessions").add_column("branch_head", int)
+
+
+@migration
+def m130_provider_connections(db: Database) -> None:
+    """Provider connections an admin adds in the settings screen (keys stored as given; names unique, any case)."""
+    db.table("provider_connections").create({
+        "id": str, "name": str, "kind": str, "base_url": str, "api_key": str, "default_model": str, "models": str,
+        "enabled": int, "created_at": float, "updated_at": float, "created_by": str,
+    }, pk="id", not_null={"id", "name", "kind"})
+    db.execute("create unique index provider_connections_name on provider_connections (name collate nocase)")

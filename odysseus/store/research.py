@@ -38,7 +38,7 @@ class ResearchRepo:
                "partial": 0, "message_id": None, "report": "", "sources": "[]", "findings": "[]", "stats": "{}",
                "error": None, "created_at": now, "updated_at": now, "finished_at": None}
         with self._l.tx() as db:
-            db["research_jobs"].insert(row, replace=True)
+            db.table("research_jobs").insert(row, replace=True)
         return _decode(row)
 
     def finish(self, job_id: str, status: str, *, message_id: Optional[int], report: str, sources: List[dict],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..errors import NotFound
 from .database import Locked
@@ -26,7 +26,7 @@ class SessionRepo:
         now = time.time()
         row = {"id": new_id("s_"), "owner": owner, "title": title, "created_at": now, "updated_at": now}
         with self._l.tx() as db:
-            db["sessions"].insert(row)
+            db.table("sessions").insert(row)
         return row
 
     def get(self, owner: str, session_id: str) -> dict:
@@ -45,7 +45,8 @@ class SessionRepo:
         next page starts right after it, so paging never repeats a session when another
         one is updated meanwhile (that one moves to the top instead).
         """
-        where, args = "owner = ?", [owner]
+        where = "owner = ?"
+        args: List[Any] = [owner]
         if before is not None:
             where += " and (updated_at < ? or (updated_at = ? and id < ?))"
             args += [before[0], before[0], before[1]]
@@ -57,7 +58,7 @@ class SessionRepo:
         """Rename the owner's session."""
         self.get(owner, session_id)
         with self._l.tx() as db:
-            db["sessions"].update(session_id, {"title": title, "updated_at": time.time()})
+            db.table("sessions").update(session_id, {"title": title, "updated_at": time.time()})
         return self.get(owner, session_id)
 
     def delete(self, owner: str, session_id: str) -> List[str]:

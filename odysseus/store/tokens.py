@@ -30,7 +30,7 @@ class TokenRepo:
         row = {"id": new_id("tok_"), "owner": owner, "name": name, "token_hash": token_hash, "prefix": prefix,
                "created_at": time.time(), "last_used_at": None, "revoked_at": None}
         with self._l.tx() as db:
-            db["api_tokens"].insert(row)
+            db.table("api_tokens").insert(row)
         return row
 
     def by_hash(self, token_hash: str) -> Optional[dict]:
@@ -57,8 +57,10 @@ class TokenRepo:
     def revoke(self, owner: str, token_id: str) -> dict:
         """Revoke the owner's live token (NotFound for unknown, foreign or already revoked ids)."""
         with self._l.tx() as db:
-            cursor = db.execute("update api_tokens set revoked_at = ? where id = ? and owner = ? and revoked_at is null",
-                                [time.time(), token_id, owner])
+            cursor = db.execute(
+                "update api_tokens set revoked_at = ? where id = ? and owner = ? and revoked_at is null",
+                [time.time(), token_id, owner],
+            )
             if cursor.rowcount == 0:
                 raise NotFound("token not found")
-            return public_token(db["api_tokens"].get(token_id))
+            return public_token(db.table("api_tokens").get(token_id))

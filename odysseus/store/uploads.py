@@ -39,7 +39,7 @@ class UploadRepo:
         """Insert a new upload record."""
         row = dict(row, uploaded_at=row.get("uploaded_at") or time.time())
         with self._l.tx() as db:
-            db["uploads"].insert(row)
+            db.table("uploads").insert(row)
         return row
 
     def by_hash(self, owner: str, sha256: str) -> Optional[dict]:
@@ -135,7 +135,7 @@ class UploadRepo:
         with self._l.read() as db:
             cursor = db.execute(sql, [match, owner, limit])
             names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     def matching(self, chunk_ids: List[int], match: str) -> List[int]:
         """Those of ``chunk_ids`` that match the FTS5 query ``match``."""

@@ -123,4 +123,4 @@ class SettingsRepo:
     def set(self, key: str, value: str) -> None:
         """Store a setting."""
         with self._l.tx() as db:
-            db["settings"].upsert({"key": key, "value": value}, pk="key")
+            db.table("settings").upsert({"key": key, "value": value}, pk="key")

@@ -93,7 +93,7 @@ def clean_workflow(data: dict) -> dict:
                          f"({supervisors[0]!r})")
     if len(members) < 2:
         raise BadRequest("a workflow needs at least one specialist besides the supervisor")
-    return {"id": workflow_id, "name": _text(data, "name", 200, required=True).strip(),
+    return {"id": workflow_id, "name": (_text(data, "name", 200, required=True) or "").strip(),
             "description": _text(data, "description", 2000, required=False),
             "supervisor_agent_id": supervisor, "members": members}
 
@@ -129,7 +129,7 @@ class WorkflowRepo:
             elif db.execute("select 1 from workflows where owner = ? and id = ?",
                             [owner, workflow["id"]]).fetchone():
                 raise Conflict(f"workflow id {workflow['id']!r} is already used")
-            db["workflows"].insert({**workflow, "owner": owner, "members": json.dumps(workflow["members"]),
+            db.table("workflows").insert({**workflow, "owner": owner, "members": json.dumps(workflow["members"]),
                                     "created_at": now, "updated_at": now})
         return self.get(owner, workflow["id"])
 

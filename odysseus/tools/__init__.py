@@ -22,7 +22,9 @@ def build_registry(config: dict) -> ToolRegistry:
     enabled = set(_names(config.get("AGENT_TOOLS")))
     approval = set(_names(config.get("AGENT_APPROVAL_TOOLS")))
     registry = ToolRegistry()
-    for tool in web_tools(config) + code_tools(config) + image_tools(config) + ui_tools() + exhibit_tools() + memory_tools():
+    for tool in (
+        web_tools(config) + code_tools(config) + image_tools(config) + ui_tools() + exhibit_tools() + memory_tools()
+    ):
         if tool.name in enabled:
             tool.needs_approval = tool.name in approval
             registry.register(tool)

@@ -15,7 +15,7 @@ import re
 import secrets
 from typing import Dict, List, Optional
 
-from ..events import Event
+from ..events import EXHIBIT, Event
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
 SCHEMA_VERSION = 1
@@ -54,7 +54,10 @@ def _choice(el: dict, where: str) -> dict:
     options = el.get("options")
     if not isinstance(options, list) or not 1 <= len(options) <= 20:
         raise ToolError(f"{where}.options must be a list of 1 to 20 strings")
-    out = {"type": "choice", "options": [_text(o, f"{where}.options[{i}]", limit=500) for i, o in enumerate(options)]}
+    out: dict = {
+        "type": "choice",
+        "options": [_text(o, f"{where}.options[{i}]", limit=500) for i, o in enumerate(options)],
+    }
     if el.get("prompt") is not None:
         out["prompt"] = _text(el["prompt"], f"{where}.prompt", limit=1000)
     return out
@@ -72,7 +75,7 @@ def _table(el: dict, where: str) -> dict:
         if not isinstance(row, list) or len(row) != len(names):
             raise ToolError(f"{where}.rows[{r}] must be a list of {len(names)} cells (one per column)")
         checked.append([_cell(v, f"{where}.rows[{r}][{c}]") for c, v in enumerate(row)])
-    out = {"type": "table", "columns": names, "rows": checked}
+    out: dict = {"type": "table", "columns": names, "rows": checked}
     if el.get("caption") is not None:
         out["caption"] = _text(el["caption"], f"{where}.caption", limit=500)
     return out
@@ -141,7 +144,7 @@ def validate_exhibit(args: dict) -> dict:
 def present_exhibit(args: dict, ctx: ToolContext) -> ToolResult:
     """Validate and publish an exhibit."""
     exhibit = validate_exhibit(args)
-    return ToolResult(f"Exhibit {exhibit['id']} presented to the user.", events=[Event("exhibit", exhibit)],
+    return ToolResult(f"Exhibit {exhibit['id']} presented to the user.", events=[Event(EXHIBIT, exhibit)],
                       meta={"exhibit_id": exhibit["id"]})
 
 

@@ -12,7 +12,7 @@ from typing import List
 
 import requests
 
-from ..events import Event
+from ..events import GENERATED_IMAGE, Event
 from ..llm.text_repair import repair_value
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
@@ -81,7 +81,7 @@ def generate_image(args: dict, ctx: ToolContext) -> ToolResult:
     event = {"url": url, "prompt": prompt.strip()[:1000]}
     if revised:
         event["revised_prompt"] = revised
-    return ToolResult(f"Image generated and shown to the user at {url}.", events=[Event("generated_image", event)],
+    return ToolResult(f"Image generated and shown to the user at {url}.", events=[Event(GENERATED_IMAGE, event)],
                       meta={"url": url})
 
 

@@ -60,16 +60,24 @@ def manage_memory(args: dict, ctx: ToolContext) -> ToolResult:
 
 def memory_tools() -> List[Tool]:
     """``manage_memory``."""
-    return [Tool(
-        "manage_memory",
-        "Manage the user's long-term memories (short facts and preferences kept across chats): list them, "
-        "search them, add one when the user asks you to remember something, edit or delete one by id.",
-        {"type": "object", "properties": {
-            "action": {"type": "string", "enum": list(ACTIONS)},
-            "text": {"type": "string", "description": "the fact (add, edit)"},
-            "category": {"type": "string", "description": "a short category such as preferences (add, edit)"},
-            "pinned": {"type": "boolean", "description": "always include it in context (add, edit)"},
-            "id": {"type": "string", "description": "the memory id (edit, delete)"},
-            "query": {"type": "string", "description": "words to search for (search)"}},
-         "required": ["action"]},
-        manage_memory, describe=lambda a: f"{a.get('action', '')} {a.get('text') or a.get('query') or a.get('id') or ''}".strip())]
+    return [
+        Tool(
+            "manage_memory",
+            "Manage the user's long-term memories (short facts and preferences kept across chats): list them, "
+            "search them, add one when the user asks you to remember something, edit or delete one by id.",
+            {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": list(ACTIONS)},
+                    "text": {"type": "string", "description": "the fact (add, edit)"},
+                    "category": {"type": "string", "description": "a short category such as preferences (add, edit)"},
+                    "pinned": {"type": "boolean", "description": "always include it in context (add, edit)"},
+                    "id": {"type": "string", "description": "the memory id (edit, delete)"},
+                    "query": {"type": "string", "description": "words to search for (search)"},
+                },
+                "required": ["action"],
+            },
+            manage_memory,
+            describe=lambda a: f"{a.get('action', '')} {a.get('text') or a.get('query') or a.get('id') or ''}".strip(),
+        )
+    ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from ..events import Event
+from ..events import PLAN_UPDATE, UI_CONTROL, Event
 from .registry import Tool, ToolContext, ToolError, ToolResult
 
 PLAN_STATUSES = ("pending", "in_progress", "completed")
@@ -43,7 +43,7 @@ def update_plan(args: dict, ctx: ToolContext) -> ToolResult:
     if isinstance(args.get("explanation"), str) and args["explanation"].strip():
         data["explanation"] = args["explanation"].strip()[:1000]
     done = sum(1 for s in plan if s["status"] == "completed")
-    return ToolResult(f"Plan updated: {done}/{len(plan)} steps completed.", events=[Event("plan_update", {"data": data})],
+    return ToolResult(f"Plan updated: {done}/{len(plan)} steps completed.", events=[Event(PLAN_UPDATE, {"data": data})],
                       meta={"plan": data})
 
 
@@ -60,7 +60,7 @@ def ui_control(args: dict, ctx: ToolContext) -> ToolResult:
         if allowed is not None and value not in allowed:
             raise ToolError(f"{name} must be one of {', '.join(allowed)}")
         data[name] = value[:2000]
-    return ToolResult(f"UI action {action} sent.", events=[Event("ui_control", {"data": data})])
+    return ToolResult(f"UI action {action} sent.", events=[Event(UI_CONTROL, {"data": data})])
 
 
 def ui_tools() -> List[Tool]:

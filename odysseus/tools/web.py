@@ -21,7 +21,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from ..events import Event
+from ..events import WEB_SOURCES, Event
 from ..llm.text_repair import repair_text, repair_value
 from .html_text import extract_text, parse_ddg_results
 from .registry import Tool, ToolContext, ToolError, ToolResult
@@ -33,7 +33,7 @@ MAX_REDIRECTS = 5
 # ------------------------------------------------------------------ SSRF guard
 def _networks(config: dict) -> List[ipaddress._BaseNetwork]:
     raw = str(config.get("FETCH_ALLOWED_NETWORKS") or "")
-    nets = []
+    nets: List[ipaddress._BaseNetwork] = []
     for part in raw.split(","):
         if part.strip():
             nets.append(ipaddress.ip_network(part.strip(), strict=False))
@@ -63,7 +63,7 @@ def check_url(url: str, config: dict) -> str:
     except (socket.gaierror, UnicodeError) as exc:
         raise ToolError(f"cannot resolve {parsed.hostname}: {exc}") from None
     for info in infos:
-        ip = info[4][0]
+        ip = str(info[4][0])  # an IPv4/IPv6 sockaddr's host is a str
         if not address_allowed(ip, config):
             raise ToolError(f"refused: {parsed.hostname} resolves to a private or local address ({ip})")
     return url
@@ -282,7 +282,7 @@ def web_search(args: dict, ctx: ToolContext) -> ToolResult:
     if not rows:
         return ToolResult(f"No results for {query!r}.", meta={"results": 0})
     text = "\n\n".join(f"[{i}] {r['title']}\n{r['url']}\n{r['snippet']}" for i, r in enumerate(rows, 1))
-    return ToolResult(text, events=[Event("web_sources", {"data": rows})], meta={"results": len(rows)})
+    return ToolResult(text, events=[Event(WEB_SOURCES, {"data": rows})], meta={"results": len(rows)})
 
 
 def web_tools(config: dict) -> List[Tool]:

@@ -14,7 +14,7 @@ export class ApiError extends Error {
 
 /** The CSRF token the server rendered into the page (empty in single-user mode). */
 export function csrfToken() {
-  const meta = document.querySelector('meta[name="csrf-token"]');
+  const meta = /** @type {HTMLMetaElement | null} */ (document.querySelector('meta[name="csrf-token"]'));
   return (meta && meta.content) || "";
 }
 
@@ -27,8 +27,13 @@ export function redirectToLogin() {
 /**
  * fetch() with the app's rules. `json` becomes the body; unsafe methods carry the CSRF header;
  * a 401 redirects to /login and rejects. Returns the Response (streams are read by the caller).
+ * @param {string} method
+ * @param {string} url
+ * @param {{json?: any, headers?: Record<string, string>, signal?: AbortSignal}} [options]
+ * @returns {Promise<Response>}
  */
 export async function request(method, url, { json, headers = {}, signal } = {}) {
+  /** @type {RequestInit & {headers: Record<string, string>}} */
   const init = { method, credentials: "same-origin", headers: { ...headers }, signal };
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";

@@ -36,10 +36,10 @@
 
   window.odysseusAuth = { status: status, headers: headers, post: post, logout: logout };
 
-  var form = document.getElementById("auth-form");
+  var form = /** @type {HTMLFormElement | null} */ (document.getElementById("auth-form"));
   if (!form) return;
   var error = document.getElementById("auth-error");
-  var button = document.getElementById("auth-submit");
+  var button = /** @type {HTMLButtonElement} */ (document.getElementById("auth-submit"));
   var toggle = document.getElementById("auth-switch");
   if (toggle) {
     toggle.addEventListener("click", function (ev) {
@@ -58,9 +58,10 @@
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
     error.textContent = "";
-    var username = form.elements.username.value.trim();
-    var password = form.elements.password.value;
-    if (form.dataset.confirm && password !== form.elements.password2.value) {
+    var fields = /** @type {Record<string, HTMLInputElement>} */ (/** @type {unknown} */ (form.elements));
+    var username = fields.username.value.trim();
+    var password = fields.password.value;
+    if (form.dataset.confirm && password !== fields.password2.value) {
       error.textContent = "The two passwords differ.";
       return;
     }

@@ -23,13 +23,17 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   app: $("app"), sidebar: $("sidebar"), sessionList: $("session-list"), newChat: $("new-chat"),
   openSidebar: $("open-sidebar"), closeSidebar: $("close-sidebar"), title: $("session-title"),
-  model: $("model-picker"), messages: $("messages"), composer: $("composer"), input: $("input"),
-  send: $("send"), theme: $("theme-toggle"), modal: $("modal"), toast: $("toast"), empty: $("empty-state"),
-  account: $("account"), accountName: $("account-name"), signOut: $("sign-out"),
+  model: /** @type {HTMLSelectElement} */ ($("model-picker")), messages: $("messages"),
+  composer: /** @type {HTMLFormElement} */ ($("composer")), input: /** @type {HTMLTextAreaElement} */ ($("input")),
+  send: $("send"), theme: $("theme-toggle"), modal: /** @type {HTMLDialogElement} */ ($("modal")), toast: $("toast"),
+  empty: $("empty-state"), account: $("account"), accountName: $("account-name"),
+  signOut: /** @type {HTMLButtonElement} */ ($("sign-out")),
   research: $("research-toggle"), researchList: $("research-list"),
-  workflow: $("workflow-picker"), manageWorkflows: $("manage-workflows"),
-  search: $("search"), searchResults: $("search-results"), settings: $("open-settings"), importFile: $("import-file"),
-  export: $("export"), exportMd: $("export-md"), exportJson: $("export-json"), note: $("composer-note"),
+  workflow: /** @type {HTMLSelectElement} */ ($("workflow-picker")), manageWorkflows: $("manage-workflows"),
+  search: $("search"), searchResults: $("search-results"), settings: $("open-settings"),
+  importFile: /** @type {HTMLInputElement} */ ($("import-file")), export: $("export"),
+  exportMd: /** @type {HTMLAnchorElement} */ ($("export-md")),
+  exportJson: /** @type {HTMLAnchorElement} */ ($("export-json")), note: $("composer-note"),
   charCount: $("char-count"), streamWarning: $("stream-warning"),
   codeNotice: $("code-tools-notice"),
 };
@@ -54,11 +58,12 @@ const attachments = new Attachments({ // composer uploads (attachments.js)
 
 // ---- small helpers -------------------------------------------------------------------------
 
+let toastTimer = 0;
 function toast(text) {
   ui.toast.textContent = text;
   ui.toast.hidden = false;
-  clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => { ui.toast.hidden = true; }, 5000);
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { ui.toast.hidden = true; }, 5000);
 }
 
 function nearBottom() {
@@ -73,12 +78,13 @@ function grow() {
 }
 
 function mode() {
-  const checked = document.querySelector('input[name="mode"]:checked');
+  const checked = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="mode"]:checked'));
   return checked ? checked.value : "chat";
 }
 
 function setMode(value) {
-  const radio = document.querySelector(`input[name="mode"][value="${CSS.escape(String(value))}"]`);
+  const radio = /** @type {HTMLInputElement | null} */ (
+    document.querySelector(`input[name="mode"][value="${CSS.escape(String(value))}"]`));
   if (radio) {
     radio.checked = true;
     localStorage.setItem("odysseus-mode", radio.value);
@@ -87,7 +93,7 @@ function setMode(value) {
   compare.renderPicker(mode() === "compare");
 }
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
-for (const radio of document.querySelectorAll('input[name="mode"]')) {
+for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) {
   radio.addEventListener("change", () => { if (radio.checked) localStorage.setItem("odysseus-mode", radio.value); });
 }
 if (localStorage.getItem("odysseus-mode")) setMode(localStorage.getItem("odysseus-mode"));
@@ -409,11 +415,19 @@ const pager = new HistoryPager(ui.messages, {
 
 /** A new message settles the choices and Continue buttons of the replies above it. */
 function settleReplies(text) {
-  for (const node of ui.messages.querySelectorAll(".msg.assistant")) node.replyView?.settle(text);
+  for (const node of ui.messages.querySelectorAll(".msg.assistant")) {
+    /** @type {Element & {replyView?: ReplyView}} */ (node).replyView?.settle(text); // set by ReplyView
+  }
 }
 
 // ---- sending ---------------------------------------------------------------------------------
 
+/**
+ * A Turn (stream.js) with what the page keeps on it while it runs.
+ * @typedef {Turn & {userView?: UserView | null, text?: string, branch?: boolean, newSession?: boolean}} PageTurn
+ */
+
+/** @returns {PageTurn} */
 function makeTurn(options) {
   return new Turn({
     ...options,
@@ -468,7 +482,11 @@ async function assignIds(turn) {
   }
 }
 
-/** Send `text` as the next message (or an approval answer when showUser is false). */
+/**
+ * Send `text` as the next message (or an approval answer when showUser is false).
+ * @param {string} text
+ * @param {{mode?: string, extra?: Record<string, any>, showUser?: boolean, branch?: boolean}} [options]
+ */
 function send(text, { mode: sendMode = mode(), extra = {}, showUser = true, branch = false } = {}) {
   if (!text.trim()) return false;
   if (running()) {
@@ -507,6 +525,7 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true, bran
   turn.newSession = !state.sessionId;
   state.turn = turn;
   updateComposer();
+  /** @type {Record<string, any>} */
   const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
   if (showUser && research.on() && !extra.continue) body.use_research = true;
   if (state.sessionId) {
@@ -724,6 +743,7 @@ ui.settings.addEventListener("click", async () => {
       status: state.status, models: state.models,
       onSaved: (settings) => applySettings(settings),
       onStreamCheck: showStreamVerdict,
+      onProvidersChanged: () => loadModels(),  // the admin added, edited or removed a provider
     });
   } catch (err) {
     toast(`Could not open the settings: ${err.message}`);

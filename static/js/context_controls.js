@@ -13,7 +13,7 @@ export class ContextControls {
   constructor({ openModal, toast }) {
     this.openModal = openModal;
     this.toast = toast;
-    this.web = document.getElementById("use-web");
+    this.web = /** @type {HTMLInputElement} */ (document.getElementById("use-web"));
     this.picker = document.getElementById("workspace-pick");
     this.memories = document.getElementById("memories-open");
     this.canChoose = false;
@@ -29,7 +29,7 @@ export class ContextControls {
   }
 
   mode() {
-    const checked = document.querySelector('input[name="mode"]:checked');
+    const checked = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="mode"]:checked'));
     return checked ? checked.value : "chat";
   }
 
@@ -108,6 +108,6 @@ export class ContextControls {
   }
 
   closeModal() {
-    document.getElementById("modal").close();
+    /** @type {HTMLDialogElement} */ (document.getElementById("modal")).close();
   }
 }

@@ -64,6 +64,7 @@ export function diffNodes(before, after, byWords = false) {
 }
 
 export class DocumentPanel {
+  /** @param {HTMLElement} root @param {{toast?: (text: string) => void}} [options] */
   constructor(root, { toast = () => {} } = {}) {
     this.root = root;
     this.toast = toast;

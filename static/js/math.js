@@ -3,6 +3,7 @@
 // code spans and fenced code blocks are skipped, so code is never touched. The rendered math goes
 // back in before sanitising: KaTeX's HTML passes through DOMPurify like everything else.
 
+/** @type {Array<[string, string, boolean]>} */
 const OPENERS = [["$$", "$$", true], ["\\[", "\\]", true], ["\\(", "\\)", false]];
 
 function fenceAt(text, i) {

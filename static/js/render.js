@@ -94,6 +94,20 @@ export class UserView {
  */
 export class ReplyView {
   constructor(ctx) {
+    // Methods mixed into the prototype at the end of this file, declared for the type checker
+    // (bare expressions: no own property shadows the prototype's method).
+    /** @type {typeof agentHandlers.closeTools} */ this.closeTools;
+    /** @type {typeof agentHandlers.settle} */ this.settle;
+    /** @type {typeof agentHandlers.restoreAgent} */ this.restoreAgent;
+    /** @type {typeof docHandlers.restoreDocs} */ this.restoreDocs;
+    /** @type {typeof fileContextHandlers.restoreFileContext} */ this.restoreFileContext;
+    /** @type {typeof contextHandlers.restoreContext} */ this.restoreContext;
+    /** @type {typeof windowHandlers.restoreWindow} */ this.restoreWindow;
+    /** @type {typeof researchHandlers.researchSources} */ this.researchSources;
+    /** @type {typeof researchHandlers.linkCitations} */ this.linkCitations;
+    /** @type {typeof researchHandlers.restoreResearch} */ this.restoreResearch;
+    /** @type {typeof delegationHandlers.closeDelegations} */ this.closeDelegations;
+    /** @type {typeof delegationHandlers.restoreDelegations} */ this.restoreDelegations;
     this.ctx = ctx;
     this.id = null;
     this.text = "";

@@ -143,7 +143,7 @@ export const researchHandlers = {
         : /\[\d{1,3}\]/.test(node.nodeValue) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP),
     });
     const nodes = [];
-    while (walker.nextNode()) nodes.push(walker.currentNode);
+    while (walker.nextNode()) nodes.push(/** @type {Text} */ (walker.currentNode));
     for (const node of nodes) {
       const parts = node.nodeValue.split(/(\[\d{1,3}\])/);
       const fragment = document.createDocumentFragment();

@@ -1,47 +1,15 @@
 // The settings screen (in the page's dialog): the user's preferences, password, API tokens and the
-// streaming self-test; for an admin also accounts and sign-up. Every change goes through the JSON
-// API and its answer (or error) is shown next to the control that made it.
+// streaming self-test; for an admin also accounts, sign-up and the provider connections
+// (settings_providers.js). Every change goes through the JSON API and its answer (or error) is
+// shown next to the control that made it.
 
 import { api } from "./api.js";
 import { button, el } from "./dom.js";
 import { runStreamCheck } from "./selftest.js";
+import { providers } from "./settings_providers.js";
+import { field, input, result, section, select } from "./settings_widgets.js";
 
-function field(label, control, inline = false) {
-  const wrap = el("label", inline ? "inline" : null);
-  if (inline) wrap.append(control, document.createTextNode(label));
-  else wrap.append(document.createTextNode(label), control);
-  return wrap;
-}
-
-function input(type, name, value = "") {
-  const node = el("input");
-  node.type = type;
-  node.name = name;
-  node.value = value;
-  return node;
-}
-
-function select(name, options, value) {
-  const node = el("select");
-  node.name = name;
-  for (const [v, label] of options) node.appendChild(new Option(label, v));
-  node.value = value ?? "";
-  return node;
-}
-
-function result(kind, text, node) {
-  node.dataset.kind = kind;
-  node.textContent = text;
-}
-
-function section(title, id) {
-  const box = el("section");
-  box.id = id;
-  box.appendChild(el("h3", null, title));
-  return box;
-}
-
-/** Options: {status (auth status), models [ids], onSaved(settings)}. */
+/** Options: {status (auth status), models [ids], onSaved(settings), onProvidersChanged()}. */
 export async function openSettings(openModal, options) {
   const root = el("div", "settings");
   root.id = "settings";
@@ -53,7 +21,7 @@ export async function openSettings(openModal, options) {
     root.appendChild(tokens());
   }
   root.appendChild(streamCheck(options));
-  if (user && user.is_admin) root.appendChild(admin(user));
+  if (user && user.is_admin) root.append(admin(user), providers(options));
   openModal("Settings", root);
 }
 

@@ -1,6 +1,8 @@
 // The explicit table of chat-stream events -> ReplyView handlers. One entry per line; a part of the
 // page that adds an event adds its line here. An event with no entry is logged (console.debug),
-// never silently dropped. Entries that deliberately do nothing say so.
+// never silently dropped. Entries that deliberately do nothing say so. tests/test_event_vocabulary.py
+// checks this table against odysseus/event_vocabulary.py: every chat-stream event has a line, no line
+// names an event the chat stream does not send.
 
 const ignore = () => {};
 

@@ -10,7 +10,12 @@ const STORAGE = "odysseus-workflow";
 export class Workflows {
   /** `select` and `manage` are the picker and its button; `openModal(title, node)` shows a screen. */
   constructor({ select, manage, openModal, closeModal, toast, onPick }) {
-    Object.assign(this, { select, manage, openModal, closeModal, toast, onPick });
+    this.select = select;
+    this.manage = manage;
+    this.openModal = openModal;
+    this.closeModal = closeModal;
+    this.toast = toast;
+    this.onPick = onPick;
     this.list = [];
     select.addEventListener("change", () => {
       localStorage.setItem(STORAGE, select.value);

@@ -7,7 +7,8 @@ from __future__ import annotations
 import requests
 from browser_helpers import fulfil_sse, open_app, shot, sse
 
-PNG = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+PNG = ("data:image/png;base64,"
+       "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
 
 AGENT_TURN = sse(
     {"type": "model_info", "label": "Scripted agent", "route": "b/y"},
@@ -81,7 +82,9 @@ def test_agent_events_render_in_their_regions(server, page):
     assert page.inner_text("#toast") == "Hello from the agent"
     # the text is one segment below the activity, whatever came between its deltas
     assert reply.locator(".msg-body .segment").count() == 1
-    assert reply.locator(".msg-body").inner_text().split() == "I will list the files.Now I need to delete a file.".split()
+    assert (
+        reply.locator(".msg-body").inner_text().split() == "I will list the files.Now I need to delete a file.".split()
+    )
     notices = reply.locator(".agent-notices")
     assert "limit of 10 tool calls" in notices.locator(".budget-exceeded").inner_text()
     assert "repeating the same action (shell, 3 times)" in notices.locator(".loop-breaker").inner_text()

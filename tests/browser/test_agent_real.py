@@ -103,7 +103,7 @@ def reload_and_compare(page):
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     replayed = page.evaluate(SNAPSHOT)
-    for index, (a, b) in enumerate(zip(live, replayed)):
+    for index, (a, b) in enumerate(zip(live, replayed, strict=False)):
         assert a == b, f"message {index} differs after a reload:\nlive    {a}\nhistory {b}"
     assert len(live) == len(replayed)
     return live
@@ -303,7 +303,11 @@ def test_continue_after_rounds_exhausted_and_running_marks(model, server_factory
     assert page.locator(".msg.assistant").last.locator(".msg-body").inner_text().startswith("Step two, slowly")
     assert box.locator(".continue").is_disabled()
     snapshot = reload_and_compare(page)
-    assert snapshot[1]["disabled"] == ["Continue"] and snapshot[2]["text"] == "Continue" and snapshot[3]["text"].startswith("Step two")
+    assert (
+        snapshot[1]["disabled"] == ["Continue"]
+        and snapshot[2]["text"] == "Continue"
+        and snapshot[3]["text"].startswith("Step two")
+    )
 
     # A run started elsewhere (another tab) is marked from GET /api/agent/chat/runs, and cleared when it ends.
     other = requests.post(server.url + "/api/sessions", json={"title": "Elsewhere"}, timeout=5).json()["id"]

@@ -88,7 +88,8 @@ def test_live_preview_then_the_same_state_after_a_reload(docs_server, model, pag
     send(page, "write the steps")
     page.wait_for_selector("#doc-panel:not([hidden])[data-state=preview]")
     partial = page.wait_for_function(
-        "() => { const t = document.querySelector('.doc-editor').textContent; return t.length > 20 && t; }").json_value()
+        "() => { const t = document.querySelector('.doc-editor').textContent; return t.length > 20 && t; }"
+    ).json_value()
     assert CODE.startswith(partial) and partial != CODE  # a live, growing preview
     assert page.inner_text(".doc-title") == "Steps"
     shot(page, "20-document-live-preview")

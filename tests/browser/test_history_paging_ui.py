@@ -58,7 +58,8 @@ def test_scrolling_up_loads_older_messages_and_keeps_the_view(server, page):
         # the message that was at the top is still where it was (the page grew above it)
         top = page.evaluate("""(text) => {
             const box = document.getElementById('messages');
-            const node = [...box.querySelectorAll('.msg')].find(n => n.querySelector('.msg-body').innerText.trim() === text);
+            const node = [...box.querySelectorAll('.msg')]
+                .find(n => n.querySelector('.msg-body').innerText.trim() === text);
             return node.getBoundingClientRect().top - box.getBoundingClientRect().top;
         }""", first_text)
         assert -5 < top < 200, top
@@ -73,7 +74,9 @@ def test_scrolling_up_loads_older_messages_and_keeps_the_view(server, page):
         if page.get_attribute("#messages", "data-history-more") != "true":
             break
         page.click(".history-more:not([disabled])")
-        page.wait_for_function("!document.querySelector('.history-more') || !document.querySelector('.history-more').disabled")
+        page.wait_for_function(
+            "!document.querySelector('.history-more') || !document.querySelector('.history-more').disabled"
+        )
     assert page.get_attribute("#messages", "data-history-more") == "false"
     assert page.locator(".history-more").is_hidden()
     assert _texts(page) == [f"message number {i}" for i in range(LONG)]

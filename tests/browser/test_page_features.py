@@ -30,8 +30,13 @@ def last_reply_source(page) -> str:
 
 
 def post_chat(server, message: str, **extra) -> str:
-    with requests.post(server.url + "/api/chat_stream", json={"message": message, **extra}, headers={"Origin": server.url},
-                       stream=True, timeout=60) as response:
+    with requests.post(
+        server.url + "/api/chat_stream",
+        json={"message": message, **extra},
+        headers={"Origin": server.url},
+        stream=True,
+        timeout=60,
+    ) as response:
         assert response.status_code == 200, response.text
         for _ in response.iter_content(chunk_size=None):
             pass

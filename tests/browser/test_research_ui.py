@@ -72,7 +72,9 @@ def test_panel_live_after_a_reload_mid_job_and_from_history(research_server, pag
     page.wait_for_selector("#messages .msg.assistant[data-outcome=ok]")
     done = page.evaluate(PANEL)
     assert done["counts"] == "2 sources · 2 findings" and len(done["sources"]) == 2
-    citations = page.eval_on_selector_all(".msg.assistant .segment a.citation", "els => els.map(a => [a.innerText, a.href])")
+    citations = page.eval_on_selector_all(
+        ".msg.assistant .segment a.citation", "els => els.map(a => [a.innerText, a.href])"
+    )
     urls = dict(done["sources"])
     assert citations == [["[1]", done["sources"][0][1]], ["[2]", done["sources"][1][1]]]
     assert set(urls.values()) == {site.url + "/p1", site.url + "/p2"}
@@ -84,8 +86,10 @@ def test_panel_live_after_a_reload_mid_job_and_from_history(research_server, pag
     restored = page.evaluate(PANEL)
     assert restored["sources"] == done["sources"] and restored["counts"] == done["counts"]
     assert sorted(restored["findings"]) == sorted(done["findings"])
-    assert page.eval_on_selector_all(".msg.assistant .segment a.citation", "els => els.map(a => [a.innerText, a.href])") \
+    assert (
+        page.eval_on_selector_all(".msg.assistant .segment a.citation", "els => els.map(a => [a.innerText, a.href])")
         == citations
+    )
 
 
 def test_research_list_reopens_and_deletes(research_server, page, site, model):

@@ -8,7 +8,9 @@ SCRIPT = """async (chunks) => {
   const { readSSE, toEvent } = await import('/static/js/sse_reader.js');
   const encoder = new TextEncoder();
   const body = new ReadableStream({ start(controller) {
-    for (const chunk of chunks) controller.enqueue(typeof chunk === 'string' ? encoder.encode(chunk) : new Uint8Array(chunk));
+    for (const chunk of chunks) {
+      controller.enqueue(typeof chunk === 'string' ? encoder.encode(chunk) : new Uint8Array(chunk));
+    }
     controller.close();
   }});
   const seen = [];

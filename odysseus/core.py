@@ -1,24 +1,20 @@
-"""Wires the per-app parts into ``app.extensions``: store, accounts, providers/router, run engine."""
+"""The core parts every other part uses, in ``app.extensions``: store, accounts, providers/router, run engine.
+
+Wired first by the composition root (``odysseus.composition``).
+"""
 
 from __future__ import annotations
 
 import logging
-import os
 
 from flask import Flask
 
 from .accounts import Accounts, load_or_create_secret
-from .llm.llm_core import ModelRouter
-from .llm.registry import build_providers
+from .llm.provider_sync import SyncedRouter
 from .runs.engine import RunEngine
-from .store import Store
+from .store import Store, database_path
 
 log = logging.getLogger(__name__)
-
-
-def database_path(config: dict) -> str:
-    """Where the SQLite file lives (``DATABASE`` overrides ``DATA_DIR``/odysseus.db)."""
-    return config.get("DATABASE") or os.path.join(config["DATA_DIR"], "odysseus.db")
 
 
 def init_app(app: Flask) -> None:
@@ -28,7 +24,8 @@ def init_app(app: Flask) -> None:
         # One secret per install, not per process: restarts and extra workers keep sign-ins valid.
         config["SECRET_KEY"] = load_or_create_secret(config["DATA_DIR"])
     store = Store(database_path(config))
-    router = ModelRouter(build_providers(config), config.get("ROUTES"), config.get("DEFAULT_MODEL", ""))
+    # config providers plus the admin's stored ones, rebuilt when those change (llm/provider_sync.py)
+    router = SyncedRouter(config, store, on_change=lambda: app.extensions.pop("odysseus.models", None))
     engine = RunEngine(store, config)
     try:
         recovered = engine.recover_interrupted()

@@ -1,0 +1,65 @@
+"""The composition root: the one place that builds the app and wires every part, in order.
+
+Each part owns an ``init_app(app)`` (or a blueprint ``bp``) and keeps its per-app state in
+``app.extensions["odysseus.*"]``; nothing else in the package assembles parts. The order
+matters where a later part uses an earlier one, and each such dependency is stated below.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Optional
+
+from flask import Flask
+
+from . import config as config_module
+from . import context, core
+from .context import memories, web_sources, workspace
+from .routes import (agent_mode, agent_routes, auth, auth_routes, background_routes, branch_routes, chat_routes,
+                     code_tools_routes, compare_routes, document_routes, history_routes, memory_routes,
+                     meta_routes, page_api, page_routes, profile_routes, provider_routes, research_mode,
+                     turn_registry, upload_routes, window_routes, workflow_routes)
+from .routes import errors as route_errors
+from .routes.params import AsciiIntConverter
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: Blueprints that only add routes (the parts with more to wire have an ``init_app`` below).
+BLUEPRINTS = (chat_routes, history_routes, meta_routes, auth_routes, agent_routes, background_routes,
+              profile_routes, memory_routes, code_tools_routes, page_routes, workflow_routes,
+              branch_routes,  # regenerate / retry / edit-and-resend branches
+              compare_routes,  # keep one reply of a compare
+              provider_routes)  # the admin's provider connections
+
+
+def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
+    """Build the app: configuration, then every part, listed in the order it is wired."""
+    app = Flask("odysseus", instance_relative_config=False,
+                template_folder=os.path.join(_ROOT, "templates"), static_folder=os.path.join(_ROOT, "static"))
+    app.config.update(config_module.load_config(overrides=test_config))
+    app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
+
+    # 1. Core: store (migrations), accounts, providers/router, the run engine (recovers interrupted runs).
+    core.init_app(app)
+    # 2. The context pipeline, then its sources in the order their events are announced.
+    context.init_app(app)
+    for source in (workspace, web_sources, memories):
+        source.init_app(app)
+    # 3. HTTP: the path converter (before any rule uses <digits:...>), blueprints, who is asking.
+    app.url_map.converters["digits"] = AsciiIntConverter
+    for module in BLUEPRINTS:
+        app.register_blueprint(module.bp)
+    auth.init_app(app)
+    # 4. Modes and the parts turns use. The mode registry first (the others register into it);
+    #    the model's window before background jobs, whose recovered turns use it at once.
+    turn_registry.init_app(app)  # chat mode, compare, the mode table
+    window_routes.init_app(app)  # context-window sizes, trimming and compaction
+    background_routes.init_app(app)  # background jobs: the worker pool, recovery of queued jobs
+    upload_routes.init_app(app)  # uploads + the attachments and retrieval context sources
+    agent_mode.init_app(app)  # agent mode: tools, approvals, images, Agent Alloy workflows
+    document_routes.init_app(app)  # editor documents: routes, document tools, active-document context
+    research_mode.init_app(app)  # research jobs: mode, job rows and the /api/research routes
+    page_api.init_app(app)  # the page's own API: search, export/import, settings, self-test, titles
+    # 5. JSON errors for everything above.
+    route_errors.register(app)
+    return app
