@@ -1,6 +1,6 @@
 # The two set-up commands: `make run` and `make test`. Both create .venv on first use.
 # `make test` runs every test serially (CI); `make test-fast` leaves out the ones marked `slow`
-# (browser, live servers, fuzzing: tests/slowmarks.py) and runs the rest on two processes.
+# (browser, live servers, fuzzing: tests/slowmarks.py) and runs the rest on four processes.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -50,7 +50,7 @@ test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) $(VENDOR_STAMP)
-	$(BIN)/python -m pytest -m "not slow" -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -n 4 $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
