@@ -1,4 +1,6 @@
 # The two set-up commands: `make run` and `make test`. Both create .venv on first use.
+# `make test` runs every test serially (CI); `make test-fast` leaves out the ones marked `slow`
+# (browser, live servers, fuzzing: tests/slowmarks.py) and runs the rest on four processes.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +13,7 @@ VENDOR := static/vendor
 VENDOR_STAMP := $(VENDOR)/.installed
 NPM ?= npm
 
-.PHONY: run test bench bench-peers lint install vendor clean
+.PHONY: run test test-fast bench bench-peers lint install vendor clean
 
 $(STAMP): setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +48,9 @@ run: $(STAMP) $(VENDOR_STAMP)
 
 test: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP) $(VENDOR_STAMP)
+	$(BIN)/python -m pytest -m "not slow" -n 4 $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

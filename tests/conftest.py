@@ -18,10 +18,25 @@ os.environ.setdefault("ODYSSEUS_TITLE_MODE", "first_line")
 
 from fakeproviders import FakeProvider  # noqa: E402
 from apphelpers import close_app  # noqa: E402
+import liveserver  # noqa: E402
 from liveserver import LiveServer  # noqa: E402
 from redisserver import RedisServer, redis_available  # noqa: E402
 
 from odysseus import create_app  # noqa: E402
+from slowmarks import is_slow  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` every browser test and every test that starts a live server (see tests/slowmarks.py)."""
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Keep the rule true: a live server started for a test not marked ``slow`` fails that test."""
+    liveserver.require_slow_mark(item.nodeid if item.get_closest_marker("slow") is None else None)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -14,6 +15,15 @@ from typing import Dict, List, Optional
 import requests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Set by tests/conftest.py before each test: the node id of a test not marked ``slow``, else None.
+_unmarked_test: Optional[str] = None
+
+
+def require_slow_mark(unmarked_test: Optional[str]) -> None:
+    """From now on ``LiveServer.start`` fails for ``unmarked_test`` (None: the running test may start servers)."""
+    global _unmarked_test
+    _unmarked_test = unmarked_test
 
 
 def free_port() -> int:
@@ -36,19 +46,24 @@ class LiveServer:
 
     def start(self, timeout: float = 20.0) -> "LiveServer":
         """Start and wait until /api/health answers."""
+        if _unmarked_test:
+            raise RuntimeError(f"{_unmarked_test} starts a live server but is not marked slow (tests/slowmarks.py)")
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("ODYSSEUS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_"))}
         env.update({"PORT": str(self.port), "HOST": "127.0.0.1", "ODYSSEUS_DATA_DIR": self.data_dir,
                     "ODYSSEUS_LOG_LEVEL": "warning",
                     "ODYSSEUS_AUTH": "none",  # single-user on loopback unless the test asks for accounts
-                    # a test server stops within about two seconds
-                    "ODYSSEUS_SHUTDOWN_GRACE": "1", "ODYSSEUS_GRACEFUL_MARGIN": "1",
+                    # graceful timeout 0: on stop() the master ends its workers at once (a test server
+                    # stops in a fraction of a second); tests of the graceful drain pass their own values
+                    "ODYSSEUS_SHUTDOWN_GRACE": "0", "ODYSSEUS_GRACEFUL_MARGIN": "0",
                     # no title request after a first reply: scripted models answer only what a test scripted
                     "ODYSSEUS_TITLE_MODE": "first_line"})
         env.update(self.env)
         os.makedirs(self.data_dir, exist_ok=True)
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
+        # no control socket: gunicorn's default path is one per machine, shared by every server started here
+        command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--no-control-socket", "wsgi:app"]
+        self.proc = subprocess.Popen(command,
                                      cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -84,33 +99,59 @@ class LiveServer:
     def kill(self) -> None:
         """kill -9 the whole server (master and workers) at once, as a crash would."""
         if self.proc and self.proc.poll() is None:
-            workers = self.worker_pids()
+            workers = _watch(self.worker_pids())
             os.kill(self.proc.pid, signal.SIGKILL)
             for pid in workers:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             self.proc.wait(5)
-            deadline = time.monotonic() + 5
-            while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-                time.sleep(0.02)
+            _wait_gone(workers, 5)
+            for fd in workers.values():
+                os.close(fd)
 
-    def stop(self) -> None:
-        """Stop gracefully (then forcefully)."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the master and wait for it and its workers to exit (then kill -9 what is left).
+
+        With the tests' graceful timeout of 0 this takes a fraction of a second; a server started
+        with a longer ``ODYSSEUS_SHUTDOWN_GRACE`` drains its runs first, up to ``timeout``.
+        """
         if self.proc and self.proc.poll() is None:
+            workers = _watch(self.worker_pids())
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(10)
+                self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+            left = _wait_gone(workers, 5)
+            for pid in left:  # only the workers this server started, by pid
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            _wait_gone(left, 5)
+            for fd in workers.values():
+                os.close(fd)
         if getattr(self, "_log", None):
             self._log.close()
 
 
-def _alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+def _watch(pids: List[int]) -> Dict[int, int]:
+    """A pidfd per live pid (readable once that process has exited): waiting on the exit itself, not polling."""
+    fds: Dict[int, int] = {}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            fds[pid] = os.pidfd_open(pid)
+    return fds
+
+
+def _wait_gone(fds: Dict[int, int], timeout: float) -> List[int]:
+    """Wait until every watched process has exited; the pids still running after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    waiting = dict(fds)
+    while waiting:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        ready, _, _ = select.select(list(waiting.values()), [], [], remaining)
+        for pid in [pid for pid, fd in waiting.items() if fd in ready]:
+            del waiting[pid]
+    return list(waiting)

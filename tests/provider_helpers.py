@@ -65,7 +65,7 @@ def stop_while_streaming(provider, fake, request: Optional[ChatRequest] = None, 
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    time.sleep(after)
+    time.sleep(after)  # the scenario: the stream runs (or stalls) this long before the stop
     stopped_at = time.monotonic()
     cancel.cancel("stopped")
     thread.join(5)

@@ -82,7 +82,7 @@ class RedisServer:
     def restart(self, down_for: float = 0.0) -> None:
         """Crash it, stay down ``down_for`` seconds, start an empty one on the same port."""
         self.kill()
-        time.sleep(down_for)
+        time.sleep(down_for)  # the scenario: Redis stays down this long
         self.start()
 
     def env(self, data_dir: str, workers: int = 2) -> Dict[str, str]:

@@ -104,7 +104,7 @@ class Site:
                     site.active += 1
                     site.most_active = max(site.most_active, site.active)
                 try:
-                    time.sleep(site.delays.get(path, 0.0))
+                    time.sleep(site.delays.get(path, 0.0))  # the scenario: a slow page, as scripted
                     if path not in site.pages:
                         self.send_error(404)
                         return

@@ -121,6 +121,7 @@ class ScriptedModel:
             return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": self.model,
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
+        # the delays below are the script's pacing (a slow model), not synchronisation
         if script["delay"]:
             time.sleep(script["delay"])
         send(chunk({"role": "assistant", "content": ""}))

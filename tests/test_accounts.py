@@ -218,6 +218,7 @@ def test_cookie_is_secure_over_https_only_behind_a_trusted_proxy(make_app):
     assert "Secure" not in response.headers["Set-Cookie"]
 
 
+@pytest.mark.slow  # measured 1.2 s: waits out the sign-in slow-down
 def test_slow_down_after_repeated_failures(papp):
     setup_admin(papp.test_client())
     client = papp.test_client()
@@ -228,7 +229,7 @@ def test_slow_down_after_repeated_failures(papp):
     assert locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1
     assert locked.json["retry_after"] > 0
     assert "Set-Cookie" not in locked.headers  # even the right password is not checked while locked
-    time.sleep(papp.config["LOGIN_BASE_DELAY"] + 0.1)
+    time.sleep(papp.config["LOGIN_BASE_DELAY"] + 0.1)  # the scenario: the slow-down is waited out
     assert client.post("/api/auth/login", json={"username": "alice", "password": PASSWORD}).status_code == 200
 
 
@@ -407,6 +408,7 @@ def test_single_user_mode_serves_the_implicit_owner(app):
     assert rebinding.status_code == 403  # DNS rebinding: a foreign host name never reaches the data
 
 
+@pytest.mark.slow  # measured 1.2 s
 def test_first_account_adopts_single_user_data(make_app):
     single = make_app(AUTH="none")
     single.test_client().post("/api/sessions", json={"title": "before accounts"})
@@ -444,6 +446,7 @@ def run_cli(monkeypatch, tmp_path, argv, stdin=""):
     return cli.main(argv)
 
 
+@pytest.mark.slow  # measured 1.2 s: CLI subprocesses
 def test_cli_create_user_first_is_admin(tmp_path, monkeypatch, capsys):
     assert run_cli(monkeypatch, tmp_path, ["create-user", "Root", "--password-stdin"], PASSWORD + "\n") == 0
     assert run_cli(monkeypatch, tmp_path, ["create-user", "bob", "--password-stdin"], PASSWORD + "\n") == 0

@@ -90,7 +90,7 @@ def test_cancel_mid_stream_twice_and_after_finish(live):
             break
     started = time.monotonic()
     first = requests.post(f"{live.url}/api/agent/chat/runs/{run_id}/cancel", timeout=10).json()
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 4.0  # the property, generous for a loaded machine: well under STOP_WAIT (5 s)
     assert first["cancel_requested"] is True and first["status"] == "stopped"
     assert first["stop_reason"] == "cancelled"
     second = requests.post(f"{live.url}/api/agent/chat/runs/{run_id}/cancel", timeout=10).json()
@@ -205,13 +205,15 @@ def test_cancel_while_the_provider_is_silent(server_factory):
         stream = _agent_stream(server, "say nothing")
         run_id = stream.headers["X-Odysseus-Run-Id"]
         record = fake.wait_for_posts(1)[-1]
-        time.sleep(0.3)
+        time.sleep(0.3)  # the scenario: the provider has been silent for a while
         started = time.monotonic()
         answer = requests.post(f"{server.url}/api/agent/chat/runs/{run_id}/cancel", timeout=10).json()
-        assert time.monotonic() - started < 2.0
+        # the time is the property, bounded generously for a loaded machine: the cancel answers well under
+        # STOP_WAIT (5 s) and closes the provider connection long before the 60 s first-token timeout would
+        assert time.monotonic() - started < 4.0
         assert answer["cancel_requested"] is True and answer["status"] == "stopped"
         assert record.finished.wait(5)
-        assert record.disconnected_at - started < 1.0
+        assert record.disconnected_at - started < 3.0
         names = _names(stream.events())
         assert names[:2] == ["run_started", "start"] and names[-1] == "close"
         assert "error" not in names and "done" not in names

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import requests
 from sseclient import open_stream, post_chat, text_of, types_of
@@ -27,6 +29,16 @@ def _messages(server, session_id):
 
 def _status(server, session_id):
     return requests.get(f"{server.url}/api/chat/stream_status/{session_id}", timeout=5)
+
+
+def _durable_seq(server, run_id):
+    """The last event ``run_id`` has in the server's durable log (its SQLite file, read directly)."""
+    import sqlite3
+    conn = sqlite3.connect(os.path.join(server.data_dir, "odysseus.db"), timeout=5)
+    try:
+        return conn.execute("select coalesce(max(seq), 0) from run_events where run_id = ?", [run_id]).fetchone()[0]
+    finally:
+        conn.close()
 
 
 def _read_until(stream, n_deltas):
@@ -116,7 +128,7 @@ def test_stop_needs_the_exact_run_id(live):
     # generation really stopped: nothing more is logged, and a second stop changes nothing
     assert requests.post(stop_url, headers={"X-Odysseus-Run-Id": run_id}, timeout=5).json() == {"stopped": False}
     import time
-    time.sleep(0.3)
+    time.sleep(0.3)  # an absence check: nothing is logged in this window (there is no event to wait for)
     assert _status(live, session_id).json()["event_count"] == count
     assert len([m for m in _messages(live, session_id) if m["role"] == "assistant"]) == 1
 
@@ -238,10 +250,14 @@ def test_restart_recovers_an_interrupted_run(server_factory, tmp_path):
     env = {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.05", "ODYSSEUS_EVENT_FLUSH_INTERVAL": "0.2"}
     server = server_factory(env, data_dir=str(tmp_path / "crash"))
     stream = post_chat(server.url, "crash during this reply")
-    session_id = stream.headers["X-Odysseus-Session-Id"]
-    _read_until(stream, 20)
-    import time
-    time.sleep(0.5)  # let a flush land
+    session_id, run_id = stream.headers["X-Odysseus-Session-Id"], stream.headers["X-Odysseus-Run-Id"]
+    frames = _read_until(stream, 20)
+    for frame in stream.frames():  # on to the first frame of reply text (the first deltas may be reasoning)
+        frames.append(frame)
+        if isinstance(frame.get("data"), dict) and "delta" in frame["data"] and not frame["data"].get("thinking"):
+            break
+    text_id = frames[-1]["id"]
+    wait_for(lambda: _durable_seq(server, run_id) >= text_id, 10, what="the reply text in the durable log")
     server.kill()
     stream.close()
     again = server_factory(env, data_dir=str(tmp_path / "crash"))

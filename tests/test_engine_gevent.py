@@ -13,6 +13,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = textwrap.dedent(r"""
@@ -88,6 +90,7 @@ SCRIPT = textwrap.dedent(r"""
 """)
 
 
+@pytest.mark.slow  # measured 6 s: a database held locked for seconds
 def test_locked_database_never_stalls_the_hub_and_every_run_is_saved_once(tmp_path):
     runs, hold = 4, 3.0
     proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), str(runs), str(hold)], cwd=ROOT,

@@ -75,7 +75,7 @@ def _one_run(base: str, index: int) -> Dict:
         stream.close()
         if _ended(got):
             break
-        time.sleep(rng.uniform(0, 0.3))
+        time.sleep(rng.uniform(0, 0.3))  # the scenario: clients arrive at random moments
         with_cursor = rng.random() < 0.5
         headers = {"Last-Event-ID": str(last)} if with_cursor and last else {}
         stream = open_stream("GET", f"{base}/api/chat/resume/{session_id}", headers=headers)

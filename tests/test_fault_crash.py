@@ -7,7 +7,8 @@ record, and nothing is left ``running`` in the agent API's run list.
 
 from __future__ import annotations
 
-import time
+import os
+import sqlite3
 
 import requests
 from sseclient import open_stream, post_chat, text_of, types_of
@@ -16,6 +17,15 @@ from waiting import wait_for
 from odysseus.llm.demo import demo_reply
 
 RUNS = 5
+
+
+def _durable_seq(data_dir: str, run_id: str) -> int:
+    """The last event ``run_id`` has in the durable log."""
+    conn = sqlite3.connect(os.path.join(data_dir, "odysseus.db"), timeout=5)
+    try:
+        return conn.execute("select coalesce(max(seq), 0) from run_events where run_id = ?", [run_id]).fetchone()[0]
+    finally:
+        conn.close()
 
 
 def test_kill_during_several_runs_leaves_them_interrupted_with_partials(server_factory, tmp_path):
@@ -30,7 +40,12 @@ def test_kill_during_several_runs_leaves_them_interrupted_with_partials(server_f
         return all(r["status"] == "running" and r["event_count"] > 25 for r in rows)
 
     wait_for(all_checkpointed, 20, what="every run past its reasoning")
-    time.sleep(0.4)  # a few flushes land after the reply text began
+    # a few events after the reply text began are in the durable log (the server's SQLite file, read directly)
+    counted = {s.headers["X-Odysseus-Run-Id"]: requests.get(f"{server.url}/api/chat/stream_status/{sid}",
+                                                            timeout=5).json()["event_count"]
+               for s, sid in zip(streams, sessions, strict=True)}
+    wait_for(lambda: all(_durable_seq(data_dir, run_id) >= count + 3 for run_id, count in counted.items()), 20,
+             what="the reply text of every run in the durable log")
     server.kill()
     for stream in streams:
         stream.close()

@@ -48,6 +48,7 @@ def walk_messages(client, session_id, limit=None, between=None):
     raise AssertionError("paging did not end")
 
 
+@pytest.mark.slow  # measured 3 s with page size 1
 @pytest.mark.parametrize("limit", [None, 1, 7, 200, 1000])
 def test_pages_cover_a_long_session_without_gap_or_duplicate(client, store, limit):
     session = store.sessions.create("local")

@@ -208,14 +208,14 @@ def test_automatic_extraction_adds_new_facts_once(clean, model):
     # a turn with use_memory false is not learnt from
     model.script(reply("Sure."), reply('["The user owns a boat"]'))
     chat(clean, "I own a boat", use_memory=False)
-    time.sleep(1.0)
+    time.sleep(1.0)  # an absence check: no memory is extracted in this window (no event to wait for)
     assert not any("boat" in m["text"] for m in requests.get(clean.url + "/api/memory", timeout=10).json()["memories"])
 
 
 def test_extraction_is_off_by_default(clean, model):
     model.script(reply("Ok."), reply('["The user likes jazz"]'))
     chat(clean, "I like jazz")
-    time.sleep(1.0)
+    time.sleep(1.0)  # an absence check: no extraction request in this window
     assert requests.get(clean.url + "/api/memory", timeout=10).json()["memories"] == []
     assert len(model.requests) == 1  # no extraction request was made
 

@@ -7,6 +7,9 @@
 from __future__ import annotations
 
 import pytest
+from apphelpers import close_app
+
+from odysseus import create_app
 
 UNICODE_DIGITS = ["%C2%B2", "%D9%A3", "%EF%BC%95", "%E0%A5%AA"]  # ², ٣ (Arabic-Indic), ５ (fullwidth), ४ (Devanagari)
 NOT_NUMBERS = UNICODE_DIGITS + ["99999999999999999999", "-1", "+5", "1.5", "1e3", "%205", "5%20", "0x10", "1_000",
@@ -17,6 +20,24 @@ DEEP = 100_000
 def _counts(app):
     db = app.extensions["odysseus.store"].db
     return tuple(db.execute(f"select count(*) from {t}").fetchone()[0] for t in ("sessions", "messages", "runs"))
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    """One app for the module: every test here sends a rejected request (or counts its own rows), so they
+    need no fresh database each, and 180 app start-ups were a quarter of the fast test set."""
+    application = create_app({"DATA_DIR": str(tmp_path_factory.mktemp("numeric")), "DEMO_TOKEN_DELAY": 0.001,
+                              "PROVIDERS": [], "AUTH": "none"})
+    yield application
+    close_app(application)
+
+
+@pytest.fixture
+def fresh_app(tmp_path):
+    """An app on an empty database, for a test that needs message ids to start at 1."""
+    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none"})
+    yield application
+    close_app(application)
 
 
 @pytest.fixture
@@ -66,8 +87,9 @@ def test_limits_over_the_maximum(client, session_id):
 
 
 @pytest.mark.parametrize("value", ["\u0663", "\u00b2"])
-def test_unicode_digits_in_a_message_id_are_not_that_message(app, client, session_id, value):
-    store = app.extensions["odysseus.store"]
+def test_unicode_digits_in_a_message_id_are_not_that_message(fresh_app, value):
+    store, client = fresh_app.extensions["odysseus.store"], fresh_app.test_client()
+    session_id = store.sessions.create("local")["id"]
     ids = [store.messages.add("local", session_id, "user", f"m{i}") for i in range(4)]
     target = int(value) if value.isdecimal() else 2
     assert target in ids

@@ -35,6 +35,7 @@ def test_every_api_route_is_described_and_nothing_else(app):
     assert len(described) == len(OPERATIONS)  # no operation listed twice
 
 
+@pytest.mark.slow  # measured 3 s: schemathesis loads every operation
 def test_served_document_is_the_built_one_and_loads(client):
     response = client.get("/api/openapi.json")
     assert response.status_code == 200
@@ -109,6 +110,7 @@ def _existing_ids(base: str) -> dict:
     return ids
 
 
+@pytest.mark.slow  # fuzzing (also a live server); the spec-to-routes checks above stay in the fast set
 def test_fuzzing_every_operation_gives_no_server_error(fuzz_target):
     base = fuzz_target.url
     schema = schemathesis.openapi.from_dict(requests.get(base + "/api/openapi.json", timeout=10).json())

@@ -10,6 +10,7 @@ import pytest
 import requests
 from bufferproxy import BufferingProxy
 from fakeproviders import FakeProvider, Reply, openai_text
+from waiting import wait_for
 
 from odysseus import cli, create_app, diagnostics
 from odysseus.chats.titles import TitleWriter, auto_title, clean_title
@@ -25,16 +26,6 @@ def chat(client, message, **extra):
     assert response.status_code == 200, response.get_data(as_text=True)
     response.get_data()  # to the end of the stream
     return response.headers["X-Odysseus-Session-Id"]
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 # ---------------------------------------------------------------- search
@@ -188,6 +179,7 @@ def _signed_in(app, username, password):
     return client, response
 
 
+@pytest.mark.slow  # measured 2.8 s: several password hashes
 def test_admin_accounts(accounts_app):
     app = accounts_app
     anon = app.test_client()
@@ -254,6 +246,7 @@ def _title_app(tmp_path, fake, **config):
                                                     default_model="x")], **config})
 
 
+@pytest.mark.slow  # measured 1.9 s: waits out the title timeout
 def test_title_from_the_model_falls_back_on_timeout_and_never_overwrites_a_rename(tmp_path):
     fake = FakeProvider(default=Reply(chunks=openai_text("**Trip** to Rome.\nextra")))
     app = _title_app(tmp_path, fake)
@@ -281,12 +274,12 @@ def test_title_from_the_model_falls_back_on_timeout_and_never_overwrites_a_renam
         wait_for(lambda: len(fake.posts) >= 5)
         chat(client, "more", session=other)
         title = client.get(f"/api/sessions/{other}").get_json()["title"]
-        time.sleep(0.5)
+        time.sleep(0.5)  # an absence check: no new title arrives in this window (no event to wait for)
         assert client.get(f"/api/sessions/{other}").get_json()["title"] == title
         # a run of another app in this process is ignored
         posts = len(fake.posts)
         writer.on_run_finished(_Run("local", other, "m/x"))
-        time.sleep(0.3)
+        time.sleep(0.3)  # an absence check: no title request is made in this window
         assert len(fake.posts) == posts
     finally:
         app.extensions["odysseus.runs"].close()

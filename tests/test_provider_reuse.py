@@ -82,11 +82,13 @@ def test_a_finished_stream_leaves_its_connection_for_the_next_turn(keepalive):
 
 
 def test_a_body_that_does_not_end_promptly_is_closed_not_reused(keepalive):
-    _KeepAlive.trailing_delay = 1.0  # past DRAIN_SECONDS: the turn must not wait for it
+    _KeepAlive.trailing_delay = 10.0  # far past DRAIN_SECONDS (0.25 s): the turn must not wait for it
     provider = _provider(keepalive)
     started = time.monotonic()
     assert _turn(provider) == "hi"
-    assert time.monotonic() - started < 0.9
+    # the time is the property: the turn ends after the short drain, not when the body would end (10 s);
+    # the bound is generous for a loaded machine
+    assert time.monotonic() - started < 5.0
     _KeepAlive.trailing_delay = 0.0
     assert _turn(provider) == "hi"
     assert len(set(_KeepAlive.ports)) == 2

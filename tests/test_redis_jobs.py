@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import requests
 from waiting import wait_for
 
@@ -23,11 +24,12 @@ def _runner(store, ran, hold=0.3):
         job = store.jobs.by_id(job_id)
         with lock:
             ran.append((job["owner"], job_id, consumer))
-        time.sleep(hold)
+        time.sleep(hold)  # the scenario: the job holds its worker's slot
         store.jobs.finish(job_id, "done", result="ok")
     return run_job
 
 
+@pytest.mark.slow  # measured 1.9 s: a real redis-server
 def test_one_users_burst_does_not_starve_another_and_every_worker_takes_jobs(redis_server, tmp_path):
     store = Store(str(tmp_path / "jobs.db"))
     client = connect_redis(redis_server.url)
@@ -52,6 +54,7 @@ def test_one_users_burst_does_not_starve_another_and_every_worker_takes_jobs(red
     store.close()
 
 
+@pytest.mark.slow  # measured 1.6 s: a real redis-server
 def test_a_lost_entry_is_queued_again_and_a_duplicate_runs_once(redis_server, tmp_path):
     store = Store(str(tmp_path / "jobs.db"))
     client = connect_redis(redis_server.url)
@@ -65,7 +68,7 @@ def test_a_lost_entry_is_queued_again_and_a_duplicate_runs_once(redis_server, tm
     pool.submit("job_twice")
     pool.submit("job_twice")
     wait_for(lambda: {job for _, job, _ in ran} == {"job_lost", "job_twice"}, 30, what="the sweeper re-queued it")
-    time.sleep(0.5)
+    time.sleep(0.5)  # an absence check: the duplicate entry does not run a second time in this window
     assert sorted(job for _, job, _ in ran) == ["job_lost", "job_twice"]
     store.close()
 

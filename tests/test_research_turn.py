@@ -186,6 +186,7 @@ def test_min_rounds_outvotes_an_early_stop(model, search):
     assert "more alpha" in search.queries
 
 
+@pytest.mark.slow  # measured 2 s: waits out the research time limit
 def test_time_limit_keeps_what_was_found_and_writes_a_partial_report(model, search, site):
     search.rows = ["/p1", "/p2"]
     site.delays["/p2"] = 30  # never arrives in time
@@ -201,6 +202,7 @@ def test_time_limit_keeps_what_was_found_and_writes_a_partial_report(model, sear
     assert events[-1].type == RESEARCH_DONE
 
 
+@pytest.mark.slow  # measured 6 s: waits out the synthesis time limit
 def test_synthesis_that_times_out_falls_back_to_the_findings(model, search):
     model.set(write=reply("too late", delay=20))
     events, ctx, error = run(model, search, RESEARCH_MAX_TIME=6.0, RESEARCH_WRITE_SHARE=0.5)
@@ -285,6 +287,7 @@ def test_unreadable_pages_are_warnings_and_nothing_found_is_said_plainly(model, 
     assert "write" not in model.tasks()  # nothing to write from
 
 
+@pytest.mark.slow  # measured 1.5 s: paced fake calls
 def test_slow_calls_re_announce_their_phase(model, search):
     model.set(write=reply("## Late\n\nDone [1].", delay=1.5))
     events, _, error = run(model, search, RESEARCH_PROGRESS_INTERVAL=0.5)

@@ -34,9 +34,10 @@ def _stays_here(location: str) -> bool:
     return resolved.scheme == "http" and resolved.netloc == "odysseus.local"
 
 
-@pytest.fixture
-def none_app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none"})
+@pytest.fixture(scope="module")
+def none_app(tmp_path_factory):
+    """One app per module: the login redirect stores nothing, so the cases need no fresh database each."""
+    application = create_app({"DATA_DIR": str(tmp_path_factory.mktemp("none")), "PROVIDERS": [], "AUTH": "none"})
     yield application
     close_app(application)
 
@@ -48,18 +49,19 @@ def test_open_redirect_payloads_fall_back_to_root(none_app, payload):
     assert response.headers["Location"] == "/"
 
 
-@pytest.fixture
-def password_app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password"})
+@pytest.fixture(scope="module")
+def password_app(tmp_path_factory):
+    """One app with an admin account for the module (each case reads the login page signed out)."""
+    application = create_app({"DATA_DIR": str(tmp_path_factory.mktemp("password")), "PROVIDERS": [],
+                              "AUTH": "password"})
+    setup_admin(application.test_client())
     yield application
     close_app(application)
 
 
 @pytest.mark.parametrize("payload", OPEN_REDIRECTS)
 def test_login_page_never_renders_a_foreign_next(password_app, payload):
-    app = password_app
-    setup_admin(app.test_client())
-    page = app.test_client().get("/login?next=" + payload)  # a fresh client: signed out
+    page = password_app.test_client().get("/login?next=" + payload)  # a fresh client: signed out
     assert page.status_code == 200 and b'data-next="/"' in page.data
 
 
@@ -78,6 +80,7 @@ def test_same_site_paths_are_kept(none_app, target):
     assert _stays_here(response.headers["Location"])
 
 
+@pytest.mark.slow  # fuzzing: 15**4 combinations, about 5 s
 def test_every_accepted_target_stays_on_the_site():
     """Fuzz the checker with combinations of the dangerous characters."""
     import itertools

@@ -145,6 +145,7 @@ def test_a_cancelled_token_refuses_to_start(tmp_path):
         run_bounded(["true"], cancel=token, max_bytes=10, timeout=5)
 
 
+@pytest.mark.slow  # measured 3.3 s: burns its CPU limit
 def test_the_cpu_limit_ends_a_busy_loop(tmp_path):
     ctx = make_ctx(tmp_path, SANDBOX_CPU_SECONDS=1)
     started = time.monotonic()
@@ -202,6 +203,7 @@ print(json.dumps({'available': status.available, 'reason': status.reason, 'out':
 """
 
 
+@pytest.mark.slow  # measured 1.9 s
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/setpriv"), reason="needs root to become nobody")
 def test_a_server_running_as_an_ordinary_user_gets_the_same_sandbox(tmp_path):
     """The non-root path (no outer wrapper): here as uid 65534 with Debian's python3 and our venv's packages."""

@@ -328,7 +328,7 @@ def test_400_mb_without_a_newline_leaves_the_server_memory_bounded(server, model
             asked = time.monotonic()  # the server keeps answering while it drains the output
             requests.get(server.url + "/api/health", timeout=30)
             slowest[0] = max(slowest[0], time.monotonic() - asked)
-            time.sleep(0.05)
+            time.sleep(0.05)  # measurement: sample memory and latency every 50 ms
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

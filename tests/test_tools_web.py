@@ -73,7 +73,7 @@ class Handler(BaseHTTPRequestHandler):
                 for _ in range(100):
                     self.wfile.write(b"x" * 10)
                     self.wfile.flush()
-                    time.sleep(0.1)
+                    time.sleep(0.1)  # the scenario: a body that trickles for 10 s
             except OSError:
                 pass
             return None

@@ -141,6 +141,7 @@ def test_get_content_and_delete(app, client):
         assert client.get(f"/api/upload/{bad}").status_code == 404
 
 
+@pytest.mark.slow  # measured 1.1 s: every upload route twice
 def test_other_users_get_404_for_every_upload_route(tmp_path):
     app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password"})
     try:
