@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ..errors import OdysseusError
 
@@ -295,4 +295,18 @@ def startup_status(config: dict) -> SandboxStatus:
                             "accounts, code must run in the bubblewrap sandbox. Unset it, or install bubblewrap.")
     if not enabled:
         return SandboxStatus(False, "disabled", "run_python and shell are not in AGENT_TOOLS")
-    return probe(settings)
+    try:
+        check_layout(settings)  # depends on DATA_DIR: checked for every app
+    except SandboxError as exc:
+        return SandboxStatus(False, "off", str(exc))
+    # The probe itself (a real sandbox run, ~0.1 s) does not depend on DATA_DIR: one per process
+    # and set of settings, so every app an embedding process (or a test run) creates does not repeat it.
+    key = (dataclasses.astuple(dataclasses.replace(settings, data_dir="")), _which(settings.bwrap))
+    status = _PROBED.get(key)
+    if status is None:
+        status = _PROBED[key] = probe(settings)
+    return status
+
+
+#: startup_status's probe results in this process, by settings (without DATA_DIR) and bwrap path
+_PROBED: Dict[tuple, SandboxStatus] = {}
