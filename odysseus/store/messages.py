@@ -15,7 +15,7 @@ import time
 from typing import List, Optional, Tuple
 
 from ..errors import NotFound
-from .database import Locked
+from .database import Locked, select_rows
 
 
 def _decode(row: dict) -> dict:
@@ -86,8 +86,8 @@ class MessageRepo:
         more than ``limit`` messages. Use ``recent`` or ``page`` for those.
         """
         with self._l.read() as db:
-            rows = db["messages"].rows_where("session_id = ? and owner = ? and id > ?", [session_id, owner, after_id],
-                                             order_by="id", limit=limit)
+            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and id > ? order by id"
+                                    " limit ?", [session_id, owner, after_id, limit])
             return [_decode(r) for r in rows]
 
     def page(self, owner: str, session_id: str, before: Optional[int] = None,
@@ -119,14 +119,14 @@ class MessageRepo:
     def latest(self, owner: str, session_id: str, role: str) -> Optional[dict]:
         """The session's newest message with ``role``, if any."""
         with self._l.read() as db:
-            rows = list(db["messages"].rows_where("session_id = ? and owner = ? and role = ?", [session_id, owner, role],
-                                                  order_by="id desc", limit=1))
+            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and role = ?"
+                                    " order by id desc limit 1", [session_id, owner, role])
         return _decode(rows[0]) if rows else None
 
     def get(self, owner: str, message_id: int) -> dict:
         """The owner's message, or NotFound."""
         with self._l.read() as db:
-            rows = list(db["messages"].rows_where("id = ? and owner = ?", [message_id, owner], limit=1))
+            rows = select_rows(db, "select * from messages where id = ? and owner = ? limit 1", [message_id, owner])
         if not rows:
             raise NotFound("message not found")
         return _decode(rows[0])
@@ -134,9 +134,8 @@ class MessageRepo:
     def by_client_id(self, owner: str, session_id: str, client_message_id: str) -> Optional[dict]:
         """The user message sent with ``client_message_id`` in this session, if any."""
         with self._l.read() as db:
-            rows = list(db["messages"].rows_where(
-                "session_id = ? and owner = ? and client_message_id = ? and role = 'user'",
-                [session_id, owner, client_message_id], limit=1))
+            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and client_message_id = ?"
+                                   " and role = 'user' limit 1", [session_id, owner, client_message_id])
         return _decode(rows[0]) if rows else None
 
     def session_of_client_id(self, owner: str, client_message_id: str) -> Optional[str]:
