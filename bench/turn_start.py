@@ -66,14 +66,15 @@ def hold_finished_runs(engine, n: int) -> None:
                   client_message_id=None, user_message_id=None, log=log, terminal_type="chat_terminal")
         run.status, run.finalized, run.finished_at = "done", True, time.time()
         run.settled.set()
-        engine.adopt_finished(run) if hasattr(engine, "adopt_finished") else _adopt(engine, run)
-
-
-def _adopt(engine, run) -> None:
-    with engine._lock:
-        engine.runs[run.run_id] = run
-        engine.by_session[(run.owner, run.session_id)] = run
-        run.evict_at = time.monotonic() + 3600
+        with engine._lock:  # as _finalize leaves a run: held, finished, its eviction scheduled
+            engine.runs[run.run_id] = run
+            if hasattr(engine, "_finished"):
+                engine._finished[run.run_id] = run
+            engine.by_session[(run.owner, run.session_id)] = run
+            if hasattr(engine, "_evict_heap"):
+                engine._schedule_evict(run)
+            else:
+                run.evict_at = time.monotonic() + 3600
 
 
 def measure(turns: int = 300, held: int = 0, warmup: int = 20) -> Dict[str, float]:
