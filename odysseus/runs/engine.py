@@ -210,13 +210,13 @@ class RunEngine:
         previous = self.for_session(owner, session_id)
         if previous is not None and not previous.log.released:
             last = previous.log.last_seq
-        with self.store.locked.read() as db:
-            row = db.execute("select run_id, coalesce(first_seq, 1), coalesce(event_count, 0) from runs"
+        with self.store.locked.read() as db:  # one statement: the newest row and its durable events
+            row = db.execute("select coalesce(first_seq, 1) + coalesce(event_count, 0) - 1,"
+                             " (select max(seq) from run_events e where e.run_id = r.run_id) from runs r"
                              " where owner = ? and session_id = ? order by created_at desc, rowid desc limit 1",
                              [owner, session_id]).fetchone()
             if row is not None:
-                durable = db.execute("select max(seq) from run_events where run_id = ?", [row[0]]).fetchone()
-                last = max(last, row[1] + row[2] - 1, (durable[0] or 0) if durable else 0)
+                last = max(last, row[0], row[1] or 0)
         return last
 
     def _reserve(self, spec: StartSpec, session_id: str, base: int = 0) -> Run:
@@ -277,8 +277,10 @@ class RunEngine:
                                            terminal_type=spec.terminal_type)
             for hook in spec.in_transaction:
                 hook(db)
+            # the user message just stored is the branch head (insert_message set it), unless a hook moved it
+            head = run.user_message_id if not spec.in_transaction else None
             return spec.make_turn(self.store.messages.recent(spec.owner, run.session_id,
-                                                             int(self.config["HISTORY_CONTEXT_MESSAGES"])))
+                                                             int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head))
 
     def delete_session(self, owner: str, session_id: str, remove: Callable[[], Any]) -> Any:
         """Delete a session: under its lock, stop its run (``session_deleted``), then ``remove()`` its rows.

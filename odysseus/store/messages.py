@@ -91,14 +91,15 @@ class MessageRepo:
             return [_decode(r) for r in rows]
 
     def page(self, owner: str, session_id: str, before: Optional[int] = None,
-             limit: int = 200) -> Tuple[List[dict], bool]:
+             limit: int = 200, head: Optional[int] = None) -> Tuple[List[dict], bool]:
         """The selected branch's newest ``limit`` messages older than id ``before``, in order; and whether older exist.
 
         Pages taken with ``before`` = the first id of the previous page meet with no gap
-        and no duplicate, however many messages are added meanwhile.
+        and no duplicate, however many messages are added meanwhile. ``head``: the branch head
+        when the caller knows it (the start, which has just stored it), saving its lookup.
         """
         with self._l.read() as db:
-            head = branch_head(db, session_id)
+            head = branch_head(db, session_id) if head is None else head
             if head is None:
                 return [], False
             where, args = "session_id = ? and owner = ?", [head, session_id, owner]
@@ -112,9 +113,9 @@ class MessageRepo:
         has_more = len(rows) > limit
         return rows[:limit][::-1], has_more
 
-    def recent(self, owner: str, session_id: str, limit: int) -> List[dict]:
+    def recent(self, owner: str, session_id: str, limit: int, head: Optional[int] = None) -> List[dict]:
         """The selected branch's newest ``limit`` messages in order (what a model's context is built from)."""
-        return self.page(owner, session_id, None, limit)[0]
+        return self.page(owner, session_id, None, limit, head)[0]
 
     def latest(self, owner: str, session_id: str, role: str) -> Optional[dict]:
         """The session's newest message with ``role``, if any."""
