@@ -526,12 +526,15 @@ class RunEngine:
         Walks the finished runs in the order they finished (no sort) and stops as soon as enough
         is free: only the logs it frees and the ones with readers are visited (caller holds ``_lock``).
         """
-        for run in list(self._finished.values()):
+        victims = []
+        for run in self._finished.values():  # oldest first; evicted after the walk (it mutates the dict)
             if free_bytes <= 0:
                 break
             if run.subscribers == 0:
                 free_bytes -= run.log.bytes
-                self._evict(run)
+                victims.append(run)
+        for run in victims:
+            self._evict(run)
 
     # ---------------------------------------------------------------- janitor
     def start_background(self) -> None:
