@@ -33,7 +33,7 @@ def insert_message(db, owner: str, session_id: str, role: str, content: str, *, 
     cursor = db.execute(
         "insert into messages (session_id, owner, role, content, thinking, metadata, run_id, client_message_id,"
         " created_at, parent_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [session_id, owner, role, content, thinking or "", json.dumps(metadata or {}), run_id,
+        [session_id, owner, role, content, thinking or "", json.dumps(metadata) if metadata else "{}", run_id,
          client_message_id, now, parent_id])
     db.execute("update sessions set updated_at = ?, branch_head = ? where id = ?", [now, cursor.lastrowid, session_id])
     return cursor.lastrowid
