@@ -33,8 +33,11 @@ What happens to a turn, in order:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import heapq
+import itertools
 import logging
 import threading
 import time
@@ -107,7 +110,18 @@ class RunEngine:
         self.durable = DurableLog(store.path, config, self.worker)
         #: [issue 14] where runs are shared beyond this process (runs/backend.py): memory or redis
         self.backend = make_backend(config, self.worker)
+        # Held runs, indexed so that no per-start or per-sweep step walks every run held in the replay
+        # window (issue 22). Invariants, kept under ``_lock`` at each transition:
+        #   runs = _running + _finished (by id); _running holds the runs started and not yet finalized
+        #   (at most MAX_ACTIVE_RUNS), _finished the finalized ones in the order they finished;
+        #   active = reserved slots = len(_running) + starts between _reserve and their registration;
+        #   every finished run without readers has an entry (evict_at, n, run) in _evict_heap (entries
+        #   whose run has since been re-subscribed, re-scheduled or evicted are stale and skipped).
         self.runs: Dict[str, Run] = {}
+        self._running: Dict[str, Run] = {}
+        self._finished: "collections.OrderedDict[str, Run]" = collections.OrderedDict()
+        self._evict_heap: List[Tuple[float, int, Run]] = []
+        self._evict_order = itertools.count()
         self.by_session: Dict[Tuple[str, str], Run] = {}
         self.modes: Dict[str, Callable] = {}
         self.active = 0
@@ -177,6 +191,7 @@ class RunEngine:
                 raise
             with self._lock:
                 self.runs[run.run_id] = run
+                self._running[run.run_id] = run
                 self.by_session[(spec.owner, session_id)] = run
             for entry in run.log.read_after(run.log.base):  # run_started and start
                 self.durable.enqueue(run.run_id, entry)
@@ -195,13 +210,13 @@ class RunEngine:
         previous = self.for_session(owner, session_id)
         if previous is not None and not previous.log.released:
             last = previous.log.last_seq
-        with self.store.locked.read() as db:
-            row = db.execute("select run_id, coalesce(first_seq, 1), coalesce(event_count, 0) from runs"
+        with self.store.locked.read() as db:  # one statement: the newest row and its durable events
+            row = db.execute("select coalesce(first_seq, 1) + coalesce(event_count, 0) - 1,"
+                             " (select max(seq) from run_events e where e.run_id = r.run_id) from runs r"
                              " where owner = ? and session_id = ? order by created_at desc, rowid desc limit 1",
                              [owner, session_id]).fetchone()
             if row is not None:
-                durable = db.execute("select max(seq) from run_events where run_id = ?", [row[0]]).fetchone()
-                last = max(last, row[1] + row[2] - 1, (durable[0] or 0) if durable else 0)
+                last = max(last, row[0], row[1] or 0)
         return last
 
     def _reserve(self, spec: StartSpec, session_id: str, base: int = 0) -> Run:
@@ -262,8 +277,10 @@ class RunEngine:
                                            terminal_type=spec.terminal_type)
             for hook in spec.in_transaction:
                 hook(db)
+            # the user message just stored is the branch head (insert_message set it), unless a hook moved it
+            head = run.user_message_id if not spec.in_transaction else None
             return spec.make_turn(self.store.messages.recent(spec.owner, run.session_id,
-                                                             int(self.config["HISTORY_CONTEXT_MESSAGES"])))
+                                                             int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head))
 
     def delete_session(self, owner: str, session_id: str, remove: Callable[[], Any]) -> Any:
         """Delete a session: under its lock, stop its run (``session_deleted``), then ``remove()`` its rows.
@@ -279,7 +296,7 @@ class RunEngine:
         if run is not None:
             with self._lock:
                 if run.finalized and run.subscribers == 0:
-                    run.evict_at = time.monotonic()  # nothing of the session is kept: free its log now
+                    self._schedule_evict(run, 0.0)  # nothing of the session is kept: free its log now
         return result
 
     def replace_running(self, owner: str, session_id: str) -> Optional[Run]:
@@ -366,6 +383,8 @@ class RunEngine:
         self.backend.run_finished(run)  # [issue 14] lease released
         with self._lock:
             self.active -= 1
+            if self._running.pop(run.run_id, None) is not None:
+                self._finished[run.run_id] = run
             if run.subscribers == 0:
                 self._schedule_evict(run)
         run.settled.set()
@@ -484,15 +503,17 @@ class RunEngine:
             if run.subscribers == 0 and run.finalized:
                 self._schedule_evict(run)
 
-    def _schedule_evict(self, run: Run) -> None:
-        """Keep the finished run's log ``EVICT_GRACE`` seconds more, then free it."""
-        run.evict_at = time.monotonic() + self.grace
+    def _schedule_evict(self, run: Run, grace: Optional[float] = None) -> None:
+        """Keep the finished run's log ``EVICT_GRACE`` seconds more (or ``grace``), then free it (under ``_lock``)."""
+        run.evict_at = time.monotonic() + (self.grace if grace is None else grace)
+        heapq.heappush(self._evict_heap, (run.evict_at, next(self._evict_order), run))
 
     def _evict(self, run: Run) -> None:
         with self._lock:
             if run.subscribers:
                 return
             self.runs.pop(run.run_id, None)
+            self._finished.pop(run.run_id, None)
             key = (run.owner, run.session_id)
             if self.by_session.get(key) is run:
                 del self.by_session[key]
@@ -500,13 +521,19 @@ class RunEngine:
             run.log.release()
 
     def _evict_idle(self, free_bytes: int) -> None:
-        """Free the oldest finished logs without readers until ``free_bytes`` are released."""
-        idle = sorted((r for r in list(self.runs.values()) if r.finalized and r.subscribers == 0),
-                      key=lambda r: r.finished_at or 0)
-        for run in idle:
+        """Free the oldest finished logs without readers until ``free_bytes`` are released.
+
+        Walks the finished runs in the order they finished (no sort) and stops as soon as enough
+        is free: only the logs it frees and the ones with readers are visited (caller holds ``_lock``).
+        """
+        victims = []
+        for run in self._finished.values():  # oldest first; evicted after the walk (it mutates the dict)
             if free_bytes <= 0:
                 break
-            free_bytes -= run.log.bytes
+            if run.subscribers == 0:
+                free_bytes -= run.log.bytes
+                victims.append(run)
+        for run in victims:
             self._evict(run)
 
     # ---------------------------------------------------------------- janitor
@@ -547,14 +574,20 @@ class RunEngine:
         """End runs past their limits and evict logs whose grace has passed."""
         now = time.monotonic()
         wall, idle = float(self.config["RUN_WALL_TIMEOUT"]), float(self.config["RUN_IDLE_TIMEOUT"])
-        for run in list(self.runs.values()):
+        with self._lock:
+            running = list(self._running.values())  # at most MAX_ACTIVE_RUNS, however many are held
+        for run in running:
             if run.status == "running" and not run.cancel.cancelled:
                 if now - run.started_monotonic > wall:
                     threading.Thread(target=self._end, args=(run, "timeout:wall"), daemon=True).start()
                 elif now - run.last_event_monotonic > idle:
                     threading.Thread(target=self._end, args=(run, "timeout:idle"), daemon=True).start()
-            elif run.evict_at is not None and now >= run.evict_at and run.subscribers == 0:
-                self._evict(run)
+        with self._lock:  # only the runs whose grace has passed: the heap's due entries
+            heap = self._evict_heap
+            while heap and heap[0][0] <= now:
+                evict_at, _, run = heapq.heappop(heap)
+                if run.evict_at == evict_at and run.subscribers == 0 and self.runs.get(run.run_id) is run:
+                    self._evict(run)
 
     # ---------------------------------------------------------------- recovery and shutdown
     def recover_interrupted(self) -> List[str]:
@@ -572,7 +605,7 @@ class RunEngine:
             deadline = time.monotonic() + grace
             while self.active and time.monotonic() < deadline:
                 time.sleep(0.05)
-            ending = [run for run in list(self.runs.values()) if run.status == "running"]
+            ending = [run for run in list(self._running.values()) if run.status == "running"]
             for run in ending:
                 run.cancel.cancel("shutdown")
             for run in ending:

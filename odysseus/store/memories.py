@@ -15,7 +15,7 @@ import time
 from typing import Dict, List, Optional
 
 from ..errors import BadRequest, NotFound
-from .database import Locked
+from .database import Locked, select_rows
 from .sessions import new_id
 
 MAX_TEXT = 1000
@@ -108,7 +108,7 @@ class MemoryRepo:
     def get(self, owner: str, memory_id: str) -> dict:
         """One memory; NotFound for unknown or foreign ids."""
         with self._l.read() as db:
-            rows = list(db["memories"].rows_where("id = ? and owner = ?", [memory_id, owner], limit=1))
+            rows = select_rows(db, "select * from memories where id = ? and owner = ? limit 1", [memory_id, owner])
         if not rows:
             raise NotFound("memory not found")
         return public_memory(rows[0])
@@ -149,13 +149,11 @@ class MemoryRepo:
         if not match:
             return []
         with self._l.read() as db:
-            rows = db.execute(
-                "select m.*, bm25(memories_fts) as rank from memories_fts"
-                " join memories m on m.rowid = memories_fts.rowid"
-                " where memories_fts match ? and m.owner = ? order by rank limit ?",
-                [match, owner, limit],
-            ).fetchall()
-            columns = [c[0] for c in db.execute("select m.*, 0 as rank from memories m limit 0").description]
+            cursor = db.execute(
+                "select m.*, bm25(memories_fts) as rank from memories_fts join memories m on m.rowid = memories_fts.rowid"
+                " where memories_fts match ? and m.owner = ? order by rank limit ?", [match, owner, limit])
+            rows = cursor.fetchall()
+            columns = [c[0] for c in cursor.description]  # the same statement names its columns
         out = []
         for values in rows:
             row = dict(zip(columns, values, strict=True))
@@ -194,8 +192,8 @@ class MemoryRepo:
     def pinned(self, owner: str, limit: int) -> List[dict]:
         """``owner``'s pinned memories, oldest first (stable order in the prompt)."""
         with self._l.read() as db:
-            rows = db["memories"].rows_where("owner = ? and pinned = 1", [owner], order_by="created_at, rowid",
-                                             limit=limit)
+            rows = select_rows(db, "select * from memories where owner = ? and pinned = 1 order by created_at, rowid"
+                                    " limit ?", [owner, limit])
             return [public_memory(r) for r in rows]
 
     def mark_used(self, owner: str, ids: List[str]) -> None:

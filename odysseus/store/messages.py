@@ -15,7 +15,7 @@ import time
 from typing import List, Optional, Tuple
 
 from ..errors import NotFound
-from .database import Locked
+from .database import Locked, select_rows
 
 
 def _decode(row: dict) -> dict:
@@ -33,7 +33,7 @@ def insert_message(db, owner: str, session_id: str, role: str, content: str, *, 
     cursor = db.execute(
         "insert into messages (session_id, owner, role, content, thinking, metadata, run_id, client_message_id,"
         " created_at, parent_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [session_id, owner, role, content, thinking or "", json.dumps(metadata or {}), run_id,
+        [session_id, owner, role, content, thinking or "", json.dumps(metadata) if metadata else "{}", run_id,
          client_message_id, now, parent_id])
     db.execute("update sessions set updated_at = ?, branch_head = ? where id = ?", [now, cursor.lastrowid, session_id])
     return cursor.lastrowid
@@ -86,19 +86,20 @@ class MessageRepo:
         more than ``limit`` messages. Use ``recent`` or ``page`` for those.
         """
         with self._l.read() as db:
-            rows = db["messages"].rows_where("session_id = ? and owner = ? and id > ?", [session_id, owner, after_id],
-                                             order_by="id", limit=limit)
+            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and id > ? order by id"
+                                    " limit ?", [session_id, owner, after_id, limit])
             return [_decode(r) for r in rows]
 
     def page(self, owner: str, session_id: str, before: Optional[int] = None,
-             limit: int = 200) -> Tuple[List[dict], bool]:
+             limit: int = 200, head: Optional[int] = None) -> Tuple[List[dict], bool]:
         """The selected branch's newest ``limit`` messages older than id ``before``, in order; and whether older exist.
 
         Pages taken with ``before`` = the first id of the previous page meet with no gap
-        and no duplicate, however many messages are added meanwhile.
+        and no duplicate, however many messages are added meanwhile. ``head``: the branch head
+        when the caller knows it (the start, which has just stored it), saving its lookup.
         """
         with self._l.read() as db:
-            head = branch_head(db, session_id)
+            head = branch_head(db, session_id) if head is None else head
             if head is None:
                 return [], False
             where, args = "session_id = ? and owner = ?", [head, session_id, owner]
@@ -112,24 +113,21 @@ class MessageRepo:
         has_more = len(rows) > limit
         return rows[:limit][::-1], has_more
 
-    def recent(self, owner: str, session_id: str, limit: int) -> List[dict]:
+    def recent(self, owner: str, session_id: str, limit: int, head: Optional[int] = None) -> List[dict]:
         """The selected branch's newest ``limit`` messages in order (what a model's context is built from)."""
-        return self.page(owner, session_id, None, limit)[0]
+        return self.page(owner, session_id, None, limit, head)[0]
 
     def latest(self, owner: str, session_id: str, role: str) -> Optional[dict]:
         """The session's newest message with ``role``, if any."""
         with self._l.read() as db:
-            rows = list(
-                db["messages"].rows_where(
-                    "session_id = ? and owner = ? and role = ?", [session_id, owner, role], order_by="id desc", limit=1
-                )
-            )
+            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and role = ?"
+                                    " order by id desc limit 1", [session_id, owner, role])
         return _decode(rows[0]) if rows else None
 
     def get(self, owner: str, message_id: int) -> dict:
         """The owner's message, or NotFound."""
         with self._l.read() as db:
-            rows = list(db["messages"].rows_where("id = ? and owner = ?", [message_id, owner], limit=1))
+            rows = select_rows(db, "select * from messages where id = ? and owner = ? limit 1", [message_id, owner])
         if not rows:
             raise NotFound("message not found")
         return _decode(rows[0])
@@ -137,9 +135,8 @@ class MessageRepo:
     def by_client_id(self, owner: str, session_id: str, client_message_id: str) -> Optional[dict]:
         """The user message sent with ``client_message_id`` in this session, if any."""
         with self._l.read() as db:
-            rows = list(db["messages"].rows_where(
-                "session_id = ? and owner = ? and client_message_id = ? and role = 'user'",
-                [session_id, owner, client_message_id], limit=1))
+            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and client_message_id = ?"
+                                   " and role = 'user' limit 1", [session_id, owner, client_message_id])
         return _decode(rows[0]) if rows else None
 
     def session_of_client_id(self, owner: str, client_message_id: str) -> Optional[str]:

@@ -11,7 +11,7 @@ import time
 from typing import List, Optional
 
 from ..errors import NotFound
-from .database import Locked
+from .database import Locked, select_rows
 
 RUN_STATUSES = ("running", "done", "error", "stopped", "interrupted")
 
@@ -46,7 +46,7 @@ class RunRepo:
     def get(self, owner: str, run_id: str) -> dict:
         """The owner's run, or NotFound."""
         with self._l.read() as db:
-            rows = list(db["runs"].rows_where("run_id = ? and owner = ?", [run_id, owner], limit=1))
+            rows = select_rows(db, "select * from runs where run_id = ? and owner = ? limit 1", [run_id, owner])
         if not rows:
             raise NotFound("run not found")
         return rows[0]
@@ -54,16 +54,15 @@ class RunRepo:
     def latest_for_session(self, owner: str, session_id: str) -> Optional[dict]:
         """The session's newest run, if any."""
         with self._l.read() as db:
-            rows = list(db["runs"].rows_where("session_id = ? and owner = ?", [session_id, owner],
-                                              order_by="created_at desc, rowid desc", limit=1))
+            rows = select_rows(db, "select * from runs where session_id = ? and owner = ?"
+                                    " order by created_at desc, rowid desc limit 1", [session_id, owner])
         return rows[0] if rows else None
 
     def by_client_message(self, owner: str, session_id: str, client_message_id: str) -> Optional[dict]:
         """The run started for ``client_message_id`` in this session, if any."""
         with self._l.read() as db:
-            rows = list(db["runs"].rows_where("session_id = ? and owner = ? and client_message_id = ?",
-                                              [session_id, owner, client_message_id],
-                                              order_by="created_at desc", limit=1))
+            rows = select_rows(db, "select * from runs where session_id = ? and owner = ? and client_message_id = ?"
+                                    " order by created_at desc limit 1", [session_id, owner, client_message_id])
         return rows[0] if rows else None
 
     def list(self, owner: str, limit: int = 50, offset: int = 0) -> List[dict]:

@@ -7,7 +7,7 @@ import time
 from typing import Any, List, Optional, Tuple
 
 from ..errors import NotFound
-from .database import Locked
+from .database import Locked, select_rows
 
 
 def new_id(prefix: str) -> str:
@@ -32,7 +32,7 @@ class SessionRepo:
     def get(self, owner: str, session_id: str) -> dict:
         """The owner's session, or NotFound."""
         with self._l.read() as db:
-            rows = list(db["sessions"].rows_where("id = ? and owner = ?", [session_id, owner], limit=1))
+            rows = select_rows(db, "select * from sessions where id = ? and owner = ? limit 1", [session_id, owner])
         if not rows:
             raise NotFound("session not found")
         return rows[0]

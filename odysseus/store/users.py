@@ -7,7 +7,7 @@ import time
 from typing import List, Optional
 
 from ..errors import Conflict
-from .database import Locked
+from .database import Locked, select_rows
 from .sessions import new_id
 
 # Tables whose ``owner`` column names a user but which are not user data to adopt.
@@ -58,13 +58,13 @@ class UserRepo:
     def get(self, user_id: str) -> Optional[dict]:
         """The user with this id, or None."""
         with self._l.read() as db:
-            rows = list(db["users"].rows_where("id = ?", [user_id], limit=1))
+            rows = select_rows(db, "select * from users where id = ? limit 1", [user_id])
         return rows[0] if rows else None
 
     def by_username(self, username: str) -> Optional[dict]:
         """The user with this (lower-case) username, or None."""
         with self._l.read() as db:
-            rows = list(db["users"].rows_where("username = ?", [username], limit=1))
+            rows = select_rows(db, "select * from users where username = ? limit 1", [username])
         return rows[0] if rows else None
 
     def list(self) -> List[dict]:
