@@ -104,6 +104,38 @@ def test_capacity_refuses_before_anything_is_stored_and_the_slot_comes_back(make
     assert assistant_messages(engine.store, again.session_id)[0]["content"] == "xy"
 
 
+def test_a_refused_send_leaves_the_sessions_running_run_alone(make_engine):
+    """A 503 stores nothing and stops nothing: another session's run holds the only slot."""
+    engine = make_engine(MAX_ACTIVE_RUNS=2)
+    gate = threading.Event()
+    mine = engine.start(spec(turn_of("a", "b", gate=gate)))
+    other = engine.start(spec(turn_of("c", gate=gate)))
+    assert engine.active_count() == 2
+    # replacing mine would free its slot: the send is allowed and replaces it
+    with pytest.raises(CapacityError):
+        engine.start(spec(turn_of("x"), session_id=new_id("s_")))  # a third session: no slot
+    assert mine.run.status == "running" and other.run.status == "running"
+    replaced = engine.start(spec(turn_of("y"), session_id=mine.session_id))
+    assert mine.run.settled.wait(10) and mine.run.stop_reason == "replaced"
+    assert replaced.run.settled.wait(10) and replaced.run.status == "done"
+    gate.set()
+    assert other.run.settled.wait(10)
+
+
+def test_capacity_is_checked_before_the_running_run_is_replaced(make_engine):
+    engine = make_engine(MAX_ACTIVE_RUNS=1)
+    gate = threading.Event()
+    first = engine.start(spec(turn_of("a", "b", gate=gate)))
+    engine.budget.limit = engine.budget.used  # full, and a running run cannot be evicted
+    before = counts(engine.store)
+    with pytest.raises(CapacityError):
+        engine.start(spec(turn_of("x"), session_id=first.session_id))
+    assert first.run.status == "running" and counts(engine.store) == before
+    engine.budget.limit = 1 << 30
+    gate.set()
+    assert first.run.settled.wait(10) and first.run.status == "done"
+
+
 # ---------------------------------------------------------------- memory budget
 def _finished(engine, *texts):
     started = engine.start(spec(turn_of(*texts)))

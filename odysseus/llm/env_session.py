@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 from urllib.parse import urlsplit
-from urllib.request import getproxies_environment, proxy_bypass_environment
+from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]  # in CPython, not in typeshed
 
 import requests
 from requests.utils import address_in_network, is_ipv4_address, is_valid_cidr
@@ -62,8 +62,8 @@ class EnvOnceSession(requests.Session):
                 self._by_origin[origin] = found
         return found
 
-    def merge_environment_settings(self, url: str, proxies: Any, stream: Any, verify: Any,
-                                   cert: Any) -> Dict[str, Any]:
+    def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
+                                   cert: Any) -> Any:
         """What ``trust_env`` would add, from the snapshot instead of the live environment."""
         merged = dict(proxies or {})
         for scheme, proxy in self.proxies_for(url).items():

@@ -5,7 +5,8 @@ What happens to a turn, in order:
 1. **Start** (``start``): under the session lock, a repeated ``client_message_id`` finds its
    earlier run; a running run on the session is replaced (reason ``replaced``). Capacity
    (``MAX_ACTIVE_RUNS``) and the memory budget are reserved and ``run_started`` is logged in
-   memory *before* anything is written, so a 503 stores nothing. Then ONE transaction stores
+   memory *before* anything is written, so a 503 stores nothing (capacity is checked before the
+   replacement too, so a refused send leaves the running run alone). Then ONE transaction stores
    the session (if new), the user's message, the run row (with this worker's lease) and
    whatever the mode must consume atomically (an approval). The turn then runs in its own
    greenlet; no HTTP connection owns it.
@@ -180,6 +181,7 @@ class RunEngine:
                     if run is not None and not run.log.released:
                         return Started(session_id, run, row, attached=True)
                     return Started(session_id, None, row, attached=True)
+            self._check_capacity(spec.owner, session_id)  # a 503 must not stop the session's running run
             self.replace_running(spec.owner, session_id)
             # ids increase across the runs of a session: this run's first id follows the previous run's last
             base = 0 if creating else self.session_last_seq(spec.owner, session_id)
@@ -218,6 +220,23 @@ class RunEngine:
             if row is not None:
                 last = max(last, row[0], row[1] or 0)
         return last
+
+    def _check_capacity(self, owner: str, session_id: str) -> None:
+        """Refuse (CapacityError) before replacing anything when the new run could not be reserved.
+
+        The session's own running run is counted as freed, since replacing it ends it. A start
+        racing this one may still take the last slot in between; then ``_reserve`` refuses after
+        the replacement (rare, and still nothing of the new turn is stored).
+        """
+        current = self.for_session(owner, session_id)
+        replacing = current is not None and current.status == "running"
+        with self._lock:
+            if self.active - (1 if replacing else 0) >= int(self.config["MAX_ACTIVE_RUNS"]):
+                raise CapacityError("too many runs in progress; try again shortly")
+            if self.budget.used >= self.budget.limit:
+                self._evict_idle(free_bytes=self.budget.used - self.budget.limit + 1)
+                if self.budget.used >= self.budget.limit:
+                    raise CapacityError("run memory budget exhausted; try again shortly")
 
     def _reserve(self, spec: StartSpec, session_id: str, base: int = 0) -> Run:
         """Take a capacity slot and log ``run_started`` and ``start`` in memory; CapacityError (nothing stored)."""

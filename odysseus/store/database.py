@@ -74,7 +74,7 @@ def select_rows(db, sql: str, params: Sequence = ()) -> List[dict]:
     """
     cursor = db.execute(sql, list(params))
     columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row)) for row in cursor.fetchall()]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def open_database(path: str) -> Database:

@@ -150,7 +150,8 @@ class MemoryRepo:
             return []
         with self._l.read() as db:
             cursor = db.execute(
-                "select m.*, bm25(memories_fts) as rank from memories_fts join memories m on m.rowid = memories_fts.rowid"
+                "select m.*, bm25(memories_fts) as rank from memories_fts"
+                " join memories m on m.rowid = memories_fts.rowid"
                 " where memories_fts match ? and m.owner = ? order by rank limit ?", [match, owner, limit])
             rows = cursor.fetchall()
             columns = [c[0] for c in cursor.description]  # the same statement names its columns
