@@ -110,3 +110,10 @@ def test_plan_statuses_are_the_tool_s():
     css = (ROOT / "static" / "css" / "app.css").read_text(encoding="utf-8")
     styled = set(re.findall(r'\.plan-step\[data-status="(\w+)"\]', css))
     assert styled and styled <= set(PLAN_STATUSES)
+
+
+def test_each_endpoint_has_one_row_in_the_endpoint_tables():
+    """Parts that extend an endpoint add their fields to its one row, not a second copy of it."""
+    rows = re.findall(r"^\| `((?:GET|POST|PUT|PATCH|DELETE) /[^`]+)` \|", PROTOCOL, flags=re.M)
+    assert rows, "protocol.md lists its endpoints in tables"
+    assert sorted({r for r in rows if rows.count(r) > 1}) == []
