@@ -86,7 +86,7 @@ def test_regenerate_keeps_the_old_reply_as_an_alternative_and_sends_the_branch_o
 def test_regenerate_of_the_user_message_and_retry_of_a_failed_reply(tmp_path):
     replies = iter([Reply(status=500, body={"error": {"message": "boom"}}), Reply(chunks=openai_text("fine"))])
     server = FakeProvider(chooser=lambda record: next(replies))
-    application = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "FALLBACK_RETRIES": 0, "PROVIDERS": [
+    application = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "PROVIDERS": [
         ProviderConfig(name="m", kind="openai", base_url=server.url + "/v1", default_model="x")]})
     try:
         client = application.test_client()

@@ -37,14 +37,14 @@ from ..process_identity import worker_is_dead
 from ..store.database import connect
 from ..store.messages import insert_message
 from .native import NativeWorker, gevent_active
-from .run_log import LIFECYCLE, Entry, encode_payload
+from .run_log import LIFECYCLE, Entry, encode_payload, seq_of
 
 log = logging.getLogger(__name__)
 
 #: the writer connection may wait this long inside SQLite (it is a native thread: the hub is free)
 WRITER_BUSY_MS = 1000
 
-Row = Tuple[str, int, str, str]  # run_id, seq, type, payload
+Row = Tuple[str, Optional[int], str, str]  # run_id, seq (always set: logged events are numbered), type, payload
 
 
 @dataclass
@@ -94,7 +94,7 @@ class DurableLog:
         self._native = NativeWorker("run-writer")
         self._conn: Optional[sqlite3.Connection] = None  # native thread only
         self._last_renew = 0.0
-        self._flusher = None
+        self._flusher: Optional[threading.Thread] = None
         self._closing = False
         self.written = 0
         self.failures = 0
@@ -284,7 +284,7 @@ class DurableLog:
         self._write_rows(conn, [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail])
         conn.execute("update runs set message_id = ?, event_count = ?, last_event_type = ?, partial_content = ?,"
                      " partial_thinking = ? where run_id = ?",
-                     [message_id, (final.tail[-1][0].seq if final.tail else final.first_tail_seq - 1) - final.base
+                     [message_id, (seq_of(final.tail[-1]) if final.tail else final.first_tail_seq - 1) - final.base
                       - final.skipped,
                       CLOSE, "", "", final.run_id])
         final.message_id, final.saved = message_id, True
@@ -315,7 +315,9 @@ class DurableLog:
 
     def _recover_one(self, conn: sqlite3.Connection, row: dict, build_tail) -> None:
         conn.execute("BEGIN IMMEDIATE")
-        content, thinking, last_seq = [], [], row["first_seq"] - 1
+        content: List[str] = []
+        thinking: List[str] = []
+        last_seq = row["first_seq"] - 1
         for seq, kind, payload in conn.execute("select seq, type, payload from run_events where run_id = ?"
                                                " order by seq", [row["run_id"]]):
             last_seq = seq

@@ -416,7 +416,7 @@ class RunEngine:
             limit = self.config["RUN_IDLE_TIMEOUT"] if outcome.timeout == "idle" else self.config["RUN_WALL_TIMEOUT"]
             self.durable.enqueue(run.run_id, run.log.append(Event(RUN_TIMEOUT, {"limit": outcome.timeout,
                                                                                 "seconds": limit})))
-        error = None
+        error: Optional[Dict[str, Any]] = None
         if outcome.error:
             error = {"message": outcome.error, "status": outcome.http_status}
             if outcome.retry_after is not None:
@@ -482,7 +482,8 @@ class RunEngine:
         """Stop the session's run only when ``expected_run_id`` names it exactly; True when stopped."""
         run = self.for_session(owner, session_id)
         mismatch = expected_run_id and (run is None or run.run_id != expected_run_id)
-        if mismatch and self.get(owner, expected_run_id) is None:  # [issue 14] maybe on another worker
+        # [issue 14] maybe on another worker
+        if mismatch and expected_run_id and self.get(owner, expected_run_id) is None:
             return self.backend.stop_elsewhere(self, owner, expected_run_id, reason, session_id=session_id)
         if run is None or not expected_run_id or run.run_id != expected_run_id or run.status != "running":
             return False

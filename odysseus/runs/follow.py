@@ -44,7 +44,7 @@ from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_S
 from ..sse import comment
 from .durable import as_entry, read_events
 from .run import Run
-from .run_log import Entry
+from .run_log import Entry, seq_of
 
 Projection = Callable[[Event, Optional[str]], Optional[str]]
 
@@ -134,7 +134,7 @@ def follow_memory(engine, run: Run, after: int, projection: Projection, heartbea
             remaining = heartbeat_interval - (time.monotonic() - quiet_since)
             entries = run.log.wait_after(cursor, max(0.0, remaining), PAGE)
             if entries:
-                cursor = entries[-1][0].seq
+                cursor = seq_of(entries[-1])
                 for text in encode_pieces(entries, projection, first=first):
                     yield text
                     quiet_since = time.monotonic()
@@ -167,7 +167,7 @@ def follow_durable(store, run_id: str, after: int, projection: Projection, heart
             rows = read_events(db, run_id, cursor, page)
         if rows:
             entries = [as_entry(*row) for row in rows]
-            cursor = entries[-1][0].seq
+            cursor = seq_of(entries[-1])
             for text in encode_pieces(entries, projection, first=first):
                 yield text
                 quiet_since = time.monotonic()
@@ -197,7 +197,7 @@ def _still_running(store, run_id: str) -> bool:
 
 def durable_available(row: Optional[dict]) -> bool:
     """True while a run's durable log is kept (inside the replay window)."""
-    return bool(row) and not row.get("events_purged")
+    return row is not None and bool(row) and not row.get("events_purged")
 
 
 def saved_final_state(row: Optional[dict], message: Optional[dict], terminal_type: str) -> List[Event]:

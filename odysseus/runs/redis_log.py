@@ -32,7 +32,7 @@ from typing import Deque, Iterator, List, Optional, Tuple
 from ..events import CLOSE, Event
 from ..sse import comment
 from .follow import Projection, encode, follow_durable
-from .run_log import ByteBudget, Entry, RunLog
+from .run_log import ByteBudget, Entry, RunLog, seq_of
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
     try:  # a cursor before this run's first id (0, or one from the session's previous run) means "from the start"
         first = client.xrange(key, count=1)
         if first:
-            start = entry_of(*first[0])[0].seq
+            start = seq_of(entry_of(*first[0]))
             if cursor < start - 1:
                 cursor = start - 1
     except Exception:  # noqa: BLE001 - Redis down: the loop below falls back to SQLite
@@ -165,7 +165,7 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
             if entries:
                 if entries[0][0].seq != cursor + 1:
                     break  # a gap: a rebuilt stream (Redis restarted) or a recovery tail's jump
-                cursor = entries[-1][0].seq
+                cursor = seq_of(entries[-1])
                 text = encode(entries, projection)
                 if text:
                     yield text

@@ -29,6 +29,13 @@ from .native import gevent_active
 LIFECYCLE = frozenset({CHAT_TERMINAL, AGENT_TERMINAL, DONE, ERROR, CLOSE, MESSAGE_SAVED, RUN_TIMEOUT})
 
 Entry = Tuple[Event, str]
+
+
+def seq_of(entry: Entry) -> int:
+    """The id of a logged entry (every logged Event carries one; only unlogged events have none)."""
+    seq = entry[0].seq
+    assert seq is not None, "an entry of a run log is always numbered"
+    return seq
 #: One encoder for every append: ``json.dumps`` with options builds a new encoder per call.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 #: the string encoder ``_encode`` itself uses for ``str`` values (ensure_ascii=False): same bytes

@@ -40,7 +40,7 @@ def model():
 @pytest.fixture
 def app_url(server_factory, model):
     server = server_factory({"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test",
-                             "OPENAI_MODEL": "m", "ODYSSEUS_FALLBACK_RETRIES": "0"})
+                             "OPENAI_MODEL": "m"})
     return server.url
 
 
