@@ -33,7 +33,8 @@ worker_connections = int(os.environ.get("ODYSSEUS_WORKER_CONNECTIONS", "10000"))
 timeout = int(os.environ.get("ODYSSEUS_WORKER_TIMEOUT", "120"))
 # runs drain for SHUTDOWN_GRACE; the margin covers their final saves (idle keep-alive connections wait it out)
 graceful_timeout = int(float(os.environ.get("ODYSSEUS_SHUTDOWN_GRACE", "20"))) + int(
-    os.environ.get("ODYSSEUS_GRACEFUL_MARGIN", "10"))
+    os.environ.get("ODYSSEUS_GRACEFUL_MARGIN", "10")
+)
 keepalive = 75
 accesslog = os.environ.get("ODYSSEUS_ACCESS_LOG") or None
 errorlog = "-"

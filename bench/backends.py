@@ -30,17 +30,24 @@ LEVELS = (500, 1000, 2000)
 def _setups(redis_url: str, prefix_seed: str) -> List[Tuple[str, Dict[str, str]]]:
     cores = os.cpu_count() or 1
     redis = {"ODYSSEUS_RUN_BACKEND": "redis", "ODYSSEUS_REDIS_URL": redis_url}
-    return [("1 worker, in-process", {"ODYSSEUS_WORKERS": "1"}),
-            ("1 worker, Redis", {**redis, "ODYSSEUS_WORKERS": "1", "ODYSSEUS_REDIS_PREFIX": prefix_seed + "a:"}),
-            (f"{cores} workers, Redis", {**redis, "ODYSSEUS_WORKERS": str(cores),
-                                         "ODYSSEUS_REDIS_PREFIX": prefix_seed + "b:"})]
+    return [
+        ("1 worker, in-process", {"ODYSSEUS_WORKERS": "1"}),
+        ("1 worker, Redis", {**redis, "ODYSSEUS_WORKERS": "1", "ODYSSEUS_REDIS_PREFIX": prefix_seed + "a:"}),
+        (
+            f"{cores} workers, Redis",
+            {**redis, "ODYSSEUS_WORKERS": str(cores), "ODYSSEUS_REDIS_PREFIX": prefix_seed + "b:"},
+        ),
+    ]
 
 
 def _added(samples, concurrency_: int) -> Tuple[float, float, int]:
     key = (concurrency_, 0.0)
     direct, app = samples[(key, "direct")], samples[(key, "app")]
-    return (median(app["ttft"]) - median(direct["ttft"]), pct(app["ttft"], 0.99) - pct(direct["ttft"], 0.99),
-            app["errors"])
+    return (
+        median(app["ttft"]) - median(direct["ttft"]),
+        pct(app["ttft"], 0.99) - pct(direct["ttft"], 0.99),
+        app["errors"],
+    )
 
 
 def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
@@ -64,24 +71,42 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
                 c1_med, _, e1 = _added(samples, 1)
                 _, c100_p99, e100 = _added(samples, 100)
                 c100_med = _added(samples, 100)[0]
-                env_c = {**env, "ODYSSEUS_HEARTBEAT_INTERVAL": str(concurrency.INTERVAL), "ODYSSEUS_EVICT_GRACE": "5",
-                         "ODYSSEUS_CONNECT_TIMEOUT": "30"}
+                env_c = {
+                    **env,
+                    "ODYSSEUS_HEARTBEAT_INTERVAL": str(concurrency.INTERVAL),
+                    "ODYSSEUS_EVICT_GRACE": "5",
+                    "ODYSSEUS_CONNECT_TIMEOUT": "30",
+                }
                 with app_server(model_port, env_c) as app:
                     levels_run = asyncio.run(concurrency.measure(app.port, origin(app), worker_pid(app), levels))
                 ok = [r["n"] for r in levels_run if not r["errors"] and not r["late"]]
                 held[name] = max(ok, default=0)
                 worst = max((r["gap_max"] for r in levels_run), default=float("nan"))
-                rows.append([name, ms(c1_med), ms(c100_med), ms(c100_p99), f"{e1}/{e100}", held[name],
-                             f"{worst:.2f}"])
+                rows.append([name, ms(c1_med), ms(c100_med), ms(c100_p99), f"{e1}/{e100}", held[name], f"{worst:.2f}"])
         finally:
             redis.stop()
-    body = table(["set-up", "added first token, c=1 med (ms)", "c=100 med (ms)", "c=100 p99 (ms)",
-                  "errors c=1/c=100", f"streams held (of {'/'.join(map(str, levels))})", "worst gap (s)"], rows)
-    body += (f"\n\nOverhead = app minus the model server itself, zero pacing, 200 tokens; concurrency levels run "
-             f"{concurrency.TOKENS} tokens at {concurrency.DELAY:g} s. Duration: {time.monotonic() - started:.0f} s.")
+    body = table(
+        [
+            "set-up",
+            "added first token, c=1 med (ms)",
+            "c=100 med (ms)",
+            "c=100 p99 (ms)",
+            "errors c=1/c=100",
+            f"streams held (of {'/'.join(map(str, levels))})",
+            "worst gap (s)",
+        ],
+        rows,
+    )
+    body += (
+        f"\n\nOverhead = app minus the model server itself, zero pacing, 200 tokens; concurrency levels run "
+        f"{concurrency.TOKENS} tokens at {concurrency.DELAY:g} s. Duration: {time.monotonic() - started:.0f} s."
+    )
     names = list(held)
-    targets = {"Redis (1 worker) holds as many streams as in-process": held[names[1]] >= held[names[0]]} \
-        if len(names) >= 2 else {}
+    targets = (
+        {"Redis (1 worker) holds as many streams as in-process": held[names[1]] >= held[names[0]]}
+        if len(names) >= 2
+        else {}
+    )
     return body, targets
 
 

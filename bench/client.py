@@ -38,10 +38,18 @@ class Result:
     body: bytes = b""
 
 
-async def request(host: str, port: int, method: str, path: str, body: Optional[dict] = None,
-                  headers: Optional[Dict[str, str]] = None, keep_body: bool = False,
-                  timeout: float = 120.0, started: Optional[float] = None,
-                  on_headers: Optional[Callable[[Result], None]] = None) -> Result:
+async def request(
+    host: str,
+    port: int,
+    method: str,
+    path: str,
+    body: Optional[dict] = None,
+    headers: Optional[Dict[str, str]] = None,
+    keep_body: bool = False,
+    timeout: float = 120.0,
+    started: Optional[float] = None,
+    on_headers: Optional[Callable[[Result], None]] = None,
+) -> Result:
     """Send one request and read the whole response; never raises (errors land in ``error``).
 
     ``on_headers`` is called once the response headers are in (to start followers).
@@ -86,7 +94,7 @@ async def request(host: str, port: int, method: str, path: str, body: Optional[d
             result.dones += data.count(b"data: [DONE]")
             if result.first_event is None and b"id: " in window:
                 result.first_event = now - t0
-            tail = data[-(len(MARKER) - 1):]
+            tail = data[-(len(MARKER) - 1) :]
             result.size += len(data)
             if keep_body:
                 kept.append(data)

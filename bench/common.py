@@ -40,8 +40,20 @@ def model_process(tokens: int = 200, delay: float = 0.0) -> Iterator[Tuple[int, 
     """The fast model server in its own process; yields its port and pid."""
     raise_nofile()
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bench.model_server", "--port", str(port), "--tokens", str(tokens),
-                             "--delay", str(delay)], cwd=ROOT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.model_server",
+            "--port",
+            str(port),
+            "--tokens",
+            str(tokens),
+            "--delay",
+            str(delay),
+        ],
+        cwd=ROOT,
+    )
     try:
         wait_port(port)
         yield port, proc.pid
@@ -72,9 +84,15 @@ def app_server(model_port: int, env: Optional[Dict[str, str]] = None) -> Iterato
     """The app as users serve it: gunicorn, one gevent worker, single-user mode on loopback."""
     raise_nofile()  # inherited by gunicorn and its worker
     with tempfile.TemporaryDirectory(prefix="odysseus-bench-") as data_dir:
-        settings = {"OPENAI_BASE_URL": f"http://{HOST}:{model_port}/v1", "OPENAI_API_KEY": "x",
-                    "OPENAI_MODEL": "bench", "ODYSSEUS_AUTH": "none", "ODYSSEUS_WORKERS": "1",
-                    "ODYSSEUS_LOG_LEVEL": "warning", **(env or {})}
+        settings = {
+            "OPENAI_BASE_URL": f"http://{HOST}:{model_port}/v1",
+            "OPENAI_API_KEY": "x",
+            "OPENAI_MODEL": "bench",
+            "ODYSSEUS_AUTH": "none",
+            "ODYSSEUS_WORKERS": "1",
+            "ODYSSEUS_LOG_LEVEL": "warning",
+            **(env or {}),
+        }
         server = LiveServer(data_dir, settings).start(timeout=30)
         try:
             yield server
@@ -182,10 +200,15 @@ def machine() -> Dict[str, str]:
             versions.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
             pass
-    return {"cores": str(os.cpu_count()), "cpu": model, "memory": mem,
-            "python": platform.python_version(), "os": f"{platform.system()} {platform.release()}",
-            "libraries": ", ".join(versions),
-            "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    return {
+        "cores": str(os.cpu_count()),
+        "cpu": model,
+        "memory": mem,
+        "python": platform.python_version(),
+        "os": f"{platform.system()} {platform.release()}",
+        "libraries": ", ".join(versions),
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
 
 
 def table(header: List[str], rows: List[List[str]]) -> str:

@@ -22,8 +22,15 @@ RAMP_PER_SECOND = 200  # starting a run costs ~2.5 ms of worker CPU: 400/s would
 LATE = INTERVAL + 0.5
 
 
-async def level(app_port: int, headers: Dict[str, str], pid: int, n: int, tokens: int = 0, delay: float = 0.0,
-                path: str = "/api/chat_stream") -> Dict:
+async def level(
+    app_port: int,
+    headers: Dict[str, str],
+    pid: int,
+    n: int,
+    tokens: int = 0,
+    delay: float = 0.0,
+    path: str = "/api/chat_stream",
+) -> Dict:
     """Run ``n`` concurrent streams (``tokens`` at ``delay`` s, default the module's); return counts, gaps, memory.
 
     ``path="/v1/chat/completions"`` with the model server's port measures the client itself.
@@ -31,8 +38,11 @@ async def level(app_port: int, headers: Dict[str, str], pid: int, n: int, tokens
     tokens, delay = tokens or TOKENS, delay or DELAY
     before, cpu0, t0, own0 = rss_mb(pid), cpu_seconds(pid), time.monotonic(), time.process_time()
     prompt = f"hold tokens={tokens} delay={delay}"
-    body = ({"message": prompt} if path == "/api/chat_stream"
-            else {"model": "bench", "stream": True, "messages": [{"role": "user", "content": prompt}]})
+    body = (
+        {"message": prompt}
+        if path == "/api/chat_stream"
+        else {"model": "bench", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    )
 
     async def one(i: int):
         await asyncio.sleep(i / RAMP_PER_SECOND)
@@ -48,11 +58,20 @@ async def level(app_port: int, headers: Dict[str, str], pid: int, n: int, tokens
     bad = [r for r in results if r.error or r.status != 200 or r.tokens != tokens or r.dones != 1]
     gaps = [r.max_gap for r in results if not r.error]
     late = delay + 0.5 if path != "/api/chat_stream" else min(LATE, delay + 0.5)
-    return {"n": n, "errors": len(bad), "late": sum(1 for g in gaps if g > late),
-            "gap_med": median(gaps), "gap_max": max(gaps) if gaps else float("nan"),
-            "heartbeats": sum(r.heartbeats for r in results), "rss_before": before, "rss_plateau": plateau,
-            "per_stream_kb": (plateau - before) * 1024 / n, "cpu": cpu, "client_cpu": client_cpu,
-            "sample_error": next((r.error or f"status {r.status} tokens {r.tokens}" for r in bad), "")}
+    return {
+        "n": n,
+        "errors": len(bad),
+        "late": sum(1 for g in gaps if g > late),
+        "gap_med": median(gaps),
+        "gap_max": max(gaps) if gaps else float("nan"),
+        "heartbeats": sum(r.heartbeats for r in results),
+        "rss_before": before,
+        "rss_plateau": plateau,
+        "per_stream_kb": (plateau - before) * 1024 / n,
+        "cpu": cpu,
+        "client_cpu": client_cpu,
+        "sample_error": next((r.error or f"status {r.status} tokens {r.tokens}" for r in bad), ""),
+    }
 
 
 async def measure(app_port: int, headers: Dict[str, str], pid: int, levels) -> List[Dict]:
@@ -111,9 +130,12 @@ def report(rows: List[Dict]) -> Tuple[str, Dict[str, bool]]:
 def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
     """Run the benchmark and return its Markdown section body and targets."""
     levels = (200, 500) if quick else LEVELS
-    env = {"ODYSSEUS_HEARTBEAT_INTERVAL": str(INTERVAL), "ODYSSEUS_EVICT_GRACE": "5",
-           "ODYSSEUS_MAX_STREAMS_PER_USER": "100000",  # thousands of streams from one (single-user) client
-           "ODYSSEUS_CONNECT_TIMEOUT": "30"}
+    env = {
+        "ODYSSEUS_HEARTBEAT_INTERVAL": str(INTERVAL),
+        "ODYSSEUS_EVICT_GRACE": "5",
+        "ODYSSEUS_MAX_STREAMS_PER_USER": "100000",  # thousands of streams from one (single-user) client
+        "ODYSSEUS_CONNECT_TIMEOUT": "30",
+    }
     with model_server() as model_port, app_server(model_port, env) as app:
         started = time.monotonic()
         rows = asyncio.run(measure(app.port, origin(app), worker_pid(app), levels))

@@ -36,10 +36,18 @@ KILL_DELAY = 0.005  # 200 tokens/s
 
 
 def _start(model_port: int, data_dir: str, env: Dict[str, str]) -> LiveServer:
-    settings = {"OPENAI_BASE_URL": f"http://{HOST}:{model_port}/v1", "OPENAI_API_KEY": "x", "OPENAI_MODEL": "bench",
-                "ODYSSEUS_AUTH": "none", "ODYSSEUS_WORKERS": "1", "ODYSSEUS_LOG_LEVEL": "warning",
-                "ODYSSEUS_RUN_MAX_BYTES": str(64 * 1024 * 1024), "ODYSSEUS_EVICT_GRACE": "5",
-                "ODYSSEUS_EVENT_FLUSH_INTERVAL": str(FLUSH), **env}
+    settings = {
+        "OPENAI_BASE_URL": f"http://{HOST}:{model_port}/v1",
+        "OPENAI_API_KEY": "x",
+        "OPENAI_MODEL": "bench",
+        "ODYSSEUS_AUTH": "none",
+        "ODYSSEUS_WORKERS": "1",
+        "ODYSSEUS_LOG_LEVEL": "warning",
+        "ODYSSEUS_RUN_MAX_BYTES": str(64 * 1024 * 1024),
+        "ODYSSEUS_EVICT_GRACE": "5",
+        "ODYSSEUS_EVENT_FLUSH_INTERVAL": str(FLUSH),
+        **env,
+    }
     return LiveServer(data_dir, settings).start(timeout=30)
 
 
@@ -54,7 +62,7 @@ async def cost(servers: Dict[str, LiveServer], rate_trials: int, ttft_rounds: in
     for name in names:  # warm-up
         await _one(servers[name].port, origin(servers[name]), "warm tokens=2000 delay=0")
     for index in range(rate_trials):
-        for name in (names if index % 2 == 0 else names[::-1]):
+        for name in names if index % 2 == 0 else names[::-1]:
             t0 = time.perf_counter()
             result = await _one(servers[name].port, origin(servers[name]), "rate tokens=20000 delay=0")
             if result.error or result.tokens != 20000:
@@ -62,7 +70,7 @@ async def cost(servers: Dict[str, LiveServer], rate_trials: int, ttft_rounds: in
                 continue
             out[name]["rates"].append(result.tokens / (time.perf_counter() - t0))
     for index in range(ttft_rounds):
-        for name in (names if index % 2 == 0 else names[::-1]):
+        for name in names if index % 2 == 0 else names[::-1]:
             result = await _one(servers[name].port, origin(servers[name]), "ttft tokens=200 delay=0")
             if result.error or result.first_token is None or result.tokens != 200:
                 out[name]["errors"] += 1
@@ -112,8 +120,13 @@ async def heavy(server: LiveServer) -> Dict:
 
     headers = origin(server)
     prompt = f"big tokens={BIG_TOKENS} delay=0 size={BIG_SIZE}"
-    probe = subprocess.Popen([sys.executable, "-m", "bench.durable", "--poll", str(server.port)], cwd=ROOT,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    probe = subprocess.Popen(
+        [sys.executable, "-m", "bench.durable", "--poll", str(server.port)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     await asyncio.sleep(0.3)
     t0 = time.perf_counter()
     results = await asyncio.gather(*[_one(server.port, headers, prompt) for _ in range(BIG_STREAMS)])
@@ -127,8 +140,9 @@ async def heavy(server: LiveServer) -> Dict:
 class _Reader(threading.Thread):
     def __init__(self, url: str, prompt: str):
         super().__init__(daemon=True)
-        self.response = requests.post(url + "/api/chat_stream", json={"message": prompt}, stream=True, timeout=60,
-                                      headers={"Origin": url})
+        self.response = requests.post(
+            url + "/api/chat_stream", json={"message": prompt}, stream=True, timeout=60, headers={"Origin": url}
+        )
         self.session = self.response.headers["X-Odysseus-Session-Id"]
         self.parts: List[str] = []
         self.start()
@@ -161,7 +175,7 @@ def kill_trial(model_port: int, after: float) -> List[Tuple[int, int, int]]:
                 saved = "".join(m["content"] for m in messages if m["role"] == "assistant")
                 if not got.startswith(saved):
                     raise AssertionError("the saved partial is not a prefix of what the client received")
-                out.append((len(got), len(saved), got[len(saved):].count(" ")))  # a token ends in a space
+                out.append((len(got), len(saved), got[len(saved) :].count(" ")))  # a token ends in a space
             return out
         finally:
             again.stop()
@@ -174,15 +188,17 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
     rate_trials, ttft_rounds, heavy_trials = (2, 20, 1) if quick else (6, 150, 2)
     kill_after = (1.0,) if quick else (0.7, 1.3, 1.9)
     with model_server() as model_port:
-        with tempfile.TemporaryDirectory(prefix="odysseus-bench-d1-") as d1, \
-                tempfile.TemporaryDirectory(prefix="odysseus-bench-d2-") as d2:
+        with (
+            tempfile.TemporaryDirectory(prefix="odysseus-bench-d1-") as d1,
+            tempfile.TemporaryDirectory(prefix="odysseus-bench-d2-") as d2,
+        ):
             servers = {name: _start(model_port, d, env) for (name, env), d in zip(CONFIGS, (d1, d2), strict=False)}
             try:
                 costs = asyncio.run(cost(servers, rate_trials, ttft_rounds))
                 heavies: Dict[str, List[Dict]] = {name: [] for name in servers}
                 names = list(servers)
                 for index in range(heavy_trials):
-                    for name in (names if index % 2 == 0 else names[::-1]):
+                    for name in names if index % 2 == 0 else names[::-1]:
                         heavies[name].append(asyncio.run(heavy(servers[name])))
                         # let the writer finish the big final saves before the other server's turn
                         time.sleep(1.0)
@@ -195,15 +211,36 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
     rows = []
     for name in servers:
         c = costs[name]
-        rows.append([name, f"{median(c['rates']):,.0f}", ms(median(c["ttft"])), ms(pct(c["ttft"], 0.99)),
-                     ms(median(c["total"])), ms(pct(c["total"], 0.99)), c["errors"]])
+        rows.append(
+            [
+                name,
+                f"{median(c['rates']):,.0f}",
+                ms(median(c["ttft"])),
+                ms(pct(c["ttft"], 0.99)),
+                ms(median(c["total"])),
+                ms(pct(c["total"], 0.99)),
+                c["errors"],
+            ]
+        )
     rate_ratio = median(costs[on]["rates"]) / median(costs[off]["rates"])
     added_ttft = median(costs[on]["ttft"]) - median(costs[off]["ttft"])
-    part1 = table(["log", "events/s (20,000 tokens)", "first token med", "first token p99", "last byte med",
-                   "last byte p99", "errors"], rows)
-    part1 += (f"\n\nWrite-through delivers {rate_ratio:.2f}x the events/s of no write-through and adds "
-              f"{added_ttft * 1000:.2f} ms to the median first token of a 200-token reply "
-              f"({len(costs[on]['rates'])} rate trials, {len(costs[on]['ttft'])} replies per configuration).")
+    part1 = table(
+        [
+            "log",
+            "events/s (20,000 tokens)",
+            "first token med",
+            "first token p99",
+            "last byte med",
+            "last byte p99",
+            "errors",
+        ],
+        rows,
+    )
+    part1 += (
+        f"\n\nWrite-through delivers {rate_ratio:.2f}x the events/s of no write-through and adds "
+        f"{added_ttft * 1000:.2f} ms to the median first token of a 200-token reply "
+        f"({len(costs[on]['rates'])} rate trials, {len(costs[on]['ttft'])} replies per configuration)."
+    )
 
     rows = []
     p95 = {}
@@ -227,17 +264,52 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
                 ms(max(lat["sessions"])),
             ]
         )
-    part2 = table(["log", "wall (s)", "MB streamed", "errors", "health n", "health med", "health p95", "health max",
-                   "sessions n", "sessions med", "sessions p95", "sessions max"], rows)
-    part2 += (f"\n\n{BIG_STREAMS} concurrent replies of {BIG_TOKENS * BIG_SIZE / 1e6:.0f} MB each "
-              f"({heavy_trials} trial(s) per configuration, alternating); latencies in ms.")
+    part2 = table(
+        [
+            "log",
+            "wall (s)",
+            "MB streamed",
+            "errors",
+            "health n",
+            "health med",
+            "health p95",
+            "health max",
+            "sessions n",
+            "sessions med",
+            "sessions p95",
+            "sessions max",
+        ],
+        rows,
+    )
+    part2 += (
+        f"\n\n{BIG_STREAMS} concurrent replies of {BIG_TOKENS * BIG_SIZE / 1e6:.0f} MB each "
+        f"({heavy_trials} trial(s) per configuration, alternating); latencies in ms."
+    )
 
     lost = [got - saved for got, saved, _ in kills]
     lost_s = [tokens * KILL_DELAY for _, _, tokens in kills]
-    part3 = table(["runs", "chars received (med)", "chars lost med", "chars lost max", "lost as time med (ms)",
-                   "lost as time max (ms)", "flush interval (ms)"],
-                  [[len(kills), f"{median([g for g, _, _ in kills]):.0f}", f"{median(lost):.0f}", max(lost),
-                    f"{median(lost_s) * 1000:.0f}", f"{max(lost_s) * 1000:.0f}", f"{FLUSH * 1000:.0f}"]])
+    part3 = table(
+        [
+            "runs",
+            "chars received (med)",
+            "chars lost med",
+            "chars lost max",
+            "lost as time med (ms)",
+            "lost as time max (ms)",
+            "flush interval (ms)",
+        ],
+        [
+            [
+                len(kills),
+                f"{median([g for g, _, _ in kills]):.0f}",
+                f"{median(lost):.0f}",
+                max(lost),
+                f"{median(lost_s) * 1000:.0f}",
+                f"{max(lost_s) * 1000:.0f}",
+                f"{FLUSH * 1000:.0f}",
+            ]
+        ],
+    )
     part3 += (
         f"\n\nFive runs at {1 / KILL_DELAY:.0f} tokens/s, killed with "
         f"SIGKILL after {', '.join(f'{a:g}' for a in kill_after)} s; every saved partial was a prefix of what its "
@@ -248,12 +320,19 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
         "write-through keeps at least 80% of the events/s of no write-through": rate_ratio >= 0.8,
         "write-through adds at most 1 ms to the median first token": added_ttft <= 0.001,
         "p95 of unrelated requests during ten 16 MB replies under 100 ms with write-through": p95[on] < 0.1,
-        "text lost on kill -9 at most one flush interval (+ one token in flight)":
-            max(lost_s) <= FLUSH + KILL_DELAY,
+        "text lost on kill -9 at most one flush interval (+ one token in flight)": max(lost_s) <= FLUSH + KILL_DELAY,
     }
-    body = "\n\n".join(["**Cost of the write-through log**", part1, "**Unrelated requests during ten 16 MB replies**",
-                        part2, "**Text lost on kill -9**", part3,
-                        f"Duration: {time.monotonic() - started:.0f} s."])
+    body = "\n\n".join(
+        [
+            "**Cost of the write-through log**",
+            part1,
+            "**Unrelated requests during ten 16 MB replies**",
+            part2,
+            "**Text lost on kill -9**",
+            part3,
+            f"Duration: {time.monotonic() - started:.0f} s.",
+        ]
+    )
     return body, targets
 
 

@@ -64,23 +64,54 @@ async def measure(app_port: int, headers: Dict[str, str], pid: int, runs: int) -
     for _ in range(40):
         await asyncio.sleep(0.5)
         readings.append(rss_mb(pid))
-    return {"runs": runs, "failures": failures, "seconds": seconds, "start": start, "after_runs": after_runs,
-            "after_grace": min(readings[int(GRACE / 0.5) + 2:]), "final": readings[-1], "curve": curve,
-            "held": held, "held_after": await _health(app_port)}
+    return {
+        "runs": runs,
+        "failures": failures,
+        "seconds": seconds,
+        "start": start,
+        "after_runs": after_runs,
+        "after_grace": min(readings[int(GRACE / 0.5) + 2 :]),
+        "final": readings[-1],
+        "curve": curve,
+        "held": held,
+        "held_after": await _health(app_port),
+    }
 
 
 def report(d: Dict) -> Tuple[str, Dict[str, bool]]:
     """The Markdown table and the target."""
     growth = (d["after_grace"] - d["start"]) / d["start"]
-    text = table(["runs", "failures", "runs/s", "RSS start (MiB)", "right after (MiB)", "after grace (MiB)",
-                  "20 s later (MiB)", "change after grace"],
-                 [[d["runs"], d["failures"], f"{d['runs'] / d['seconds']:.0f}", f"{d['start']:.1f}",
-                   f"{d['after_runs']:.1f}", f"{d['after_grace']:.1f}", f"{d['final']:.1f}", f"{growth:+.1%}"]])
+    text = table(
+        [
+            "runs",
+            "failures",
+            "runs/s",
+            "RSS start (MiB)",
+            "right after (MiB)",
+            "after grace (MiB)",
+            "20 s later (MiB)",
+            "change after grace",
+        ],
+        [
+            [
+                d["runs"],
+                d["failures"],
+                f"{d['runs'] / d['seconds']:.0f}",
+                f"{d['start']:.1f}",
+                f"{d['after_runs']:.1f}",
+                f"{d['after_grace']:.1f}",
+                f"{d['final']:.1f}",
+                f"{growth:+.1%}",
+            ]
+        ],
+    )
     text += "\n\nRSS after each 1,000 runs (MiB): " + ", ".join(f"{v:.1f}" for v in d["curve"])
     peak = max(d["held"], key=lambda h: h["log_bytes"])
-    text += (f"\n\nHeld by the engine (`/api/health`): at most {peak['runs_in_memory']} finished runs in their "
-             f"replay window ({peak['log_bytes'] / 1024:.0f} KiB of log payload); after the grace "
-             f"{d['held_after']['runs_in_memory']} runs, {d['held_after']['log_bytes']} bytes.")
+    text += (
+        f"\n\nHeld by the engine (`/api/health`): at most {peak['runs_in_memory']} finished runs in their "
+        f"replay window ({peak['log_bytes'] / 1024:.0f} KiB of log payload); after the grace "
+        f"{d['held_after']['runs_in_memory']} runs, {d['held_after']['log_bytes']} bytes."
+    )
     return text, {"RSS after the replay windows within 10% of the start": growth <= 0.10}
 
 

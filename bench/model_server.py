@@ -22,8 +22,10 @@ import resource
 from typing import Tuple
 
 _DIRECTIVE = re.compile(r"\b(tokens|delay|size)=([0-9.]+)")
-_HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-         b"Transfer-Encoding: chunked\r\n\r\n")
+_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n"
+)
 
 
 def _chunk(frame: bytes) -> bytes:
@@ -31,8 +33,13 @@ def _chunk(frame: bytes) -> bytes:
 
 
 def _frame(delta: dict, finish: str | None = None, usage: dict | None = None) -> bytes:
-    body = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "bench",
-            "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "bench",
+        "choices": [] if usage else [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     if usage:
         body["usage"] = usage
     return _chunk(b"data: " + json.dumps(body, separators=(",", ":")).encode() + b"\n\n")
@@ -74,8 +81,10 @@ class ModelServer:
                 close = headers.get("connection", "").lower() == "close"
                 if method == "GET" and path.endswith("/models"):
                     data = b'{"object":"list","data":[{"id":"bench","object":"model"}]}'
-                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                                 % (len(data), data))
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                        % (len(data), data)
+                    )
                 elif method == "POST" and path.endswith("/chat/completions"):
                     await self.stream(writer, json.loads(raw or b"{}"))
                 else:
@@ -100,7 +109,7 @@ class ModelServer:
         if delay <= 0:
             parts = [_frame({"content": token(i)}) for i in range(tokens)]
             for start in range(0, len(parts), 512):
-                writer.write(b"".join(parts[start:start + 512]))
+                writer.write(b"".join(parts[start : start + 512]))
                 await writer.drain()
         else:
             await writer.drain()
@@ -111,9 +120,12 @@ class ModelServer:
                 await asyncio.sleep(max(0.0, start + (i + 1) * delay - loop.time()))
                 writer.write(_frame({"content": token(i)}))
                 await writer.drain()
-        writer.write(_frame({}, "stop") + _frame({}, usage={"prompt_tokens": 1, "completion_tokens": tokens,
-                                                             "total_tokens": tokens + 1})
-                     + _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+        writer.write(
+            _frame({}, "stop")
+            + _frame({}, usage={"prompt_tokens": 1, "completion_tokens": tokens, "total_tokens": tokens + 1})
+            + _chunk(b"data: [DONE]\n\n")
+            + b"0\r\n\r\n"
+        )
 
 
 async def serve(host: str, port: int, tokens: int, delay: float) -> None:

@@ -68,11 +68,24 @@ def report(samples: Dict[Tuple[Key, str], Dict]) -> Tuple[str, Dict[str, bool]]:
         for metric in ("ttft", "total"):
             d_med, a_med = median(direct[metric]), median(app[metric])
             d_p99, a_p99 = pct(direct[metric], 0.99), pct(app[metric], 0.99)
-            rows.append([concurrency, f"{delay * 1000:g} ms" if delay else "none",
-                         "first token" if metric == "ttft" else "last byte", len(app[metric]),
-                         ms(d_med), ms(a_med), ms(a_med - d_med), f"{a_med / d_med:.2f}",
-                         ms(d_p99), ms(a_p99), ms(a_p99 - d_p99), f"{a_p99 / d_p99:.2f}",
-                         f"{direct['errors']}/{app['errors']}", f"{direct['short']}/{app['short']}"])
+            rows.append(
+                [
+                    concurrency,
+                    f"{delay * 1000:g} ms" if delay else "none",
+                    "first token" if metric == "ttft" else "last byte",
+                    len(app[metric]),
+                    ms(d_med),
+                    ms(a_med),
+                    ms(a_med - d_med),
+                    f"{a_med / d_med:.2f}",
+                    ms(d_p99),
+                    ms(a_p99),
+                    ms(a_p99 - d_p99),
+                    f"{a_p99 / d_p99:.2f}",
+                    f"{direct['errors']}/{app['errors']}",
+                    f"{direct['short']}/{app['short']}",
+                ]
+            )
             if delay:
                 continue
             if concurrency == 1 and metric == "ttft":
@@ -81,8 +94,22 @@ def report(samples: Dict[Tuple[Key, str], Dict]) -> Tuple[str, Dict[str, bool]]:
                 targets["added p99 first token at c=100 <= 5 ms"] = (a_p99 - d_p99) <= 0.005
             if concurrency == 100 and metric == "total":
                 targets["added p99 last byte at c=100 <= 5 ms"] = (a_p99 - d_p99) <= 0.005
-    header = ["streams", "pacing", "time to", "n", "direct med", "app med", "added med", "ratio med",
-              "direct p99", "app p99", "added p99", "ratio p99", "errors d/a", "short d/a"]
+    header = [
+        "streams",
+        "pacing",
+        "time to",
+        "n",
+        "direct med",
+        "app med",
+        "added med",
+        "ratio med",
+        "direct p99",
+        "app p99",
+        "added p99",
+        "ratio p99",
+        "errors d/a",
+        "short d/a",
+    ]
     return table(header, rows) + "\n\n(milliseconds; `short`: replies with fewer than 200 tokens)", targets
 
 

@@ -79,10 +79,16 @@ def install(peer: Peer) -> Optional[str]:
     with open(log, "ab") as out:
         try:
             if not os.path.exists(peer.bin("pip")):
-                subprocess.run([sys.executable, "-m", "venv", peer.venv], check=True, stdout=out, stderr=out,
-                               timeout=120)
-            subprocess.run([peer.bin("pip"), "install", "--quiet", peer.spec], check=True, stdout=out, stderr=out,
-                           timeout=INSTALL_TIMEOUT)
+                subprocess.run(
+                    [sys.executable, "-m", "venv", peer.venv], check=True, stdout=out, stderr=out, timeout=120
+                )
+            subprocess.run(
+                [peer.bin("pip"), "install", "--quiet", peer.spec],
+                check=True,
+                stdout=out,
+                stderr=out,
+                timeout=INSTALL_TIMEOUT,
+            )
         except subprocess.TimeoutExpired:
             return f"`pip install {peer.spec}` did not finish within {INSTALL_TIMEOUT} s"
         except subprocess.CalledProcessError:
@@ -148,14 +154,31 @@ def _litellm(peer: Peer, model_port: int, tmp: str, secret: str) -> Iterator[Pat
     """LiteLLM proxy with one model ``bench`` pointing at the model server; one uvicorn worker (its default)."""
     config = os.path.join(tmp, "litellm.yaml")
     with open(config, "w", encoding="utf-8") as fh:  # YAML is a superset of JSON
-        json.dump({"model_list": [{"model_name": "bench", "litellm_params": {
-            "model": "openai/bench", "api_base": f"http://{HOST}:{model_port}/v1", "api_key": "x"}}],
-            "litellm_settings": {"telemetry": False}}, fh)
+        json.dump(
+            {
+                "model_list": [
+                    {
+                        "model_name": "bench",
+                        "litellm_params": {
+                            "model": "openai/bench",
+                            "api_base": f"http://{HOST}:{model_port}/v1",
+                            "api_key": "x",
+                        },
+                    }
+                ],
+                "litellm_settings": {"telemetry": False},
+            },
+            fh,
+        )
     port, key = free_port(), f"sk-bench-{secret}"
     log = os.path.join(tmp, "litellm.log")
     env = _env({"LITELLM_MASTER_KEY": key, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False"})
-    with _process([peer.bin("litellm"), "--config", config, "--host", HOST, "--port", str(port), "--num_workers", "1"],
-                  env, tmp, log) as proc:
+    with _process(
+        [peer.bin("litellm"), "--config", config, "--host", HOST, "--port", str(port), "--num_workers", "1"],
+        env,
+        tmp,
+        log,
+    ) as proc:
         _wait_http(proc, f"http://{HOST}:{port}/health/liveliness", log)
         yield Path(peer.name, port, "/v1/chat/completions", {"Authorization": f"Bearer {key}"}, [proc.pid])
 
@@ -166,15 +189,30 @@ def _open_webui(peer: Peer, model_port: int, tmp: str, secret: str) -> Iterator[
     data = os.path.join(tmp, "open-webui")
     os.makedirs(data, exist_ok=True)
     log = os.path.join(tmp, "open-webui.log")
-    env = _env({"DATA_DIR": data, "OPENAI_API_BASE_URL": f"http://{HOST}:{model_port}/v1", "OPENAI_API_KEY": "x",
-                "ENABLE_OLLAMA_API": "False", "WEBUI_SECRET_KEY": secret, "OFFLINE_MODE": "True",
-                "HF_HUB_OFFLINE": "1", "ENABLE_VERSION_UPDATE_CHECK": "False", "SCARF_NO_ANALYTICS": "true",
-                "DO_NOT_TRACK": "true", "ANONYMIZED_TELEMETRY": "false", "BYPASS_EMBEDDING_AND_RETRIEVAL": "True"})
+    env = _env(
+        {
+            "DATA_DIR": data,
+            "OPENAI_API_BASE_URL": f"http://{HOST}:{model_port}/v1",
+            "OPENAI_API_KEY": "x",
+            "ENABLE_OLLAMA_API": "False",
+            "WEBUI_SECRET_KEY": secret,
+            "OFFLINE_MODE": "True",
+            "HF_HUB_OFFLINE": "1",
+            "ENABLE_VERSION_UPDATE_CHECK": "False",
+            "SCARF_NO_ANALYTICS": "true",
+            "DO_NOT_TRACK": "true",
+            "ANONYMIZED_TELEMETRY": "false",
+            "BYPASS_EMBEDDING_AND_RETRIEVAL": "True",
+        }
+    )
     with _process([peer.bin("open-webui"), "serve", "--host", HOST, "--port", str(port)], env, tmp, log) as proc:
         base = f"http://{HOST}:{port}"
         _wait_http(proc, base + "/health", log)
-        signup = requests.post(base + "/api/v1/auths/signup", timeout=30,
-                               json={"name": "bench", "email": "bench@example.invalid", "password": secret})
+        signup = requests.post(
+            base + "/api/v1/auths/signup",
+            timeout=30,
+            json={"name": "bench", "email": "bench@example.invalid", "password": secret},
+        )
         if signup.status_code != 200:
             raise RuntimeError(f"sign-up answered {signup.status_code}: {signup.text[:200]}")
         token = signup.json()["token"]

@@ -49,8 +49,9 @@ async def _batch(path: gw.Path, n: int, idle: float = 0.0) -> Tuple[List, float]
     """``n`` simultaneous replies on one path; the results and its processes' CPU seconds, less the idle rate."""
     prompt = f"peers tokens={TOKENS} delay={PACING}"
     cpu0, t0 = _cpu(path), time.perf_counter()
-    results = await asyncio.gather(*(request(HOST, path.port, "POST", path.url, path.body(prompt), path.headers,
-                                             timeout=120) for _ in range(n)))
+    results = await asyncio.gather(
+        *(request(HOST, path.port, "POST", path.url, path.body(prompt), path.headers, timeout=120) for _ in range(n))
+    )
     await asyncio.sleep(0.2)  # after-work (saves, logs) ends after the last byte
     return list(results), _cpu(path) - cpu0 - idle * (time.perf_counter() - t0)
 
@@ -64,11 +65,10 @@ async def measure(paths: List[gw.Path], levels) -> Dict[Tuple[int, str], Dict]:
     out[(0, "idle")] = idle
     for n, rounds in levels:
         for path in paths:
-            out[(n, path.name)] = {"ttft": [], "total": [], "cpu": 0.0, "replies": 0, "errors": 0,
-                                     "sample_error": ""}
+            out[(n, path.name)] = {"ttft": [], "total": [], "cpu": 0.0, "replies": 0, "errors": 0, "sample_error": ""}
             await _batch(path, min(n, 10))  # warm-up
         for index in range(rounds):
-            order = paths[index % len(paths):] + paths[:index % len(paths)]
+            order = paths[index % len(paths) :] + paths[: index % len(paths)]
             for path in order:
                 results, cpu = await _batch(path, n, idle[path.name])
                 bucket = out[(n, path.name)]
@@ -77,8 +77,9 @@ async def measure(paths: List[gw.Path], levels) -> Dict[Tuple[int, str], Dict]:
                 for r in results:
                     if r.error or r.status != 200 or r.first_token is None or r.tokens != TOKENS:
                         bucket["errors"] += 1
-                        bucket["sample_error"] = bucket["sample_error"] or (r.error or f"status {r.status}, "
-                                                                            f"{r.tokens} tokens")
+                        bucket["sample_error"] = bucket["sample_error"] or (
+                            r.error or f"status {r.status}, {r.tokens} tokens"
+                        )
                         continue
                     bucket["ttft"].append(r.first_token)
                     bucket["total"].append(r.total)
@@ -99,17 +100,40 @@ def report(data: Dict[Tuple[int, str], Dict], names: List[str], missing: Dict[st
             added = "" if name == "direct" else f"+{ms(ttft - d_ttft)} (p99 +{ms(added_p99)})"
             cpu = max(0.0, d["cpu"]) / max(1, d["replies"])
             errors = d["errors"] if not d["sample_error"] else f"{d['errors']} ({d['sample_error'][:50]})"
-            rows.append([n, name, len(d["ttft"]), ms(ttft), added, ms(total),
-                         "" if name == "direct" else f"+{ms(total - d_total)}", f"{cpu * 1000:.2f}", errors])
+            rows.append(
+                [
+                    n,
+                    name,
+                    len(d["ttft"]),
+                    ms(ttft),
+                    added,
+                    ms(total),
+                    "" if name == "direct" else f"+{ms(total - d_total)}",
+                    f"{cpu * 1000:.2f}",
+                    errors,
+                ]
+            )
         for name, reason in missing.items():
             rows.append([n, name, 0, "not measured", "", "", "", "", reason])
-    header = ["streams", "path", "n", "first token p50", "added p50 (p99)", "last byte p50", "added last byte p50",
-              "CPU per reply", "errors"]
-    return table(header, rows) + ("\n\n(milliseconds; 200 tokens at 5 ms per token; CPU per reply = the "
-                                  "user+system CPU of the path's processes over all its batches, less its idle "
-                                  "rate, / replies, counted in /proc clock ticks of 10 ms; for direct the model "
-                                  "server's. Idle CPU, % of a core: "
-                                  + ", ".join(f"{name} {rate * 100:.1f}%" for name, rate in idle.items()) + ")")
+    header = [
+        "streams",
+        "path",
+        "n",
+        "first token p50",
+        "added p50 (p99)",
+        "last byte p50",
+        "added last byte p50",
+        "CPU per reply",
+        "errors",
+    ]
+    return table(header, rows) + (
+        "\n\n(milliseconds; 200 tokens at 5 ms per token; CPU per reply = the "
+        "user+system CPU of the path's processes over all its batches, less its idle "
+        "rate, / replies, counted in /proc clock ticks of 10 ms; for direct the model "
+        "server's. Idle CPU, % of a core: "
+        + ", ".join(f"{name} {rate * 100:.1f}%" for name, rate in idle.items())
+        + ")"
+    )
 
 
 def run(quick: bool = False, with_open_webui: bool = True) -> str:
@@ -122,8 +146,16 @@ def run(quick: bool = False, with_open_webui: bool = True) -> str:
         model_port, model_pid = stack.enter_context(model_process())
         paths = [gw.Path("direct", model_port, "/v1/chat/completions", {}, [model_pid], gw.openai_body)]
         app = stack.enter_context(app_server(model_port, {"ODYSSEUS_MAX_STREAMS_PER_USER": "100000"}))
-        paths.append(gw.Path("Odysseus", app.port, "/api/chat_stream", origin(app), [app.proc.pid],
-                             lambda prompt: {"message": prompt}))
+        paths.append(
+            gw.Path(
+                "Odysseus",
+                app.port,
+                "/api/chat_stream",
+                origin(app),
+                [app.proc.pid],
+                lambda prompt: {"message": prompt},
+            )
+        )
         peers = [gw.LITELLM] + ([gw.OPEN_WEBUI] if with_open_webui else [])
         for peer in peers:
             reason = gw.install(peer)
@@ -139,13 +171,21 @@ def run(quick: bool = False, with_open_webui: bool = True) -> str:
     text = report(data, [p.name for p in paths], missing)
     facts = machine()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return "\n".join([
-        f"## Peers: run of {when}{' (quick)' if quick else ''}", "",
-        f"Machine: {facts['cores']} cores ({facts['cpu']}), {facts['memory']} memory, {facts['os']}, Python "
-        f"{facts['python']}; {facts['libraries']}; {', '.join(versions) or 'no peer started'}. Load average at the "
-        f"start: {facts['load']} (other processes share the machine; the client, the model server and every "
-        "gateway run on it, each gateway with its default single process/worker).", "", text, "",
-        f"Duration: {time.monotonic() - started:.0f} s (installs included).", ""])
+    return "\n".join(
+        [
+            f"## Peers: run of {when}{' (quick)' if quick else ''}",
+            "",
+            f"Machine: {facts['cores']} cores ({facts['cpu']}), {facts['memory']} memory, {facts['os']}, Python "
+            f"{facts['python']}; {facts['libraries']}; {', '.join(versions) or 'no peer started'}. Load average at the "
+            f"start: {facts['load']} (other processes share the machine; the client, the model server and every "
+            "gateway run on it, each gateway with its default single process/worker).",
+            "",
+            text,
+            "",
+            f"Duration: {time.monotonic() - started:.0f} s (installs included).",
+            "",
+        ]
+    )
 
 
 def main() -> None:

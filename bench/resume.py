@@ -23,8 +23,10 @@ TRIALS = 100
 
 async def measure(app_port: int, session: str, count: int, trials: int) -> Dict[str, Dict]:
     """Samples per kind."""
-    kinds = {"from the start": f"/api/chat/resume/{session}",
-             f"after={count - 10}": f"/api/chat/resume/{session}?after={count - 10}"}
+    kinds = {
+        "from the start": f"/api/chat/resume/{session}",
+        f"after={count - 10}": f"/api/chat/resume/{session}?after={count - 10}",
+    }
     out = {k: {"first_byte": [], "first_event": [], "total": [], "errors": 0, "tokens": set()} for k in kinds}
     for index in range(trials + 3):
         order = list(kinds.items()) if index % 2 == 0 else list(reversed(kinds.items()))
@@ -47,17 +49,42 @@ def report(data: Dict[str, Dict], count: int) -> Tuple[str, Dict[str, bool]]:
     """The Markdown table and the target."""
     rows = []
     for kind, d in data.items():
-        rows.append([kind, len(d["total"]), ms(median(d["first_byte"])), ms(pct(d["first_byte"], 0.99)),
-                     ms(median(d["first_event"])), ms(pct(d["first_event"], 0.99)),
-                     ms(median(d["total"])), ms(pct(d["total"], 0.99)), d["errors"],
-                     ",".join(str(t) for t in sorted(d["tokens"]))])
+        rows.append(
+            [
+                kind,
+                len(d["total"]),
+                ms(median(d["first_byte"])),
+                ms(pct(d["first_byte"], 0.99)),
+                ms(median(d["first_event"])),
+                ms(pct(d["first_event"], 0.99)),
+                ms(median(d["total"])),
+                ms(pct(d["total"], 0.99)),
+                d["errors"],
+                ",".join(str(t) for t in sorted(d["tokens"])),
+            ]
+        )
     worst_byte = max(pct(d["first_byte"], 0.99) for d in data.values())
     worst_event = max(pct(d["first_event"], 0.99) for d in data.values())
-    text = table(["resume", "n", "first byte med", "first byte p99", "first event med", "first event p99",
-                  "last byte med", "last byte p99", "errors", "tokens received"], rows)
+    text = table(
+        [
+            "resume",
+            "n",
+            "first byte med",
+            "first byte p99",
+            "first event med",
+            "first event p99",
+            "last byte med",
+            "last byte p99",
+            "errors",
+            "tokens received",
+        ],
+        rows,
+    )
     text += f"\n\n(milliseconds; the run's log holds {count} events)"
-    return text, {"resume first byte p99 <= 20 ms": worst_byte <= 0.020,
-                  "resume first event p99 <= 20 ms": worst_event <= 0.020}
+    return text, {
+        "resume first byte p99 <= 20 ms": worst_byte <= 0.020,
+        "resume first event p99 <= 20 ms": worst_event <= 0.020,
+    }
 
 
 def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
@@ -66,8 +93,13 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
     with model_server() as model_port, app_server(model_port, env) as app:
         started = time.monotonic()
         tokens = EVENTS - 8  # run_started, model_info, usage, metrics, message_saved, terminal, done, close
-        with requests.post(app.url + "/api/chat_stream", json={"message": f"long tokens={tokens} delay=0"},
-                           headers={"Origin": app.url}, stream=True, timeout=60) as response:
+        with requests.post(
+            app.url + "/api/chat_stream",
+            json={"message": f"long tokens={tokens} delay=0"},
+            headers={"Origin": app.url},
+            stream=True,
+            timeout=60,
+        ) as response:
             session = response.headers["X-Odysseus-Session-Id"]
             for _ in response.iter_content(chunk_size=None):
                 pass

@@ -32,10 +32,14 @@ def section(selected: List[str], quick: bool, target_parts: Optional[List[str]] 
     """Run the selected benchmarks; one Markdown section for this run."""
     facts = machine()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    parts = [f"## Run of {when}{' (quick)' if quick else ''}", "",
-             f"Machine: {facts['cores']} cores ({facts['cpu']}), {facts['memory']} memory, {facts['os']}, "
-             f"Python {facts['python']}; {facts['libraries']}. Load average at the start: {facts['load']} "
-             "(other processes share the machine; the client and the model server run on it too).", ""]
+    parts = [
+        f"## Run of {when}{' (quick)' if quick else ''}",
+        "",
+        f"Machine: {facts['cores']} cores ({facts['cpu']}), {facts['memory']} memory, {facts['os']}, "
+        f"Python {facts['python']}; {facts['libraries']}. Load average at the start: {facts['load']} "
+        "(other processes share the machine; the client and the model server run on it too).",
+        "",
+    ]
     verdicts: Dict[str, bool] = {}
     for key, title, fn in BENCHMARKS:
         if key not in selected:

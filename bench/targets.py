@@ -32,24 +32,72 @@ Row = load.Row
 
 #: Sample sizes per mode; the full mode stays within about 10 minutes, quick about a minute.
 SIZES: Dict[str, Dict] = {
-    "full": {"paced_streams": 100, "paced_tokens": 200, "paced_rounds": 4, "burst_streams": 100, "burst_rounds": 4,
-             "cpu_short_turns": 300, "cpu_long_turns": 20, "cpu_long_tokens": 2000, "intake_tokens": 100_000,
-             "held_samples": 30, "held_turns": 300, "held_runs": 20_000, "detached_levels": (2000, 5000),
-             "hold_tokens": 12, "hold_delay": 2.5,  # ~30 s per stream: the ramp to 5,000 at 200/s takes 25 s
-             "memory_runs": 10_000, "resume_events": 100_000, "resume_trials": 20, "redis_turns": 600,
-             "redis_levels": (1000, 2000, 4000)},
-    "quick": {"paced_streams": 100, "paced_tokens": 200, "paced_rounds": 1, "burst_streams": 100, "burst_rounds": 1,
-              "cpu_short_turns": 100, "cpu_long_turns": 5, "cpu_long_tokens": 2000, "intake_tokens": 20_000,
-              "held_samples": 10, "held_turns": 100, "held_runs": 1000, "detached_levels": (500,), "hold_tokens": 6,
-              "hold_delay": 1.0,
-              "memory_runs": 1000, "resume_events": 20_000, "resume_trials": 5, "redis_turns": 100,
-              "redis_levels": (200,)},
-    "smoke": {"paced_streams": 10, "paced_tokens": 20, "paced_rounds": 1, "burst_streams": 10, "burst_rounds": 1,
-              "cpu_short_turns": 20, "cpu_long_turns": 2, "cpu_long_tokens": 500, "intake_tokens": 2000,
-              "held_samples": 3, "held_turns": 20, "held_runs": 50, "detached_levels": (20,), "hold_tokens": 3,
-              "hold_delay": 1.0,
-              "memory_runs": 100, "resume_events": 1000, "resume_trials": 2, "redis_turns": 20,
-              "redis_levels": (20,)},
+    "full": {
+        "paced_streams": 100,
+        "paced_tokens": 200,
+        "paced_rounds": 4,
+        "burst_streams": 100,
+        "burst_rounds": 4,
+        "cpu_short_turns": 300,
+        "cpu_long_turns": 20,
+        "cpu_long_tokens": 2000,
+        "intake_tokens": 100_000,
+        "held_samples": 30,
+        "held_turns": 300,
+        "held_runs": 20_000,
+        "detached_levels": (2000, 5000),
+        "hold_tokens": 12,
+        "hold_delay": 2.5,  # ~30 s per stream: the ramp to 5,000 at 200/s takes 25 s
+        "memory_runs": 10_000,
+        "resume_events": 100_000,
+        "resume_trials": 20,
+        "redis_turns": 600,
+        "redis_levels": (1000, 2000, 4000),
+    },
+    "quick": {
+        "paced_streams": 100,
+        "paced_tokens": 200,
+        "paced_rounds": 1,
+        "burst_streams": 100,
+        "burst_rounds": 1,
+        "cpu_short_turns": 100,
+        "cpu_long_turns": 5,
+        "cpu_long_tokens": 2000,
+        "intake_tokens": 20_000,
+        "held_samples": 10,
+        "held_turns": 100,
+        "held_runs": 1000,
+        "detached_levels": (500,),
+        "hold_tokens": 6,
+        "hold_delay": 1.0,
+        "memory_runs": 1000,
+        "resume_events": 20_000,
+        "resume_trials": 5,
+        "redis_turns": 100,
+        "redis_levels": (200,),
+    },
+    "smoke": {
+        "paced_streams": 10,
+        "paced_tokens": 20,
+        "paced_rounds": 1,
+        "burst_streams": 10,
+        "burst_rounds": 1,
+        "cpu_short_turns": 20,
+        "cpu_long_turns": 2,
+        "cpu_long_tokens": 500,
+        "intake_tokens": 2000,
+        "held_samples": 3,
+        "held_turns": 20,
+        "held_runs": 50,
+        "detached_levels": (20,),
+        "hold_tokens": 3,
+        "hold_delay": 1.0,
+        "memory_runs": 100,
+        "resume_events": 1000,
+        "resume_trials": 2,
+        "redis_turns": 20,
+        "redis_levels": (20,),
+    },
 }
 #: key -> how to run it with a size (each bounds its own measurement with asyncio.wait_for)
 PARTS: Dict[str, Callable[[Dict], List[Row]]] = {
@@ -108,8 +156,10 @@ def report(data: Dict) -> Tuple[str, Dict[str, bool]]:
                 verdicts[f"issue 22 ({key}): {target}"] = bool(met)
     seconds = sum(p["seconds"] for p in data["parts"].values())
     text = table(["part", "target", "measured", "details (direct = the model server itself)", "met?"], rows)
-    text += (f"\n\nMode: {data['mode']}; duration {seconds:.0f} s. The machine is shared: read ratios and "
-             "the rows of one run against each other.")
+    text += (
+        f"\n\nMode: {data['mode']}; duration {seconds:.0f} s. The machine is shared: read ratios and "
+        "the rows of one run against each other."
+    )
     return text, verdicts
 
 

@@ -32,11 +32,12 @@ async def _trial(kind: str, model_port: int, app_port: int, headers: Dict[str, s
     def follow(head: Result) -> None:
         if kind == "app x10":
             session = head.headers.get("x-odysseus-session-id")
-            followers.extend(asyncio.ensure_future(request(HOST, app_port, "GET", f"/api/chat/resume/{session}",
-                                                           headers=headers)) for _ in range(9))
+            followers.extend(
+                asyncio.ensure_future(request(HOST, app_port, "GET", f"/api/chat/resume/{session}", headers=headers))
+                for _ in range(9)
+            )
 
-    first = await request(HOST, app_port, "POST", "/api/chat_stream", {"message": prompt}, headers,
-                          on_headers=follow)
+    first = await request(HOST, app_port, "POST", "/api/chat_stream", {"message": prompt}, headers, on_headers=follow)
     results = [first] + list(await asyncio.gather(*followers))
     errors = sum(1 for r in results if r.error or r.status != 200 or r.tokens != TOKENS)
     return time.perf_counter() - t0, sum(r.tokens for r in results), errors
@@ -60,8 +61,17 @@ async def measure(model_port: int, app_port: int, headers: Dict[str, str], trial
 def report(data: Dict[str, Dict]) -> str:
     """The Markdown table."""
     direct = median(data["direct"]["rates"])
-    rows = [[kind, len(d["rates"]), f"{median(d['rates']):,.0f}", f"{median(d['rates']) / direct:.3f}",
-             f"{median(d['seconds']):.3f}", d["errors"]] for kind, d in data.items()]
+    rows = [
+        [
+            kind,
+            len(d["rates"]),
+            f"{median(d['rates']):,.0f}",
+            f"{median(d['rates']) / direct:.3f}",
+            f"{median(d['seconds']):.3f}",
+            d["errors"],
+        ]
+        for kind, d in data.items()
+    ]
     return table(["path", "trials", "events/s (median)", "ratio to direct", "run wall time (s)", "errors"], rows)
 
 

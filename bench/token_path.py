@@ -41,8 +41,17 @@ from .common import model_server
 def one_turn(provider: OpenAICompatProvider, tokens: int) -> float:
     """CPU seconds for one reply of ``tokens`` tokens, read, logged and projected."""
     log = RunLog(max_events=tokens * 2 + 100, max_bytes=1 << 30)
-    run = Run(run_id="r", session_id="s", owner="o", mode="chat", model="bench", client_message_id=None,
-              user_message_id=None, log=log, terminal_type="chat_terminal")
+    run = Run(
+        run_id="r",
+        session_id="s",
+        owner="o",
+        mode="chat",
+        model="bench",
+        client_message_id=None,
+        user_message_id=None,
+        log=log,
+        terminal_type="chat_terminal",
+    )
     pending: collections.deque = collections.deque()
     request = ChatRequest(model="bench", messages=[{"role": "user", "content": f"fast tokens={tokens} delay=0"}])
     deltas = 0

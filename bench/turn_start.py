@@ -45,11 +45,13 @@ def _normalise(statements: List[str]) -> List[str]:
 def summarize(statements: List[str]) -> Dict[str, int]:
     """Counts of one turn's SQL: statements, selects, sqlite_master lookups, writes, commits."""
     norm = _normalise(statements)
-    return {"statements": len(norm),
-            "selects": sum(1 for s in norm if s.startswith(("select", "with"))),
-            "sqlite_master": sum(1 for s in norm if "sqlite_master" in s or s.startswith("pragma table_")),
-            "writes": sum(1 for s in norm if s.startswith(("insert", "update", "delete", "replace"))),
-            "commits": sum(1 for s in norm if s == "commit")}
+    return {
+        "statements": len(norm),
+        "selects": sum(1 for s in norm if s.startswith(("select", "with"))),
+        "sqlite_master": sum(1 for s in norm if "sqlite_master" in s or s.startswith("pragma table_")),
+        "writes": sum(1 for s in norm if s.startswith(("insert", "update", "delete", "replace"))),
+        "commits": sum(1 for s in norm if s == "commit"),
+    }
 
 
 def hold_finished_runs(engine, n: int) -> None:
@@ -62,8 +64,17 @@ def hold_finished_runs(engine, n: int) -> None:
         run_id = f"run_held{i}"
         log = RunLog(100, 1 << 20, engine.budget)
         log.append(Event("delta", {"delta": "x"}))
-        run = Run(run_id=run_id, session_id=f"s_held{i}", owner="held", mode="chat", model="bench",
-                  client_message_id=None, user_message_id=None, log=log, terminal_type="chat_terminal")
+        run = Run(
+            run_id=run_id,
+            session_id=f"s_held{i}",
+            owner="held",
+            mode="chat",
+            model="bench",
+            client_message_id=None,
+            user_message_id=None,
+            log=log,
+            terminal_type="chat_terminal",
+        )
         run.status, run.finalized, run.finished_at = "done", True, time.time()
         run.settled.set()
         with engine._lock:  # as _finalize leaves a run: held, finished, its eviction scheduled
@@ -83,11 +94,25 @@ def measure(turns: int = 300, held: int = 0, warmup: int = 20) -> Dict[str, floa
     from odysseus.llm.base import ProviderConfig
 
     with model_server(tokens=1) as port, tempfile.TemporaryDirectory(prefix="odysseus-turn-") as data_dir:
-        provider = ProviderConfig(name="openai", kind="openai", base_url=f"http://{HOST}:{port}/v1", api_key="x",
-                                  models=["bench"], default_model="bench")
-        app = create_app({"DATA_DIR": data_dir, "AUTH": "none", "PROVIDERS": [provider],
-                          "EVENT_FLUSH_INTERVAL": 0.2, "EVICT_GRACE": 3600,
-                          "PROCESS_MAX_BYTES": 1 << 34, "MAX_STREAMS_PER_USER": 1000})
+        provider = ProviderConfig(
+            name="openai",
+            kind="openai",
+            base_url=f"http://{HOST}:{port}/v1",
+            api_key="x",
+            models=["bench"],
+            default_model="bench",
+        )
+        app = create_app(
+            {
+                "DATA_DIR": data_dir,
+                "AUTH": "none",
+                "PROVIDERS": [provider],
+                "EVENT_FLUSH_INTERVAL": 0.2,
+                "EVICT_GRACE": 3600,
+                "PROCESS_MAX_BYTES": 1 << 34,
+                "MAX_STREAMS_PER_USER": 1000,
+            }
+        )
         engine, store = app.extensions["odysseus.runs"], app.extensions["odysseus.store"]
         client = app.test_client()
         headers = {"Origin": "http://localhost"}
@@ -115,8 +140,12 @@ def measure(turns: int = 300, held: int = 0, warmup: int = 20) -> Dict[str, floa
             spent = time.thread_time() - t0
             body = b"".join(response.response)
             response.close()
-            if response.status_code != 200 or b'"type": "done"' not in body and b"event: done" not in body \
-                    and b"done" not in body:
+            if (
+                response.status_code != 200
+                or b'"type": "done"' not in body
+                and b"event: done" not in body
+                and b"done" not in body
+            ):
                 raise RuntimeError(f"turn failed: {response.status_code} {body[:300]!r}")
             run_id = response.headers.get("X-Odysseus-Run-Id")
             run = engine.runs.get(run_id) if run_id else None
@@ -137,9 +166,16 @@ def measure(turns: int = 300, held: int = 0, warmup: int = 20) -> Dict[str, floa
     out = {f"request_{k}": median(v) for k, v in per_turn.items()}
     out.update({f"turn_{k}_per_turn": v / turns for k, v in in_turn.items()})
     out.update({f"writer_{k}_per_turn": v / turns for k, v in writer.items()})
-    out.update({"held": held, "turns": turns,
-                "start_cpu_ms_median": median(start_cpu) * 1000, "start_cpu_ms_p90": pct(start_cpu, 0.9) * 1000,
-                "process_cpu_ms_per_turn": total_cpu / turns * 1000, "turns_per_second": turns / wall})
+    out.update(
+        {
+            "held": held,
+            "turns": turns,
+            "start_cpu_ms_median": median(start_cpu) * 1000,
+            "start_cpu_ms_p90": pct(start_cpu, 0.9) * 1000,
+            "process_cpu_ms_per_turn": total_cpu / turns * 1000,
+            "turns_per_second": turns / wall,
+        }
+    )
     return out
 
 

@@ -103,15 +103,17 @@ class Accounts:
         """True until the first account exists."""
         return self.store.users.count() == 0
 
-    def create_user(self, username: object, password: object, *, is_admin: bool = False,
-                    first_only: bool = False) -> dict:
+    def create_user(
+        self, username: object, password: object, *, is_admin: bool = False, first_only: bool = False
+    ) -> dict:
         """Create an account; the very first one is always an admin and adopts single-user data."""
         name, secret = normalize_username(username), check_new_password(password)
         first = self.setup_needed()
         if first_only and not first:
             raise Conflict("set-up is already done; sign in instead")
-        user = self.store.users.create(name, hash_password(secret), is_admin=is_admin or first,
-                                       only_if_none=first_only or first)
+        user = self.store.users.create(
+            name, hash_password(secret), is_admin=is_admin or first, only_if_none=first_only or first
+        )
         if first:
             self.adopt_single_user_data()
         return user
@@ -194,7 +196,7 @@ class Accounts:
         if len(label) > 100:
             raise BadRequest("name is longer than 100 characters")
         token = new_token()
-        row = self.store.tokens.create(owner, label, hash_token(token), token[:len(TOKEN_PREFIX) + 6])
+        row = self.store.tokens.create(owner, label, hash_token(token), token[: len(TOKEN_PREFIX) + 6])
         return token, row
 
     def user_for_token(self, token: str) -> Optional[dict]:

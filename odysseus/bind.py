@@ -27,7 +27,7 @@ def bind_host(bind: str) -> str:
     if bind.startswith(("unix:", "fd://")):
         return bind  # not a loopback address: a socket file is usually published by a proxy
     if bind.startswith("["):
-        return bind[1:bind.index("]")] if "]" in bind else bind
+        return bind[1 : bind.index("]")] if "]" in bind else bind
     if bind.count(":") == 1:
         return bind.split(":", 1)[0]
     return bind  # a bare host, or a bare IPv6 address
@@ -40,6 +40,8 @@ def single_user_refusal(config: dict, hosts: Iterable[str]) -> Optional[str]:
     public = [h for h in hosts if not is_loopback_host(h)]
     if not public:
         return None
-    return (f"refusing to start: ODYSSEUS_AUTH=none serves everyone without sign-in, but the server would "
-            f"listen on {', '.join(public)}, which is not a loopback address. Bind to 127.0.0.1 (HOST=127.0.0.1), "
-            f"or use ODYSSEUS_AUTH=password, or set ODYSSEUS_AUTH_FORCE=1 if you really mean it.")
+    return (
+        f"refusing to start: ODYSSEUS_AUTH=none serves everyone without sign-in, but the server would "
+        f"listen on {', '.join(public)}, which is not a loopback address. Bind to 127.0.0.1 (HOST=127.0.0.1), "
+        f"or use ODYSSEUS_AUTH=password, or set ODYSSEUS_AUTH_FORCE=1 if you really mean it."
+    )

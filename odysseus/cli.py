@@ -123,8 +123,10 @@ def doctor(args: argparse.Namespace) -> int:
     result = diagnostics.assess(arrivals, interval, count)
     print(f"streaming: {result['verdict']}: {result['message']}")
     if encoding:
-        print(f"note: the event stream arrived compressed (Content-Encoding: {encoding}); "
-              "compression buffers it - turn gzip off for text/event-stream")
+        print(
+            f"note: the event stream arrived compressed (Content-Encoding: {encoding}); "
+            "compression buffers it - turn gzip off for text/event-stream"
+        )
     return 0 if result["verdict"] == "ok" else (1 if result["verdict"] == "buffered" else 2)
 
 
@@ -173,7 +175,9 @@ def main(argv=None) -> int:
     p_reset.add_argument("--password-stdin", action="store_true", help="read the password from one line of stdin")
     p_reset.set_defaults(func=reset_password)
     p_doctor = sub.add_parser("doctor", help="check that replies stream through to you (proxy buffering self-test)")
-    p_doctor.add_argument("--url", required=True, help="the address you open Odysseus at, e.g. https://chat.example.org")
+    p_doctor.add_argument(
+        "--url", required=True, help="the address you open Odysseus at, e.g. https://chat.example.org"
+    )
     p_doctor.add_argument("--token", default=None, help="an API token (ody_...), if the server needs one")
     p_doctor.set_defaults(func=doctor)
     p_table = sub.add_parser("config-table", help="print README.md's configuration tables (markdown)")

@@ -15,27 +15,62 @@ from flask import Flask
 from . import config as config_module
 from . import context, core
 from .context import memories, web_sources, workspace
-from .routes import (agent_mode, agent_routes, auth, auth_routes, background_routes, branch_routes, chat_routes,
-                     code_tools_routes, compare_routes, document_routes, history_routes, memory_routes,
-                     meta_routes, page_api, page_routes, profile_routes, provider_routes, research_mode,
-                     turn_registry, upload_routes, window_routes, workflow_routes)
+from .routes import (
+    agent_mode,
+    agent_routes,
+    auth,
+    auth_routes,
+    background_routes,
+    branch_routes,
+    chat_routes,
+    code_tools_routes,
+    compare_routes,
+    document_routes,
+    history_routes,
+    memory_routes,
+    meta_routes,
+    page_api,
+    page_routes,
+    profile_routes,
+    provider_routes,
+    research_mode,
+    turn_registry,
+    upload_routes,
+    window_routes,
+    workflow_routes,
+)
 from .routes import errors as route_errors
 from .routes.params import AsciiIntConverter
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: Blueprints that only add routes (the parts with more to wire have an ``init_app`` below).
-BLUEPRINTS = (chat_routes, history_routes, meta_routes, auth_routes, agent_routes, background_routes,
-              profile_routes, memory_routes, code_tools_routes, page_routes, workflow_routes,
-              branch_routes,  # regenerate / retry / edit-and-resend branches
-              compare_routes,  # keep one reply of a compare
-              provider_routes)  # the admin's provider connections
+BLUEPRINTS = (
+    chat_routes,
+    history_routes,
+    meta_routes,
+    auth_routes,
+    agent_routes,
+    background_routes,
+    profile_routes,
+    memory_routes,
+    code_tools_routes,
+    page_routes,
+    workflow_routes,
+    branch_routes,  # regenerate / retry / edit-and-resend branches
+    compare_routes,  # keep one reply of a compare
+    provider_routes,
+)  # the admin's provider connections
 
 
 def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
     """Build the app: configuration, then every part, listed in the order it is wired."""
-    app = Flask("odysseus", instance_relative_config=False,
-                template_folder=os.path.join(_ROOT, "templates"), static_folder=os.path.join(_ROOT, "static"))
+    app = Flask(
+        "odysseus",
+        instance_relative_config=False,
+        template_folder=os.path.join(_ROOT, "templates"),
+        static_folder=os.path.join(_ROOT, "static"),
+    )
     app.config.update(config_module.load_config(overrides=test_config))
     app.config["MAX_CONTENT_LENGTH"] = int(app.config["MAX_BODY_BYTES"])
 

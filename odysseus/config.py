@@ -50,18 +50,31 @@ def providers_from_env(env: Mapping[str, str]) -> List[ProviderConfig]:
         host = env["OLLAMA_HOST"]
         if "://" not in host:
             host = "http://" + host
-        found.append(ProviderConfig(name="ollama", kind="ollama", base_url=host.rstrip("/"),
-                                    default_model=env.get("OLLAMA_MODEL") or None))
+        found.append(
+            ProviderConfig(
+                name="ollama", kind="ollama", base_url=host.rstrip("/"), default_model=env.get("OLLAMA_MODEL") or None
+            )
+        )
     if env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"):
-        found.append(ProviderConfig(name="openai", kind="openai",
-                                    base_url=(env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/"),
-                                    api_key=env.get("OPENAI_API_KEY") or None,
-                                    default_model=env.get("OPENAI_MODEL") or None))
+        found.append(
+            ProviderConfig(
+                name="openai",
+                kind="openai",
+                base_url=(env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/"),
+                api_key=env.get("OPENAI_API_KEY") or None,
+                default_model=env.get("OPENAI_MODEL") or None,
+            )
+        )
     if env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_BASE_URL"):
-        found.append(ProviderConfig(name="anthropic", kind="anthropic",
-                                    base_url=(env.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/"),
-                                    api_key=env.get("ANTHROPIC_API_KEY") or None,
-                                    default_model=env.get("ANTHROPIC_MODEL") or None))
+        found.append(
+            ProviderConfig(
+                name="anthropic",
+                kind="anthropic",
+                base_url=(env.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/"),
+                api_key=env.get("ANTHROPIC_API_KEY") or None,
+                default_model=env.get("ANTHROPIC_MODEL") or None,
+            )
+        )
     return found
 
 
@@ -79,11 +92,17 @@ def providers_from_toml(tables: List[dict]) -> List[ProviderConfig]:
         options = {k: v for k, v in table.items() if k not in known and k != "api_key_env"}
         if windows:
             options["model_context_length"] = windows  # odysseus.context.window reads it
-        result.append(ProviderConfig(
-            name=table.get("name", table["kind"]), kind=table["kind"],
-            base_url=(table.get("base_url") or None) and table["base_url"].rstrip("/"),
-            api_key=api_key, models=models, default_model=table.get("default_model"), options=options,
-        ))
+        result.append(
+            ProviderConfig(
+                name=table.get("name", table["kind"]),
+                kind=table["kind"],
+                base_url=(table.get("base_url") or None) and table["base_url"].rstrip("/"),
+                api_key=api_key,
+                models=models,
+                default_model=table.get("default_model"),
+                options=options,
+            )
+        )
     return result
 
 
@@ -109,8 +128,9 @@ def warn_unknown_variables(env: Mapping[str, str]) -> None:
         log.warning("unknown configuration variable %s (not a key of odysseus.config_keys)%s", name, hint)
 
 
-def load_config(env: Optional[Mapping[str, str]] = None,
-                overrides: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def load_config(
+    env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None
+) -> Dict[str, Any]:
     """Build the flat config dict, including ``PROVIDERS`` (list of ProviderConfig) and ``ROUTES``."""
     env = os.environ if env is None else env
     config: Dict[str, Any] = dict(DEFAULTS)
@@ -125,8 +145,10 @@ def load_config(env: Optional[Mapping[str, str]] = None,
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise OdysseusError(f"cannot read ODYSSEUS_CONFIG {path}: {exc}") from exc
         toml_providers = doc.pop("providers", [])
-        routes = {name: list(spec.get("candidates", spec) if isinstance(spec, dict) else spec)
-                  for name, spec in doc.pop("routes", {}).items()}
+        routes = {
+            name: list(spec.get("candidates", spec) if isinstance(spec, dict) else spec)
+            for name, spec in doc.pop("routes", {}).items()
+        }
         for key, value in doc.items():
             if isinstance(value, dict):
                 extra[key] = value  # nested tables (prices, citations, ...) kept as is
@@ -139,7 +161,7 @@ def load_config(env: Optional[Mapping[str, str]] = None,
     warn_unknown_variables(env)
     for name, raw in env.items():
         if name.startswith("ODYSSEUS_") and name != "ODYSSEUS_CONFIG":
-            key = name[len("ODYSSEUS_"):]
+            key = name[len("ODYSSEUS_") :]
             config[key] = _coerce(key, raw)
     config["PROVIDERS"] = providers_from_toml(toml_providers) + [
         p for p in providers_from_env(env) if p.name not in {t.get("name", t["kind"]) for t in toml_providers}

@@ -36,11 +36,19 @@ class Key:
 
 # README section of each key -> the heading the generated table sits under (see config_table)
 SECTIONS = {
-    "general": "Configuration", "runs": "Configuration", "process": "Configuration",
-    "providers": "Model providers", "accounts": "Accounts and single-user mode",
-    "uploads": "Uploads, attachments and retrieval", "agent": "Agent mode", "sandbox": "Code sandbox",
-    "documents": "Editor documents", "context": "Memories, web sources and the agent's workspace",
-    "window": "Context window", "research": "Research", "alloy": "Agent Alloy workflows",
+    "general": "Configuration",
+    "runs": "Configuration",
+    "process": "Configuration",
+    "providers": "Model providers",
+    "accounts": "Accounts and single-user mode",
+    "uploads": "Uploads, attachments and retrieval",
+    "agent": "Agent mode",
+    "sandbox": "Code sandbox",
+    "documents": "Editor documents",
+    "context": "Memories, web sources and the agent's workspace",
+    "window": "Context window",
+    "research": "Research",
+    "alloy": "Agent Alloy workflows",
 }
 
 
@@ -54,11 +62,18 @@ KEYS: List[Key] = [
         ("DATA_DIR", "instance", "where the SQLite file (`odysseus.db`), the secret and workspaces live"),
         ("DATABASE", "", "path of the SQLite file; empty = `DATA_DIR/odysseus.db`"),
         ("MAX_BODY_BYTES", 1 * MiB, "largest request body"),
-        ("MAX_MESSAGE_CHARS", 200_000, "longest message; the page shows a counter from 80 % and refuses longer "
-                                       "ones, keeping the text"),
+        (
+            "MAX_MESSAGE_CHARS",
+            200_000,
+            "longest message; the page shows a counter from 80 % and refuses longer ones, keeping the text",
+        ),
         ("HISTORY_CONTEXT_MESSAGES", 1000, "newest saved messages a turn's model context is built from"),
-        ("TITLE_MODE", "model", "`model`: after a session's first reply ask a model for its title; `first_line`: "
-                                "never ask, use the clean first line of the message"),
+        (
+            "TITLE_MODE",
+            "model",
+            "`model`: after a session's first reply ask a model for its title; `first_line`: "
+            "never ask, use the clean first line of the message",
+        ),
         ("TITLE_MODEL", "", "route for session titles; empty = the model that answered"),
         ("TITLE_TIMEOUT", 20.0, "seconds a title request may take before the first line is used instead"),
         ("DEMO_TOKEN_DELAY", 0.03, "seconds between tokens of the offline demo model"),
@@ -66,8 +81,11 @@ KEYS: List[Key] = [
     *_keys(
         "runs",
         ("HEARTBEAT_INTERVAL", 10.0, "seconds of silence before `: heartbeat N`"),
-        ("SSE_RETRY_MS", 3000, "the `retry:` field in the first frame of every stream (how long `EventSource` "
-                               "waits before reconnecting)"),
+        (
+            "SSE_RETRY_MS",
+            3000,
+            "the `retry:` field in the first frame of every stream (how long `EventSource` waits before reconnecting)",
+        ),
         ("MAX_STREAMS_PER_USER", 32, "open SSE streams per user in one worker process; one more is a 429"),
         ("EVICT_GRACE", 180.0, "seconds a finished run stays replayable after its last reader left"),
         ("RUN_MAX_EVENTS", 100_000, "events one run's log may hold"),
@@ -76,17 +94,33 @@ KEYS: List[Key] = [
         ("MAX_ACTIVE_RUNS", 5000, "runs one process keeps at once"),
         ("RUN_WALL_TIMEOUT", 1800.0, "seconds a run may take in all (watchdog)"),
         ("RUN_IDLE_TIMEOUT", 300.0, "seconds a run may go without an event (watchdog)"),
-        ("EVENT_FLUSH_INTERVAL", 0.2, "seconds between group commits of the durable run log (the most text a "
-                                      "crash can lose)"),
+        (
+            "EVENT_FLUSH_INTERVAL",
+            0.2,
+            "seconds between group commits of the durable run log (the most text a crash can lose)",
+        ),
         ("DURABLE_EVENTS", True, "write every event through to SQLite (turn off only to benchmark without it)"),
-        ("RUN_LEASE_SECONDS", 15.0, "a run's lease; a run whose worker stopped renewing it this long is "
-                                    "recovered as `interrupted`"),
-        ("FINAL_SAVE_PATIENCE", 20.0, "seconds a run waits for an unwritable database before ending in memory "
-                                      "(the save is retried)"),
-        ("SHUTDOWN_GRACE", 20.0, "seconds running replies may go on after SIGTERM or a reload before ending "
-                                 "`interrupted`"),
-        ("RUN_BACKEND", "memory", "`memory`: runs live in the one worker (more are refused); `redis`: several "
-                                  "workers (and boxes) share runs through Redis (docs/deploy.md)"),
+        (
+            "RUN_LEASE_SECONDS",
+            15.0,
+            "a run's lease; a run whose worker stopped renewing it this long is recovered as `interrupted`",
+        ),
+        (
+            "FINAL_SAVE_PATIENCE",
+            20.0,
+            "seconds a run waits for an unwritable database before ending in memory (the save is retried)",
+        ),
+        (
+            "SHUTDOWN_GRACE",
+            20.0,
+            "seconds running replies may go on after SIGTERM or a reload before ending `interrupted`",
+        ),
+        (
+            "RUN_BACKEND",
+            "memory",
+            "`memory`: runs live in the one worker (more are refused); `redis`: several "
+            "workers (and boxes) share runs through Redis (docs/deploy.md)",
+        ),
         ("REDIS_URL", "", "the Redis server of `RUN_BACKEND=redis` (`redis://host:port/db`)"),
         ("REDIS_PREFIX", "odysseus:", "prefix of every Redis key (two installs may share one Redis server)"),
         ("SESSION_LOCK_SECONDS", 30.0, "expiry of a session's start lock in Redis (a crashed worker frees it)"),
@@ -109,8 +143,7 @@ KEYS: List[Key] = [
         ("LOCAL_OWNER", "local", "the implicit owner in `AUTH=none` before any account exists"),
         ("SECRET_KEY", "", "signs session cookies; generated once into `DATA_DIR/secret_key` when empty"),
         ("SESSION_DAYS", 30, "how long a sign-in lasts (days)"),
-        ("SESSION_COOKIE_SECURE", False, "always mark the session cookie `Secure` (it is anyway on https "
-                                         "requests)"),
+        ("SESSION_COOKIE_SECURE", False, "always mark the session cookie `Secure` (it is anyway on https requests)"),
         ("TRUST_PROXY", False, "honour `X-Forwarded-For`/`-Proto`/`-Host` from one reverse proxy (nginx)"),
         ("ALLOWED_ORIGINS", "", "extra origins (comma-separated) allowed to send cookie-authenticated writes"),
         ("ALLOWED_HOSTS", "", "extra `Host` names served in `AUTH=none` (besides loopback names)"),
@@ -133,16 +166,23 @@ KEYS: List[Key] = [
         ("RAG_MIN_SCORE", 0.25, "chunks scoring below this (0..1) are not used"),
         ("RAG_MAX_CHARS", 6000, "characters of retrieved text per turn"),
         ("RAG_INDEX_MAX_CHARS", 2_000_000, "characters of one file's text that are indexed"),
-        ("EMBEDDING_MODEL", "", "`provider/model` serving embeddings (OpenAI `/v1/embeddings`, Ollama "
-                                "`/api/embed`); empty = full-text search only"),
+        (
+            "EMBEDDING_MODEL",
+            "",
+            "`provider/model` serving embeddings (OpenAI `/v1/embeddings`, Ollama "
+            "`/api/embed`); empty = full-text search only",
+        ),
         ("EMBEDDING_WEIGHT", 0.5, "share of the vector similarity in the blended score"),
         ("EMBEDDING_TIMEOUT", 30.0, "seconds per embeddings request"),
         ("EMBEDDING_BATCH", 32, "chunks per embeddings request"),
     ),
     *_keys(
         "agent",
-        ("AGENT_TOOLS", "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control,"
-                        "present_exhibit,manage_memory", "enabled tools (comma-separated)"),
+        (
+            "AGENT_TOOLS",
+            "web_search,fetch_url,run_python,shell,generate_image,update_plan,ui_control,present_exhibit,manage_memory",
+            "enabled tools (comma-separated)",
+        ),
         ("AGENT_APPROVAL_TOOLS", "run_python,shell", "tools that need the user's approval"),
         ("AGENT_MAX_ROUNDS", 10, "model rounds per request before `rounds_exhausted`"),
         ("AGENT_MAX_TOOL_CALLS", 30, "tool calls per request before `budget_exceeded`"),
@@ -150,14 +190,20 @@ KEYS: List[Key] = [
         ("AGENT_MAX_NUDGES", 2, "intent nudges per request before `intent_nudge_exhausted`"),
         ("AGENT_APPROVAL_TTL", 600.0, "seconds an approval card stays valid"),
         ("AGENT_SYSTEM_PROMPT", "", "replaces the built-in agent system prompt when set"),
-        ("CITATIONS_AUTO_CAPTURE_WEB_SEARCH", True, "a passive citation exhibit after `web_search` (TOML "
-                                                    "`[citations] auto_capture_web_search`)"),
+        (
+            "CITATIONS_AUTO_CAPTURE_WEB_SEARCH",
+            True,
+            "a passive citation exhibit after `web_search` (TOML `[citations] auto_capture_web_search`)",
+        ),
         ("TOOL_TIMEOUT", 60.0, "seconds any tool may run"),
         ("TOOL_PROGRESS_INTERVAL", 1.0, "seconds between `tool_progress` events of a running tool"),
         ("TOOL_OUTPUT_CAP", 20_000, "characters of a tool result the model sees"),
         ("CODE_TIMEOUT", 30.0, "seconds `run_python` / `shell` may run"),
-        ("TOOL_OUTPUT_MAX_BYTES", 1 * MiB, "bytes of a code tool's output kept; the rest is read and dropped "
-                                           "with a marker"),
+        (
+            "TOOL_OUTPUT_MAX_BYTES",
+            1 * MiB,
+            "bytes of a code tool's output kept; the rest is read and dropped with a marker",
+        ),
         ("WEB_SEARCH_BACKEND", "duckduckgo", "`duckduckgo`, `searxng` (with `SEARXNG_URL`) or empty for off"),
         ("SEARXNG_URL", "", "base URL of a SearXNG instance with the JSON format enabled"),
         ("DUCKDUCKGO_URL", "https://html.duckduckgo.com/html/", "the DuckDuckGo HTML endpoint searched"),
@@ -166,8 +212,7 @@ KEYS: List[Key] = [
         ("FETCH_MAX_BYTES", 2_000_000, "bytes of a page `fetch_url` reads at most"),
         ("FETCH_ALLOW_PRIVATE", False, "let `fetch_url` reach loopback/private/link-local addresses"),
         ("FETCH_ALLOWED_NETWORKS", "", "comma-separated CIDRs `fetch_url` may reach despite the SSRF guard"),
-        ("IMAGES_BASE_URL", "", "OpenAI-compatible images endpoint (`…/v1`) for `generate_image`; empty = "
-                                "tool off"),
+        ("IMAGES_BASE_URL", "", "OpenAI-compatible images endpoint (`…/v1`) for `generate_image`; empty = tool off"),
         ("IMAGES_API_KEY", "", "API key of the images endpoint"),
         ("IMAGES_MODEL", "", "model of the images endpoint"),
         ("IMAGES_TIMEOUT", 120.0, "seconds one image request may take"),
@@ -208,14 +253,19 @@ KEYS: List[Key] = [
     *_keys(
         "window",
         ("DEFAULT_CONTEXT_WINDOW", 8192, "tokens, for local models that neither config nor the server size"),
-        ("DEFAULT_CONTEXT_WINDOW_HOSTED", 128_000, "tokens, for hosted models that neither config nor the "
-                                                   "server size"),
+        ("DEFAULT_CONTEXT_WINDOW_HOSTED", 128_000, "tokens, for hosted models that neither config nor the server size"),
         ("CONTEXT_WINDOW_CACHE_SECONDS", 600.0, "how long a provider's reported window (or its silence) is kept"),
         ("CONTEXT_WINDOW_PROBE_TIMEOUT", 5.0, "seconds to ask a provider for its window"),
-        ("REPLY_RESERVE_TOKENS", 1024, "tokens kept free for the reply when the request gives no `max_tokens` "
-                                       "(at most a quarter of the window)"),
-        ("COMPACT_THRESHOLD", 0.8, "share of the window the history may use before its older half is "
-                                   "summarised; 0 = never"),
+        (
+            "REPLY_RESERVE_TOKENS",
+            1024,
+            "tokens kept free for the reply when the request gives no `max_tokens` (at most a quarter of the window)",
+        ),
+        (
+            "COMPACT_THRESHOLD",
+            0.8,
+            "share of the window the history may use before its older half is summarised; 0 = never",
+        ),
         ("COMPACT_MIN_MESSAGES", 6, "messages a conversation needs before it is compacted"),
         ("COMPACT_TIMEOUT", 60.0, "seconds a summary request may take"),
         ("COMPACT_SUMMARY_TOKENS", 600, "`max_tokens` of a summary"),
@@ -225,22 +275,27 @@ KEYS: List[Key] = [
     ),
     *_keys(
         "research",
-        ("RESEARCH_MAX_ROUNDS", 0, "rounds per job, 0–20 (request: `max_rounds`); 0 = automatic (the model "
-                                   "decides, at most `RESEARCH_AUTO_ROUNDS`)"),
+        (
+            "RESEARCH_MAX_ROUNDS",
+            0,
+            "rounds per job, 0–20 (request: `max_rounds`); 0 = automatic (the model "
+            "decides, at most `RESEARCH_AUTO_ROUNDS`)",
+        ),
         ("RESEARCH_AUTO_ROUNDS", 6, "the most rounds an automatic job runs (hard cap 20)"),
         ("RESEARCH_MIN_ROUNDS", 1, "rounds before the model may stop the job (request: `min_rounds`)"),
-        ("RESEARCH_MAX_TIME", 600.0, "seconds per job, 60–3600, kept under `RUN_WALL_TIMEOUT` (request: "
-                                     "`max_time`)"),
+        ("RESEARCH_MAX_TIME", 600.0, "seconds per job, 60–3600, kept under `RUN_WALL_TIMEOUT` (request: `max_time`)"),
         ("RESEARCH_WRITE_SHARE", 0.2, "share of `max_time` kept for writing the report"),
         ("RESEARCH_QUERIES_PER_ROUND", 3, "search queries per round"),
         ("RESEARCH_PAGES_PER_ROUND", 5, "new pages read per round, 1–20 (request: `pages_per_round`)"),
-        ("RESEARCH_CHARS_PER_PAGE", 6000, "characters of a page the model reads, 500–50 000 (request: "
-                                          "`chars_per_page`)"),
+        (
+            "RESEARCH_CHARS_PER_PAGE",
+            6000,
+            "characters of a page the model reads, 500–50 000 (request: `chars_per_page`)",
+        ),
         ("RESEARCH_CONCURRENT_READS", 3, "pages read at once, 1–8 (request: `concurrent_reads`)"),
         ("RESEARCH_CALL_TIMEOUT", 90.0, "seconds per model call, before scaling"),
         ("RESEARCH_TIMEOUT_PER_KCHAR", 1.0, "seconds added per 1000 prompt characters"),
-        ("RESEARCH_LOCAL_FACTOR", 3.0, "call timeouts × this for local models (Ollama, loopback or private "
-                                       "base URLs)"),
+        ("RESEARCH_LOCAL_FACTOR", 3.0, "call timeouts × this for local models (Ollama, loopback or private base URLs)"),
         ("RESEARCH_PROGRESS_INTERVAL", 10.0, "seconds between repeated progress events while a phase waits"),
     ),
     *_keys(
@@ -256,12 +311,15 @@ KEYS: List[Key] = [
 PROCESS_VARIABLES: List[Key] = _keys(
     "process",
     ("CONFIG", "", "path of the TOML file (environment only)"),
-    ("WORKERS", "", "gunicorn worker processes; empty = 1, or one per core with `RUN_BACKEND=redis` "
-                    "(environment only)", int),
+    (
+        "WORKERS",
+        "",
+        "gunicorn worker processes; empty = 1, or one per core with `RUN_BACKEND=redis` (environment only)",
+        int,
+    ),
     ("WORKER_CONNECTIONS", 10000, "connections one gevent worker serves (environment only)"),
     ("WORKER_TIMEOUT", 120, "seconds gunicorn waits for a silent worker process (environment only)"),
-    ("GRACEFUL_MARGIN", 10, "seconds added to `SHUTDOWN_GRACE` for gunicorn's graceful timeout (environment "
-                            "only)"),
+    ("GRACEFUL_MARGIN", 10, "seconds added to `SHUTDOWN_GRACE` for gunicorn's graceful timeout (environment only)"),
     ("ACCESS_LOG", "", "gunicorn access log file, `-` for stderr; empty = none (environment only)"),
     ("LOG_LEVEL", "info", "gunicorn log level (environment only)"),
 )
@@ -282,8 +340,8 @@ def unknown_variables(env: Iterable[str]) -> List[Tuple[str, Optional[str]]]:
     known = list(BY_NAME) + [variable.name for variable in PROCESS_VARIABLES]
     found = []
     for name in sorted(env):
-        if name.startswith(ENV_PREFIX) and name[len(ENV_PREFIX):] not in known:
-            close = difflib.get_close_matches(name[len(ENV_PREFIX):], known, n=1, cutoff=0.75)
+        if name.startswith(ENV_PREFIX) and name[len(ENV_PREFIX) :] not in known:
+            close = difflib.get_close_matches(name[len(ENV_PREFIX) :], known, n=1, cutoff=0.75)
             found.append((name, ENV_PREFIX + close[0] if close else None))
     return found
 

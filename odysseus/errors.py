@@ -104,8 +104,14 @@ class ProviderError(OdysseusError):
 
     status = 502
 
-    def __init__(self, message: str = "", *, status: Optional[int] = None, retry_after: Optional[float] = None,
-                 provider: Optional[str] = None):
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        status: Optional[int] = None,
+        retry_after: Optional[float] = None,
+        provider: Optional[str] = None,
+    ):
         super().__init__(message, status=status)
         self.retry_after = retry_after
         self.provider = provider

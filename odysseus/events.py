@@ -78,8 +78,9 @@ DELEGATION_CHUNK = "delegation_chunk"  # content: the specialist's streamed text
 DELEGATION_TOOL_CALL = "delegation_tool_call"  # tool, arguments, tool_call_id
 DELEGATION_TOOL_RESULT = "delegation_tool_result"  # tool, content (500 chars), success, duration_ms
 DELEGATION_COMPLETE = "delegation_complete"  # status, error?, result_preview, tokens_input/output, duration_ms
-DELEGATION_EVENTS = frozenset({DELEGATION_START, DELEGATION_CHUNK, DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT,
-                               DELEGATION_COMPLETE})
+DELEGATION_EVENTS = frozenset(
+    {DELEGATION_START, DELEGATION_CHUNK, DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT, DELEGATION_COMPLETE}
+)
 
 #: Provider-level events that the run engine consumes but never projects as such.
 PROVIDER_ONLY = frozenset({TOOL_CALL, TOOL_CALL_DELTA, FINISH, PROVIDER_META})
@@ -146,8 +147,9 @@ def tool_call(call_id: str, name: str, arguments: Any, index: int = 0) -> Event:
     return Event(TOOL_CALL, {"id": call_id, "name": name, "arguments": arguments, "index": index})
 
 
-def tool_call_delta(index: int, arguments_delta: str, call_id: Optional[str] = None,
-                    name: Optional[str] = None) -> Event:
+def tool_call_delta(
+    index: int, arguments_delta: str, call_id: Optional[str] = None, name: Optional[str] = None
+) -> Event:
     """A fragment of a tool call's arguments as the provider streams it (id and name when first known)."""
     data: dict = {"index": index, "arguments_delta": arguments_delta}
     if call_id:
@@ -160,4 +162,3 @@ def tool_call_delta(index: int, arguments_delta: str, call_id: Optional[str] = N
 def error(message: str, status: int) -> Event:
     """A failure, projected as an ``event: error`` frame."""
     return Event(ERROR, {"error": message, "status": status})
-

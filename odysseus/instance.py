@@ -31,8 +31,10 @@ def default_workers(config: dict) -> int:
 def worker_refusal(config: dict, workers: int) -> Optional[str]:
     """Why ``workers`` processes cannot run with this backend, or None."""
     if workers > 1 and config.get("RUN_BACKEND", "memory") == "memory":
-        return (f"refusing to start {workers} workers with the in-process run backend: a resume or stop could "
-                "land on a worker that does not hold the run. Use ODYSSEUS_WORKERS=1 (the default).")
+        return (
+            f"refusing to start {workers} workers with the in-process run backend: a resume or stop could "
+            "land on a worker that does not hold the run. Use ODYSSEUS_WORKERS=1 (the default)."
+        )
     return None
 
 
@@ -62,8 +64,10 @@ def claim_data_dir(config: dict) -> Tuple[Optional[IO], Optional[str]]:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        return None, (f"refusing to start: another Odysseus server already serves the data directory {data_dir!r} "
-                      "with the in-process run backend (two processes would both own its runs)")
+        return None, (
+            f"refusing to start: another Odysseus server already serves the data directory {data_dir!r} "
+            "with the in-process run backend (two processes would both own its runs)"
+        )
     handle.seek(0)
     handle.truncate()
     handle.write(str(os.getpid()))

@@ -27,6 +27,7 @@ def _text(limit: int) -> Callable[[str, Any], Optional[str]]:
         if "\x00" in value:
             raise BadRequest(f"{key} must not contain NUL characters")
         return value
+
     return check
 
 
@@ -37,6 +38,7 @@ def _choice(options: tuple) -> Callable[[str, Any], Optional[str]]:
         if value not in options:
             raise BadRequest(f"{key} must be one of {', '.join(options)}")
         return value
+
     return check
 
 
@@ -79,8 +81,10 @@ def validate(changes: Any) -> Dict[str, Any]:
 
 def effective(stored: Dict[str, Any]) -> Dict[str, Any]:
     """Every setting: the stored value, else its default."""
-    return {key: stored.get(key, default) if stored.get(key) is not None else default
-            for key, (default, _) in SETTINGS.items()}
+    return {
+        key: stored.get(key, default) if stored.get(key) is not None else default
+        for key, (default, _) in SETTINGS.items()
+    }
 
 
 def user_settings(store, owner: str) -> Dict[str, Any]:
@@ -116,9 +120,13 @@ def user_defaults(store, owner: str) -> Dict[str, Any]:
     "mode": "chat"|"agent", "memory_enabled": bool}``.
     """
     settings = user_settings(store, owner)
-    return {"system_prompt": settings["system_prompt"] or None, "temperature": settings["temperature"],
-            "model": settings["default_model"], "mode": settings["default_mode"],
-            "memory_enabled": settings["memory_enabled"]}
+    return {
+        "system_prompt": settings["system_prompt"] or None,
+        "temperature": settings["temperature"],
+        "model": settings["default_model"],
+        "mode": settings["default_mode"],
+        "memory_enabled": settings["memory_enabled"],
+    }
 
 
 def apply_user_defaults(req: dict, store, owner: str) -> dict:

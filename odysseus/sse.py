@@ -12,13 +12,23 @@ import json
 from typing import Dict, Iterable, Iterator, List, Optional
 
 from . import event_vocabulary
-from .events import (AGENT_TERMINAL, CHAT_TERMINAL, DELTA, DONE, ERROR, RESEARCH_FINDINGS, RESEARCH_PROGRESS,
-                     RESEARCH_SOURCES, RUN_STARTED, START, Event)
+from .events import (
+    AGENT_TERMINAL,
+    CHAT_TERMINAL,
+    DELTA,
+    DONE,
+    ERROR,
+    RESEARCH_FINDINGS,
+    RESEARCH_PROGRESS,
+    RESEARCH_SOURCES,
+    RUN_STARTED,
+    START,
+    Event,
+)
 
 #: Declared events the chat projection does not send (run_started, start, close, run_missing, provider-level
 #: ones), derived from odysseus.event_vocabulary; undeclared types are sent as they are.
-CHAT_HIDDEN = frozenset(spec.name for spec in event_vocabulary.SPECS
-                        if event_vocabulary.CHAT not in spec.projections)
+CHAT_HIDDEN = frozenset(spec.name for spec in event_vocabulary.SPECS if event_vocabulary.CHAT not in spec.projections)
 
 
 def comment(text: str) -> str:
@@ -64,7 +74,7 @@ def parse_sse(chunks: Iterable[bytes]) -> Iterator[Dict[str, Optional[str]]]:
             if nl < 0:
                 break
             line = buffer[:nl].rstrip(b"\r").decode("utf-8")
-            buffer = buffer[nl + 1:]
+            buffer = buffer[nl + 1 :]
             if line == "":
                 if data_lines:  # as EventSource does: a block without data (retry:, id: only) is no event
                     frame["data"] = "\n".join(data_lines)
@@ -113,13 +123,19 @@ def agent_frame(event: Event, payload_json: Optional[str] = None) -> Optional[st
     if kind == DELTA:
         return named_frame("chunk", {"content": data.get("delta", "")}, seq)
     if kind == "tool_start":
-        return named_frame("tool_call", {"tool": data.get("tool"), "arguments": data.get("arguments", {}),
-                                         "call_id": data.get("call_id")}, seq)
+        return named_frame(
+            "tool_call",
+            {"tool": data.get("tool"), "arguments": data.get("arguments", {}), "call_id": data.get("call_id")},
+            seq,
+        )
     if kind == "tool_output":
         content = data.get("output")
         content = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        return named_frame("tool_result", {"tool": data.get("tool"), "content": content[:TOOL_RESULT_PREVIEW],
-                                           "call_id": data.get("call_id")}, seq)
+        return named_frame(
+            "tool_result",
+            {"tool": data.get("tool"), "content": content[:TOOL_RESULT_PREVIEW], "call_id": data.get("call_id")},
+            seq,
+        )
     if kind == ERROR:
         return named_frame("error", {"error": data.get("error"), "status": data.get("status")}, seq)
     if payload_json is not None:
@@ -161,9 +177,17 @@ def research_frame(event: Event, payload_json: Optional[str] = None) -> Optional
         if status == "error":
             return None  # the error event that follows is the final frame
         research = record.get("research") or {}
-        return job_frame({"status": status, "final": True, "job_id": record.get("run_id"),
-                           "session_id": record.get("session_id"), "message_id": record.get("message_id"),
-                           "partial": bool(research.get("partial") or record.get("partial"))}, seq)
+        return job_frame(
+            {
+                "status": status,
+                "final": True,
+                "job_id": record.get("run_id"),
+                "session_id": record.get("session_id"),
+                "message_id": record.get("message_id"),
+                "partial": bool(research.get("partial") or record.get("partial")),
+            },
+            seq,
+        )
     if kind == ERROR:
         return job_frame({"status": "error", "final": True, "error": data.get("error"), "partial": True}, seq)
     return None

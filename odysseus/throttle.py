@@ -24,9 +24,15 @@ Key = Tuple[str, str]
 class LoginThrottle:
     """Failure counts and lock-outs keyed by account and by client address."""
 
-    def __init__(self, free: Dict[str, int], base_delay: float = 1.0, max_delay: float = 900.0,
-                 forget_after: float = 3600.0, max_keys: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        free: Dict[str, int],
+        base_delay: float = 1.0,
+        max_delay: float = 900.0,
+        forget_after: float = 3600.0,
+        max_keys: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.free = dict(free)
         self.base_delay = base_delay
         self.max_delay = max_delay
@@ -39,10 +45,12 @@ class LoginThrottle:
     @classmethod
     def from_config(cls, config: dict) -> "LoginThrottle":
         """A throttle with the ``LOGIN_*`` settings."""
-        return cls({"user": int(config["LOGIN_FREE_FAILURES"]),
-                    "address": int(config["LOGIN_FREE_FAILURES_ADDRESS"])},
-                   float(config["LOGIN_BASE_DELAY"]), float(config["LOGIN_MAX_DELAY"]),
-                   float(config["LOGIN_FORGET_AFTER"]))
+        return cls(
+            {"user": int(config["LOGIN_FREE_FAILURES"]), "address": int(config["LOGIN_FREE_FAILURES_ADDRESS"])},
+            float(config["LOGIN_BASE_DELAY"]),
+            float(config["LOGIN_MAX_DELAY"]),
+            float(config["LOGIN_FORGET_AFTER"]),
+        )
 
     def retry_after(self, keys: Iterable[Key]) -> float:
         """Seconds until every one of ``keys`` may try again (0 when none is locked)."""

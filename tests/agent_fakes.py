@@ -68,20 +68,28 @@ class ScriptedProvider:
 
 def echo_tool(needs_approval: bool = False, name: str = "echo") -> Tool:
     """Returns its ``text`` argument."""
-    return Tool(name, "echo text", {"type": "object", "properties": {"text": {"type": "string"}}},
-                lambda args, ctx: ToolResult(f"echo: {args.get('text')}"), needs_approval=needs_approval,
-                describe=lambda a: f"echo {a.get('text')}")
+    return Tool(
+        name,
+        "echo text",
+        {"type": "object", "properties": {"text": {"type": "string"}}},
+        lambda args, ctx: ToolResult(f"echo: {args.get('text')}"),
+        needs_approval=needs_approval,
+        describe=lambda a: f"echo {a.get('text')}",
+    )
 
 
 def boom_tool() -> Tool:
     """Always raises."""
+
     def run(args, ctx):
         raise RuntimeError("kaboom")
+
     return Tool("boom", "fails", {"type": "object", "properties": {}}, run)
 
 
 def slow_tool(seconds: float = 5.0, counter: list = None) -> Tool:
     """Sleeps (waking on cancel), reporting a progress line every 0.05 s."""
+
     def run(args, ctx: ToolContext):
         if counter is not None:
             counter.append(time.time())
@@ -93,6 +101,7 @@ def slow_tool(seconds: float = 5.0, counter: list = None) -> Tool:
             n += 1
             ctx.progress(f"tick {n}")
         return ToolResult(f"slept {n} ticks")
+
     return Tool("slow", "sleeps", {"type": "object", "properties": {"seconds": {"type": "number"}}}, run)
 
 

@@ -32,9 +32,21 @@ def tools(*calls: tuple, say: str = "", delay: float = 0.0) -> Reply:
         chunks.append(openai_chunk({"content": say}))
     for index, (call_id, name, args) in enumerate(calls):
         raw = json.dumps(args)
-        chunks.append(openai_chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                                    "function": {"name": name, "arguments": raw[:len(raw) // 2]}}]}))
-        chunks.append(openai_chunk({"tool_calls": [{"index": index, "function": {"arguments": raw[len(raw) // 2:]}}]}))
+        chunks.append(
+            openai_chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": raw[: len(raw) // 2]},
+                        }
+                    ]
+                }
+            )
+        )
+        chunks.append(openai_chunk({"tool_calls": [{"index": index, "function": {"arguments": raw[len(raw) // 2 :]}}]}))
     chunks += [openai_chunk({}, "tool_calls"), openai_chunk(None, usage=USAGE), "data: [DONE]\n\n"]
     return Reply(chunks=chunks, delay=delay)
 
@@ -46,8 +58,10 @@ def delegate(call_id: str, agent_id: str, task: str) -> tuple:
 
 def stall(*pieces: str) -> Reply:
     """Send some text, then hold the connection open until the client leaves."""
-    return Reply(chunks=[openai_chunk({"role": "assistant", "content": ""})]
-                 + [openai_chunk({"content": p}) for p in pieces], end="stall")
+    return Reply(
+        chunks=[openai_chunk({"role": "assistant", "content": ""})] + [openai_chunk({"content": p}) for p in pieces],
+        end="stall",
+    )
 
 
 class AgentScripts:
@@ -93,8 +107,16 @@ class AgentScripts:
 
 def make_agent(base: str, agent_id: str, prompt: str = "", **fields) -> dict:
     """Create an agent whose requests the fake can tell apart."""
-    response = requests.post(base + "/api/agents", timeout=10, json={
-        "agent_id": agent_id, "name": agent_id, "system_prompt": f"[agent:{agent_id}] {prompt}".strip(), **fields})
+    response = requests.post(
+        base + "/api/agents",
+        timeout=10,
+        json={
+            "agent_id": agent_id,
+            "name": agent_id,
+            "system_prompt": f"[agent:{agent_id}] {prompt}".strip(),
+            **fields,
+        },
+    )
     assert response.status_code in (201, 409), response.text
     return response.json()
 
@@ -103,10 +125,19 @@ def make_workflow(base: str, workflow_id: str, supervisor: str, specialists: Lis
     """Create (or replace) a workflow of existing agents."""
     requests.delete(f"{base}/api/alloy/workflows/{workflow_id}", timeout=10)
     members = [{"agent_id": supervisor, "role": "supervisor"}] + [
-        {"agent_id": a, "role": "specialist", "delegation_hint": f"{a} helps"} for a in specialists]
-    response = requests.post(base + "/api/alloy/workflows", timeout=10, json={
-        "id": workflow_id, "name": workflow_id.title(), "supervisor_agent_id": supervisor, "members": members,
-        **fields})
+        {"agent_id": a, "role": "specialist", "delegation_hint": f"{a} helps"} for a in specialists
+    ]
+    response = requests.post(
+        base + "/api/alloy/workflows",
+        timeout=10,
+        json={
+            "id": workflow_id,
+            "name": workflow_id.title(),
+            "supervisor_agent_id": supervisor,
+            "members": members,
+            **fields,
+        },
+    )
     assert response.status_code == 201, response.text
     return response.json()["workflow"]
 

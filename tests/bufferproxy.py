@@ -8,8 +8,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import requests
 
-HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "te", "trailer",
-       "upgrade", "proxy-authorization", "proxy-authenticate"}
+HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "content-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-authenticate",
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -23,8 +33,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = self.rfile.read(length) if length else None
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP and k.lower() != "host"}
         headers["Host"] = self.headers.get("Host", "")
-        upstream = requests.request(self.command, self.server.target + self.path, headers=headers, data=data,
-                                    allow_redirects=False, timeout=60)
+        upstream = requests.request(
+            self.command, self.server.target + self.path, headers=headers, data=data, allow_redirects=False, timeout=60
+        )
         body = upstream.content  # the whole body, however long the upstream takes: this is the buffering
         self.send_response(upstream.status_code)
         for key, value in upstream.headers.items():

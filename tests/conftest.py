@@ -42,8 +42,7 @@ def pytest_runtest_setup(item):
 @pytest.fixture
 def app(tmp_path):
     """An app on a fresh SQLite file with a fast demo model."""
-    application = create_app({"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.001, "PROVIDERS": [],
-                              "AUTH": "none"})
+    application = create_app({"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.001, "PROVIDERS": [], "AUTH": "none"})
     yield application
     close_app(application)
 
@@ -97,9 +96,16 @@ def server_factory(tmp_path_factory, backend_env):
 def live(tmp_path_factory, backend_env):
     """One real server per test module: demo model at 20 ms/token, heartbeats every 0.5 s."""
     directory = str(tmp_path_factory.mktemp("live"))
-    server = LiveServer(directory, {
-        "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.02", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        "ODYSSEUS_EVICT_GRACE": "3", **backend_env(directory)}).start()
+    server = LiveServer(
+        directory,
+        {
+            "ODYSSEUS_AUTH": "none",
+            "ODYSSEUS_DEMO_TOKEN_DELAY": "0.02",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_EVICT_GRACE": "3",
+            **backend_env(directory),
+        },
+    ).start()
     yield server
     server.stop()
 

@@ -145,8 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._wait(record, HOLD_MAX)
             return
         if reply.body is not None or reply.status >= 400:
-            self._send_body(reply.status, reply.body if reply.body is not None else {"error": "failed"},
-                            reply.headers)
+            self._send_body(reply.status, reply.body if reply.body is not None else {"error": "failed"}, reply.headers)
             return
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
@@ -205,8 +204,7 @@ class FakeProvider:
         self.server.fake = self
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def script(self, *replies: Reply) -> "FakeProvider":
@@ -261,16 +259,20 @@ def refused_url() -> str:
 
 # ---------------------------------------------------------------- chunk builders per protocol
 
+
 def openai_chunk(delta: Optional[dict] = None, finish_reason: Optional[str] = None, **top: Any) -> str:
     """One ``chat.completion.chunk`` SSE frame."""
-    choices = [] if delta is None and finish_reason is None else [
-        {"index": 0, "delta": delta or {}, "finish_reason": finish_reason}]
-    return sse({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-                "choices": choices, **top})
+    choices = (
+        []
+        if delta is None and finish_reason is None
+        else [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}]
+    )
+    return sse(
+        {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices, **top}
+    )
 
 
-def openai_text(*texts: str, usage: Optional[dict] = None, finish_reason: str = "stop",
-                done: bool = True) -> List[str]:
+def openai_text(*texts: str, usage: Optional[dict] = None, finish_reason: str = "stop", done: bool = True) -> List[str]:
     """A role chunk, one chunk per text, the finish chunk, the usage chunk, ``[DONE]``."""
     chunks = [openai_chunk({"role": "assistant", "content": ""})]
     chunks += [openai_chunk({"content": text}) for text in texts]
@@ -282,15 +284,28 @@ def openai_text(*texts: str, usage: Optional[dict] = None, finish_reason: str = 
     return chunks
 
 
-def ollama_text(*texts: str, thinking: tuple = (), prompt_eval_count: Optional[int] = 7,
-                eval_count: Optional[int] = 3, done_reason: str = "stop") -> List[str]:
+def ollama_text(
+    *texts: str,
+    thinking: tuple = (),
+    prompt_eval_count: Optional[int] = 7,
+    eval_count: Optional[int] = 3,
+    done_reason: str = "stop",
+) -> List[str]:
     """Ollama /api/chat NDJSON lines: thinking, content, the done line with counts."""
     base = {"model": "llama3", "created_at": "2024-01-01T00:00:00Z"}
-    lines = [ndjson({**base, "message": {"role": "assistant", "content": "", "thinking": t}, "done": False})
-             for t in thinking]
+    lines = [
+        ndjson({**base, "message": {"role": "assistant", "content": "", "thinking": t}, "done": False})
+        for t in thinking
+    ]
     lines += [ndjson({**base, "message": {"role": "assistant", "content": t}, "done": False}) for t in texts]
-    final = {**base, "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": done_reason,
-             "total_duration": 1000, "eval_duration": 500}
+    final = {
+        **base,
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": done_reason,
+        "total_duration": 1000,
+        "eval_duration": 500,
+    }
     if prompt_eval_count is not None:
         final["prompt_eval_count"] = prompt_eval_count
     if eval_count is not None:
@@ -301,37 +316,64 @@ def ollama_text(*texts: str, thinking: tuple = (), prompt_eval_count: Optional[i
 
 def anthropic_start(input_tokens: int = 12) -> List[str]:
     """``message_start`` (and a ``ping``)."""
-    return [sse_event("message_start", {"type": "message_start", "message": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
-        "stop_reason": None, "usage": {"input_tokens": input_tokens, "output_tokens": 1}}}),
-        sse_event("ping", {"type": "ping"})]
+    return [
+        sse_event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-x",
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+                },
+            },
+        ),
+        sse_event("ping", {"type": "ping"}),
+    ]
 
 
 def anthropic_block(index: int, kind: str, pieces: List[str], **start: Any) -> List[str]:
     """A content block: start, one delta per piece, stop. ``kind``: text, thinking or tool_use."""
     delta_type = {"text": "text_delta", "thinking": "thinking_delta", "tool_use": "input_json_delta"}[kind]
     field_name = {"text": "text", "thinking": "thinking", "tool_use": "partial_json"}[kind]
-    block = {"type": kind, **({"text": ""} if kind == "text" else {}),
-             **({"thinking": ""} if kind == "thinking" else {}), **({"input": {}} if kind == "tool_use" else {}),
-             **start}
-    frames = [sse_event("content_block_start", {"type": "content_block_start", "index": index,
-                                                "content_block": block})]
-    frames += [sse_event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                 "delta": {"type": delta_type, field_name: piece}})
-               for piece in pieces]
+    block = {
+        "type": kind,
+        **({"text": ""} if kind == "text" else {}),
+        **({"thinking": ""} if kind == "thinking" else {}),
+        **({"input": {}} if kind == "tool_use" else {}),
+        **start,
+    }
+    frames = [sse_event("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})]
+    frames += [
+        sse_event(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": index, "delta": {"type": delta_type, field_name: piece}},
+        )
+        for piece in pieces
+    ]
     frames.append(sse_event("content_block_stop", {"type": "content_block_stop", "index": index}))
     return frames
 
 
 def anthropic_end(stop_reason: str = "end_turn", output_tokens: int = 5) -> List[str]:
     """``message_delta`` with the stop reason and usage, then ``message_stop``."""
-    return [sse_event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason},
-                                        "usage": {"output_tokens": output_tokens}}),
-            sse_event("message_stop", {"type": "message_stop"})]
+    return [
+        sse_event(
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": output_tokens}},
+        ),
+        sse_event("message_stop", {"type": "message_stop"}),
+    ]
 
 
 def anthropic_text(*texts: str, input_tokens: int = 12, output_tokens: int = 5) -> List[str]:
     """A whole plain-text Messages stream."""
-    return anthropic_start(input_tokens) + anthropic_block(0, "text", list(texts)) + anthropic_end(
-        output_tokens=output_tokens)
-
+    return (
+        anthropic_start(input_tokens)
+        + anthropic_block(0, "text", list(texts))
+        + anthropic_end(output_tokens=output_tokens)
+    )

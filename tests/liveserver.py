@@ -48,23 +48,30 @@ class LiveServer:
         """Start and wait until /api/health answers."""
         if _unmarked_test:
             raise RuntimeError(f"{_unmarked_test} starts a live server but is not marked slow (tests/slowmarks.py)")
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("ODYSSEUS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_"))}
-        env.update({"PORT": str(self.port), "HOST": "127.0.0.1", "ODYSSEUS_DATA_DIR": self.data_dir,
-                    "ODYSSEUS_LOG_LEVEL": "warning",
-                    "ODYSSEUS_AUTH": "none",  # single-user on loopback unless the test asks for accounts
-                    # graceful timeout 0: on stop() the master ends its workers at once (a test server
-                    # stops in a fraction of a second); tests of the graceful drain pass their own values
-                    "ODYSSEUS_SHUTDOWN_GRACE": "0", "ODYSSEUS_GRACEFUL_MARGIN": "0",
-                    # no title request after a first reply: scripted models answer only what a test scripted
-                    "ODYSSEUS_TITLE_MODE": "first_line"})
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("ODYSSEUS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_"))
+        }
+        env.update(
+            {
+                "PORT": str(self.port),
+                "HOST": "127.0.0.1",
+                "ODYSSEUS_DATA_DIR": self.data_dir,
+                "ODYSSEUS_LOG_LEVEL": "warning",
+                "ODYSSEUS_AUTH": "none",  # single-user on loopback unless the test asks for accounts
+                # graceful timeout 0: on stop() the master ends its workers at once (a test server
+                # stops in a fraction of a second); tests of the graceful drain pass their own values
+                "ODYSSEUS_SHUTDOWN_GRACE": "0",
+                "ODYSSEUS_GRACEFUL_MARGIN": "0",
+                # no title request after a first reply: scripted models answer only what a test scripted
+                "ODYSSEUS_TITLE_MODE": "first_line",
+            }
+        )
         env.update(self.env)
         os.makedirs(self.data_dir, exist_ok=True)
         self._log = open(self.log_path, "ab")
         # no control socket: gunicorn's default path is one per machine, shared by every server started here
         command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--no-control-socket", "wsgi:app"]
-        self.proc = subprocess.Popen(command,
-                                     cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -23,8 +23,9 @@ def make(kind: str, base_url: str, app_config: Optional[dict] = None, **fields):
     return ADAPTERS[kind](cfg, {**FAST, **(app_config or {})})
 
 
-def collect(provider, request: Optional[ChatRequest] = None,
-            cancel: Optional[CancelToken] = None) -> Tuple[List[Event], Optional[ProviderError]]:
+def collect(
+    provider, request: Optional[ChatRequest] = None, cancel: Optional[CancelToken] = None
+) -> Tuple[List[Event], Optional[ProviderError]]:
     """Every event the provider yields, and the ProviderError it ended with (or None)."""
     events: List[Event] = []
     try:
@@ -72,6 +73,5 @@ def stop_while_streaming(provider, fake, request: Optional[ChatRequest] = None, 
     outcome["thread_alive"] = thread.is_alive()
     record = fake.posts[-1]
     record.finished.wait(5)
-    outcome["server_saw_close_after"] = (None if record.disconnected_at is None
-                                         else record.disconnected_at - stopped_at)
+    outcome["server_saw_close_after"] = None if record.disconnected_at is None else record.disconnected_at - stopped_at
     return outcome

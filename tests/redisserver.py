@@ -39,10 +39,27 @@ class RedisServer:
         """Start and wait until it answers PING."""
         os.makedirs(self.directory, exist_ok=True)
         log = open(os.path.join(self.directory, f"redis-{self.port}.log"), "ab")
-        self.proc = subprocess.Popen([REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-                                      "--dir", self.directory, "--save", "", "--appendonly", "no",
-                                      "--protected-mode", "yes", "--daemonize", "no"],
-                                     stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                self.directory,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+                "--daemonize",
+                "no",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -88,5 +105,9 @@ class RedisServer:
     def env(self, data_dir: str, workers: int = 2) -> Dict[str, str]:
         """Server env for the Redis backend; the key prefix is per data directory (servers may share one Redis)."""
         prefix = "t" + hashlib.sha1(data_dir.encode()).hexdigest()[:10] + ":"
-        return {"ODYSSEUS_RUN_BACKEND": "redis", "ODYSSEUS_REDIS_URL": self.url, "ODYSSEUS_REDIS_PREFIX": prefix,
-                "ODYSSEUS_WORKERS": str(workers)}
+        return {
+            "ODYSSEUS_RUN_BACKEND": "redis",
+            "ODYSSEUS_REDIS_URL": self.url,
+            "ODYSSEUS_REDIS_PREFIX": prefix,
+            "ODYSSEUS_WORKERS": str(workers),
+        }

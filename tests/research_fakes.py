@@ -109,8 +109,10 @@ class Site:
                         self.send_error(404)
                         return
                     title, text = site.pages[path]
-                    body = (f"<!doctype html><html><head><title>{title}</title></head>"
-                            f"<body><main><p>{text}</p></main></body></html>").encode()
+                    body = (
+                        f"<!doctype html><html><head><title>{title}</title></head>"
+                        f"<body><main><p>{text}</p></main></body></html>"
+                    ).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "text/html; charset=utf-8")
                     self.send_header("Content-Length", str(len(body)))

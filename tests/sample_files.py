@@ -8,12 +8,17 @@ import zlib
 
 def png(width: int = 3, height: int = 2) -> bytes:
     """A valid RGB PNG of ``width`` x ``height`` red pixels."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 def jpeg(width: int = 640, height: int = 480) -> bytes:
@@ -30,8 +35,13 @@ def gif(width: int = 5, height: int = 7) -> bytes:
 
 def webp(width: int = 300, height: int = 200) -> bytes:
     """An extended (VP8X) WebP header with the canvas size."""
-    vp8x = b"VP8X" + struct.pack("<I", 10) + b"\x00\x00\x00\x00" + (width - 1).to_bytes(3, "little") + (
-        height - 1).to_bytes(3, "little")
+    vp8x = (
+        b"VP8X"
+        + struct.pack("<I", 10)
+        + b"\x00\x00\x00\x00"
+        + (width - 1).to_bytes(3, "little")
+        + (height - 1).to_bytes(3, "little")
+    )
     return b"RIFF" + struct.pack("<I", 4 + len(vp8x)) + b"WEBP" + vp8x
 
 
@@ -44,8 +54,10 @@ def pdf(*pages: str) -> bytes:
         stream = f"BT /F1 12 Tf 72 720 Td ({escaped}) Tj ET"
         objects.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
         content = len(objects)
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R "
-                       f"/Resources << /Font << /F1 3 0 R >> >> >>")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {content} 0 R "
+            f"/Resources << /Font << /F1 3 0 R >> >> >>"
+        )
         kids.append(f"{len(objects)} 0 R")
     objects[1] = f"<< /Type /Pages /Kids [{' '.join(kids)}] /Count {len(kids)} >>"
     out = b"%PDF-1.4\n"

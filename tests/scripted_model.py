@@ -16,12 +16,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, List, Optional
 
 
-def reply(text: str = "", tool_calls: Optional[List[dict]] = None, delay: float = 0.0,
-          chunk_delay: float = 0.0, status: int = 200, error_body: str = "") -> dict:
+def reply(
+    text: str = "",
+    tool_calls: Optional[List[dict]] = None,
+    delay: float = 0.0,
+    chunk_delay: float = 0.0,
+    status: int = 200,
+    error_body: str = "",
+) -> dict:
     """One scripted reply: text and/or tool calls ``{"id", "name", "arguments": dict}``, with optional pauses;
     or, with ``status`` != 200, an HTTP error answer carrying ``error_body``."""
-    return {"text": text, "tool_calls": tool_calls or [], "delay": delay, "chunk_delay": chunk_delay,
-            "status": status, "error_body": error_body}
+    return {
+        "text": text,
+        "tool_calls": tool_calls or [],
+        "delay": delay,
+        "chunk_delay": chunk_delay,
+        "status": status,
+        "error_body": error_body,
+    }
 
 
 def tool(call_id: str, name: str, **arguments) -> dict:
@@ -30,7 +42,7 @@ def tool(call_id: str, name: str, **arguments) -> dict:
 
 
 def _chunks(text: str, size: int = 7) -> List[str]:
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class ScriptedModel:
@@ -112,14 +124,19 @@ class ScriptedModel:
 
     def stream(self, out, script: dict, body: Optional[dict] = None) -> None:
         """Write one reply as OpenAI streaming chunks."""
+
         def send(payload) -> None:
             text = payload if isinstance(payload, str) else json.dumps(payload)
             out.write(f"data: {text}\n\n".encode())
             out.flush()
 
         def chunk(delta: dict, finish: Optional[str] = None) -> dict:
-            return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": self.model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
 
         # the delays below are the script's pacing (a slow model), not synchronisation
         if script["delay"]:
@@ -132,8 +149,20 @@ class ScriptedModel:
         for index, call in enumerate(script["tool_calls"]):
             args = json.dumps(call["arguments"])
             half = len(args) // 2
-            send(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                        "function": {"name": call["name"], "arguments": ""}}]}))
+            send(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
             # "fragments": the argument text exactly as split (tests of split escapes); else two halves
             for piece in call.get("fragments") or [args[:half], args[half:]]:
                 send(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
@@ -141,8 +170,15 @@ class ScriptedModel:
                     time.sleep(call["fragment_delay"])
         send(chunk({}, "tool_calls" if script["tool_calls"] else "stop"))
         prompt = self.prompt_tokens(body or {}) if self.prompt_tokens is not None else 11
-        send({"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": self.model, "choices": [],
-              "usage": {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}})
+        send(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "model": self.model,
+                "choices": [],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7},
+            }
+        )
         send("[DONE]")
 
     def stop(self) -> None:

@@ -11,8 +11,9 @@ from urllib.parse import parse_qs, urlparse
 
 
 @contextmanager
-def searxng(results: Union[List[dict], Callable[[str], Optional[List[dict]]]],
-            control: Optional[dict] = None) -> Iterator[str]:
+def searxng(
+    results: Union[List[dict], Callable[[str], Optional[List[dict]]]], control: Optional[dict] = None
+) -> Iterator[str]:
     """Serve ``results`` as SearXNG's JSON answer; yields the base URL.
 
     ``results`` is read on every request (a test may change the list), or called with the query

@@ -25,7 +25,7 @@ def is_slow(item: Any) -> bool:
     if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
         return True
     info = getattr(item, "_fixtureinfo", None)
-    for defs in (info.name2fixturedefs.values() if info else ()):
+    for defs in info.name2fixturedefs.values() if info else ():
         if any(_starts_live_server(d.func, set()) for d in defs):
             return True
     return _starts_live_server(getattr(item, "function", None), set())

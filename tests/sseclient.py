@@ -38,8 +38,7 @@ class Stream:
                     parsed = json.loads(data)
                 except ValueError:
                     parsed = data
-            yield {"event": frame.get("event"), "data": parsed,
-                   "id": int(frame["id"]) if frame.get("id") else None}
+            yield {"event": frame.get("event"), "data": parsed, "id": int(frame["id"]) if frame.get("id") else None}
 
     def events(self) -> List[Dict]:
         """Every non-comment frame until the server ends the stream."""
@@ -58,15 +57,18 @@ def open_stream(method: str, url: str, timeout: float = 30, **kwargs) -> Stream:
 
 def post_chat(base: str, message: str, timeout: float = 30, headers: Optional[dict] = None, **fields) -> Stream:
     """POST /api/chat_stream with a JSON body."""
-    return open_stream("POST", base + "/api/chat_stream", timeout=timeout, json={"message": message, **fields},
-                       headers=headers)
+    return open_stream(
+        "POST", base + "/api/chat_stream", timeout=timeout, json={"message": message, **fields}, headers=headers
+    )
 
 
 def text_of(frames: List[Dict], thinking: bool = False) -> str:
     """The assistant text (or reasoning) carried by ``delta`` frames."""
-    return "".join(f["data"]["delta"] for f in frames
-                   if isinstance(f.get("data"), dict) and "delta" in f["data"]
-                   and bool(f["data"].get("thinking")) == thinking)
+    return "".join(
+        f["data"]["delta"]
+        for f in frames
+        if isinstance(f.get("data"), dict) and "delta" in f["data"] and bool(f["data"].get("thinking")) == thinking
+    )
 
 
 def types_of(frames: List[Dict]) -> List[str]:

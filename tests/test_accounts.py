@@ -27,8 +27,14 @@ def make_app(tmp_path):
     made = []
 
     def make(**overrides):
-        config = {"DATA_DIR": str(tmp_path), "PROVIDERS": [], "DEMO_TOKEN_DELAY": 0.001, "AUTH": "password",
-                  "LOGIN_BASE_DELAY": 0.3, **overrides}
+        config = {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "DEMO_TOKEN_DELAY": 0.001,
+            "AUTH": "password",
+            "LOGIN_BASE_DELAY": 0.3,
+            **overrides,
+        }
         application = create_app(config)
         made.append(application)
         return application
@@ -76,8 +82,19 @@ def test_tokens_are_long_random_and_stored_only_as_sha256():
     assert acc.hash_token(token) == hashlib.sha256(token.encode()).hexdigest()
 
 
-@pytest.mark.parametrize("raw,ok", [("alice", True), ("Alice ", True), ("a.b-c_d@e", True), ("", False),
-                                    ("-alice", False), ("al ice", False), ("x" * 65, False), (42, False)])
+@pytest.mark.parametrize(
+    "raw,ok",
+    [
+        ("alice", True),
+        ("Alice ", True),
+        ("a.b-c_d@e", True),
+        ("", False),
+        ("-alice", False),
+        ("al ice", False),
+        ("x" * 65, False),
+        (42, False),
+    ],
+)
 def test_username_rules(raw, ok):
     if ok:
         assert acc.normalize_username(raw) == raw.strip().lower()
@@ -96,8 +113,7 @@ class Clock:
 
 def test_throttle_locks_after_free_failures_doubling_and_capped():
     clock = Clock()
-    throttle = LoginThrottle({"user": 3, "address": 10}, base_delay=1.0, max_delay=8.0, forget_after=100.0,
-                             clock=clock)
+    throttle = LoginThrottle({"user": 3, "address": 10}, base_delay=1.0, max_delay=8.0, forget_after=100.0, clock=clock)
     keys = [("user", "alice"), ("address", "10.0.0.1")]
     for _ in range(2):
         throttle.failure(keys)
@@ -136,16 +152,37 @@ def test_throttle_memory_is_bounded_and_keeps_locked_keys():
     assert throttle.retry_after([("user", "target")]) > 0
 
 
-@pytest.mark.parametrize("host,loopback", [("127.0.0.1", True), ("127.8.9.1", True), ("::1", True),
-                                           ("[::1]", True), ("localhost", True), ("app.localhost", True),
-                                           ("0.0.0.0", False), ("::", False), ("", False), ("192.168.1.5", False),
-                                           ("example.com", False), ("unix:/tmp/odysseus.sock", False)])
+@pytest.mark.parametrize(
+    "host,loopback",
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("app.localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+        ("unix:/tmp/odysseus.sock", False),
+    ],
+)
 def test_is_loopback_host(host, loopback):
     assert is_loopback_host(host) is loopback
 
 
-@pytest.mark.parametrize("bind,host", [("127.0.0.1:5000", "127.0.0.1"), ("[::1]:80", "::1"), ("0.0.0.0:1", "0.0.0.0"),
-                                       ("localhost", "localhost"), ("unix:/run/o.sock", "unix:/run/o.sock")])
+@pytest.mark.parametrize(
+    "bind,host",
+    [
+        ("127.0.0.1:5000", "127.0.0.1"),
+        ("[::1]:80", "::1"),
+        ("0.0.0.0:1", "0.0.0.0"),
+        ("localhost", "localhost"),
+        ("unix:/run/o.sock", "unix:/run/o.sock"),
+    ],
+)
 def test_bind_host(bind, host):
     assert bind_host(bind) == host
 
@@ -183,8 +220,15 @@ def test_setup_once_then_refused(papp):
     assert client.get("/page").data == b"a page that needs an account"
 
 
-@pytest.mark.parametrize("payload", [{"username": "alice", "password": "short"}, {"username": "", "password": PASSWORD},
-                                     {"username": "al ice", "password": PASSWORD}, {"password": PASSWORD}])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"username": "alice", "password": "short"},
+        {"username": "", "password": PASSWORD},
+        {"username": "al ice", "password": PASSWORD},
+        {"password": PASSWORD},
+    ],
+)
 def test_setup_rejects_bad_input_and_stores_nothing(papp, payload):
     response = papp.test_client().post("/api/auth/setup", json=payload)
     assert response.status_code == 400 and "error" in response.json
@@ -209,12 +253,14 @@ def test_login_logout_and_cookie_flags(papp):
 def test_cookie_is_secure_over_https_only_behind_a_trusted_proxy(make_app):
     app = make_app(TRUST_PROXY=True)
     client = app.test_client()
-    response = client.post("/api/auth/setup", json={"username": "alice", "password": PASSWORD},
-                           headers={"X-Forwarded-Proto": "https"})
+    response = client.post(
+        "/api/auth/setup", json={"username": "alice", "password": PASSWORD}, headers={"X-Forwarded-Proto": "https"}
+    )
     assert "Secure" in response.headers["Set-Cookie"]
     untrusted = make_app(DATA_DIR=app.config["DATA_DIR"] + "-2").test_client()
-    response = untrusted.post("/api/auth/setup", json={"username": "alice", "password": PASSWORD},
-                              headers={"X-Forwarded-Proto": "https"})
+    response = untrusted.post(
+        "/api/auth/setup", json={"username": "alice", "password": PASSWORD}, headers={"X-Forwarded-Proto": "https"}
+    )
     assert "Secure" not in response.headers["Set-Cookie"]
 
 
@@ -222,8 +268,10 @@ def test_cookie_is_secure_over_https_only_behind_a_trusted_proxy(make_app):
 def test_slow_down_after_repeated_failures(papp):
     setup_admin(papp.test_client())
     client = papp.test_client()
-    statuses = [client.post("/api/auth/login", json={"username": "alice", "password": f"guess {i}"}).status_code
-                for i in range(5)]
+    statuses = [
+        client.post("/api/auth/login", json={"username": "alice", "password": f"guess {i}"}).status_code
+        for i in range(5)
+    ]
     assert statuses == [401] * 5
     locked = client.post("/api/auth/login", json={"username": "alice", "password": PASSWORD})
     assert locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1
@@ -238,14 +286,21 @@ def test_password_change_ends_other_sessions_and_keeps_this_one(papp):
     csrf = setup_admin(first)
     other = papp.test_client()
     login(other, "alice")
-    wrong = first.post("/api/auth/password", json={"current_password": "not it!", "new_password": "new password 1"},
-                       headers={CSRF: csrf})
+    wrong = first.post(
+        "/api/auth/password",
+        json={"current_password": "not it!", "new_password": "new password 1"},
+        headers={CSRF: csrf},
+    )
     assert wrong.status_code == 403
-    short = first.post("/api/auth/password", json={"current_password": PASSWORD, "new_password": "x"},
-                       headers={CSRF: csrf})
+    short = first.post(
+        "/api/auth/password", json={"current_password": PASSWORD, "new_password": "x"}, headers={CSRF: csrf}
+    )
     assert short.status_code == 400
-    changed = first.post("/api/auth/password", json={"current_password": PASSWORD, "new_password": "new password 1"},
-                         headers={CSRF: csrf})
+    changed = first.post(
+        "/api/auth/password",
+        json={"current_password": PASSWORD, "new_password": "new password 1"},
+        headers={CSRF: csrf},
+    )
     assert changed.status_code == 200
     assert first.get("/api/sessions").status_code == 200
     assert other.get("/api/sessions").status_code == 401
@@ -274,7 +329,8 @@ def test_cookie_survives_restart_but_not_a_forged_signature(make_app):
     forger = Flask("forger")
     forger.config["SECRET_KEY"] = "not the real secret"
     forged = forger.session_interface.get_signing_serializer(forger).dumps(
-        {"uid": user["id"], "sv": user["session_version"], "csrf": "x"})
+        {"uid": user["id"], "sv": user["session_version"], "csrf": "x"}
+    )
     attacker = app.test_client()
     attacker.set_cookie("odysseus_session", forged)
     assert attacker.get("/api/sessions").status_code == 401
@@ -319,17 +375,20 @@ def test_revoking_someone_elses_token_is_404(papp):
 
 
 # ---------------------------------------------------------------- cross-site writes
-@pytest.mark.parametrize("headers,expected", [
-    ({"Origin": "http://evil.example"}, 403),
-    ({"Referer": "http://evil.example/page"}, 403),
-    ({"Origin": "null"}, 403),
-    ({}, 403),  # a cookie write with neither Origin nor the CSRF header
-    ({"Origin": "http://localhost"}, 201),
-    ({"Referer": "http://localhost/chat"}, 201),
-    ({CSRF: "wrong"}, 403),
-    ("csrf", 201),
-    ({"Origin": "https://chat.example.org"}, 201),  # listed in ALLOWED_ORIGINS
-])
+@pytest.mark.parametrize(
+    "headers,expected",
+    [
+        ({"Origin": "http://evil.example"}, 403),
+        ({"Referer": "http://evil.example/page"}, 403),
+        ({"Origin": "null"}, 403),
+        ({}, 403),  # a cookie write with neither Origin nor the CSRF header
+        ({"Origin": "http://localhost"}, 201),
+        ({"Referer": "http://localhost/chat"}, 201),
+        ({CSRF: "wrong"}, 403),
+        ("csrf", 201),
+        ({"Origin": "https://chat.example.org"}, 201),  # listed in ALLOWED_ORIGINS
+    ],
+)
 def test_cookie_writes_need_our_origin_or_the_csrf_header(make_app, headers, expected):
     app = make_app(ALLOWED_ORIGINS="https://chat.example.org")
     client = app.test_client()
@@ -343,8 +402,9 @@ def test_cookie_writes_need_our_origin_or_the_csrf_header(make_app, headers, exp
 
 def test_login_from_a_foreign_origin_is_refused(papp):
     setup_admin(papp.test_client())
-    response = papp.test_client().post("/api/auth/login", json={"username": "alice", "password": PASSWORD},
-                                       headers={"Origin": "http://evil.example"})
+    response = papp.test_client().post(
+        "/api/auth/login", json={"username": "alice", "password": PASSWORD}, headers={"Origin": "http://evil.example"}
+    )
     assert response.status_code == 403 and "Set-Cookie" not in response.headers
 
 
@@ -352,8 +412,9 @@ def test_bearer_requests_are_exempt_from_origin_checks(papp):
     client = papp.test_client()
     csrf = setup_admin(client)
     token = client.post("/api/auth/tokens", json={}, headers={CSRF: csrf}).json["token"]
-    response = papp.test_client().post("/api/sessions", json={}, headers={"Authorization": f"Bearer {token}",
-                                                                           "Origin": "http://elsewhere.example"})
+    response = papp.test_client().post(
+        "/api/sessions", json={}, headers={"Authorization": f"Bearer {token}", "Origin": "http://elsewhere.example"}
+    )
     assert response.status_code == 201
 
 
@@ -364,7 +425,8 @@ def test_signup_is_off_until_the_admin_allows_it(papp):
     visitor = papp.test_client()
     assert visitor.post("/api/auth/signup", json={"username": "bob", "password": PASSWORD}).status_code == 403
     assert admin.post("/api/auth/settings", json={"allow_signup": True}, headers={CSRF: csrf}).json == {
-        "allow_signup": True}
+        "allow_signup": True
+    }
     created = visitor.post("/api/auth/signup", json={"username": "bob", "password": PASSWORD})
     assert created.status_code == 201 and created.json["user"]["is_admin"] is False
     taken = papp.test_client().post("/api/auth/signup", json={"username": "bob", "password": PASSWORD})
@@ -378,8 +440,9 @@ def test_signup_is_off_until_the_admin_allows_it(papp):
 def test_admin_creates_users(papp):
     admin = papp.test_client()
     csrf = setup_admin(admin)
-    made = admin.post("/api/auth/users", json={"username": "carol", "password": PASSWORD, "is_admin": True},
-                      headers={CSRF: csrf})
+    made = admin.post(
+        "/api/auth/users", json={"username": "carol", "password": PASSWORD, "is_admin": True}, headers={CSRF: csrf}
+    )
     assert made.status_code == 201 and made.json["is_admin"] is True and "password_hash" not in made.json
     login(papp.test_client(), "carol")
 
@@ -423,7 +486,9 @@ def test_first_account_adopts_single_user_data(make_app):
     restarted = make_app().test_client()
     login(restarted, "alice")
     assert sorted(s["title"] for s in restarted.get("/api/sessions").json["sessions"]) == [
-        "before accounts", "straggler"]
+        "before accounts",
+        "straggler",
+    ]
 
 
 def test_single_user_mode_refused_on_a_public_host(tmp_path, monkeypatch):

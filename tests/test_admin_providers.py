@@ -34,6 +34,7 @@ class Recorder:
             response = getattr(self.client, method)(url, **kwargs)
             self.bodies.append(response.get_data(as_text=True))
             return response
+
         return call
 
     def assert_never(self, secret):
@@ -50,22 +51,31 @@ def model_server():
 
 
 def _make_app(tmp_path, config_url):
-    return create_app({"DATA_DIR": str(tmp_path), "AUTH": "password", "DEMO_TOKEN_DELAY": 0.001,
-                       "LOGIN_FREE_FAILURES": 1000, "LOGIN_FREE_FAILURES_ADDRESS": 1000,
-                       "PROVIDERS": [ProviderConfig(name="cfgprov", kind="openai", base_url=config_url,
-                                                    api_key=CONFIG_KEY, models=["fixed"])]})
+    return create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "password",
+            "DEMO_TOKEN_DELAY": 0.001,
+            "LOGIN_FREE_FAILURES": 1000,
+            "LOGIN_FREE_FAILURES_ADDRESS": 1000,
+            "PROVIDERS": [
+                ProviderConfig(name="cfgprov", kind="openai", base_url=config_url, api_key=CONFIG_KEY, models=["fixed"])
+            ],
+        }
+    )
 
 
 def _accounts(app):
     anon = app.test_client()
     anon.post("/api/auth/setup", json={"username": "root", "password": "root-pass-1"}, headers=H)
     admin = app.test_client()
-    assert admin.post("/api/auth/login", json={"username": "root", "password": "root-pass-1"},
-                      headers=H).status_code == 200
+    assert (
+        admin.post("/api/auth/login", json={"username": "root", "password": "root-pass-1"}, headers=H).status_code
+        == 200
+    )
     admin.post("/api/auth/users", json={"username": "bob", "password": "bob-pass-1"}, headers=H)
     bob = app.test_client()
-    assert bob.post("/api/auth/login", json={"username": "bob", "password": "bob-pass-1"},
-                    headers=H).status_code == 200
+    assert bob.post("/api/auth/login", json={"username": "bob", "password": "bob-pass-1"}, headers=H).status_code == 200
     return app, Recorder(admin), Recorder(bob)
 
 
@@ -100,9 +110,16 @@ def _deltas(stream_text):
 def test_crud_routes_turns_and_never_returns_the_key(setup, model_server, caplog):
     caplog.set_level(logging.DEBUG)
     app, admin, bob = setup
-    made = admin.post("/api/admin/providers", json={
-        "name": "lab", "kind": "openai", "base_url": model_server.url + "/v1", "api_key": KEY,
-        "default_model": "m1"})
+    made = admin.post(
+        "/api/admin/providers",
+        json={
+            "name": "lab",
+            "kind": "openai",
+            "base_url": model_server.url + "/v1",
+            "api_key": KEY,
+            "default_model": "m1",
+        },
+    )
     assert made.status_code == 201, made.get_json()
     row = made.get_json()
     assert row["api_key_last4"] == "abcd" and row["api_key_set"] and "api_key" not in row
@@ -110,7 +127,9 @@ def test_crud_routes_turns_and_never_returns_the_key(setup, model_server, caplog
 
     listing = admin.get("/api/admin/providers").get_json()["providers"]
     assert [(p["name"], p["source"], p["read_only"]) for p in listing] == [
-        ("cfgprov", "config", True), ("lab", "database", False)]
+        ("cfgprov", "config", True),
+        ("lab", "database", False),
+    ]
     assert listing[0]["api_key_last4"] == "WXYZ" and listing[0]["id"] == "config:cfgprov"
 
     models = admin.get("/api/models").get_json()
@@ -158,18 +177,49 @@ def test_crud_routes_turns_and_never_returns_the_key(setup, model_server, caplog
 
 GOOD = {"name": "ok-name", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": KEY}
 BAD = [
-    {"name": ""}, {"name": "a" * 65}, {"name": "../etc"}, {"name": "a/b"}, {"name": "<script>x</script>"},
-    {"name": "naïve"}, {"name": "demo"}, {"name": " lab"}, {"name": 12}, {"name": None}, {"name": "-x"},
+    {"name": ""},
+    {"name": "a" * 65},
+    {"name": "../etc"},
+    {"name": "a/b"},
+    {"name": "<script>x</script>"},
+    {"name": "naïve"},
+    {"name": "demo"},
+    {"name": " lab"},
+    {"name": 12},
+    {"name": None},
+    {"name": "-x"},
     {"name": "a\u0000b"},
-    {"kind": "demo"}, {"kind": "OpenAI"}, {"kind": ""}, {"kind": None}, {"kind": ["openai"]},
-    {"base_url": "javascript:alert(1)"}, {"base_url": "file:///etc/passwd"}, {"base_url": "ftp://host/v1"},
-    {"base_url": "http://"}, {"base_url": "http://user:pw@host/v1"}, {"base_url": "http://h/\r\nX-Evil: 1"},
-    {"base_url": "http://h:99999/"}, {"base_url": "http://h/v1 x"}, {"base_url": 5},
-    {"base_url": "http://h/" + "a" * 3000}, {"base_url": "//host/v1"}, {"base_url": "http://h/v1?key=1"},
-    {"api_key": "k" * 4097}, {"api_key": "key with space"}, {"api_key": "k\r\nX-Evil: 1"}, {"api_key": "ключ"},
-    {"api_key": 42}, {"api_key": "k\x00"},
-    {"models": "m1"}, {"models": [1]}, {"models": ["a" * 201]}, {"models": [f"m{i}" for i in range(201)]},
-    {"models": [""]}, {"default_model": "m\x07"}, {"default_model": 3}, {"enabled": "yes"},
+    {"kind": "demo"},
+    {"kind": "OpenAI"},
+    {"kind": ""},
+    {"kind": None},
+    {"kind": ["openai"]},
+    {"base_url": "javascript:alert(1)"},
+    {"base_url": "file:///etc/passwd"},
+    {"base_url": "ftp://host/v1"},
+    {"base_url": "http://"},
+    {"base_url": "http://user:pw@host/v1"},
+    {"base_url": "http://h/\r\nX-Evil: 1"},
+    {"base_url": "http://h:99999/"},
+    {"base_url": "http://h/v1 x"},
+    {"base_url": 5},
+    {"base_url": "http://h/" + "a" * 3000},
+    {"base_url": "//host/v1"},
+    {"base_url": "http://h/v1?key=1"},
+    {"api_key": "k" * 4097},
+    {"api_key": "key with space"},
+    {"api_key": "k\r\nX-Evil: 1"},
+    {"api_key": "ключ"},
+    {"api_key": 42},
+    {"api_key": "k\x00"},
+    {"models": "m1"},
+    {"models": [1]},
+    {"models": ["a" * 201]},
+    {"models": [f"m{i}" for i in range(201)]},
+    {"models": [""]},
+    {"default_model": "m\x07"},
+    {"default_model": 3},
+    {"enabled": "yes"},
 ]
 
 
@@ -194,13 +244,20 @@ def test_hostile_input_is_refused_and_stores_nothing(shared_app, change):
 
 def test_odd_bodies(setup):
     app, admin, _ = setup
-    assert admin.post("/api/admin/providers", data=b"\xff\xfe not json",
-                      headers={**H, "Content-Type": "application/json"}).status_code == 400
+    assert (
+        admin.post(
+            "/api/admin/providers", data=b"\xff\xfe not json", headers={**H, "Content-Type": "application/json"}
+        ).status_code
+        == 400
+    )
     assert admin.post("/api/admin/providers", json=["a"]).status_code == 400
     huge = admin.post("/api/admin/providers", json={**GOOD, "padding": "x" * 70_000})
     assert huge.status_code == 413 and "error" in huge.get_json()
-    lone = admin.post("/api/admin/providers", data='{"name": "x\\ud800", "kind": "openai"}',
-                      headers={**H, "Content-Type": "application/json"})
+    lone = admin.post(
+        "/api/admin/providers",
+        data='{"name": "x\\ud800", "kind": "openai"}',
+        headers={**H, "Content-Type": "application/json"},
+    )
     assert lone.status_code == 400
     saved = admin.post("/api/admin/providers", json=GOOD).get_json()
     assert admin.patch(f"/api/admin/providers/{saved['id']}", json={}).status_code == 400
@@ -211,9 +268,14 @@ def test_admin_only_unknown_ids_and_read_only_config(setup, model_server):
     app, admin, bob = setup
     saved = admin.post("/api/admin/providers", json=GOOD).get_json()
     path = f"/api/admin/providers/{saved['id']}"
-    for method, url, body in [("get", "/api/admin/providers", None), ("post", "/api/admin/providers", GOOD),
-                              ("patch", path, {"name": "mine"}), ("delete", path, None),
-                              ("post", path + "/test", {}), ("post", "/api/admin/providers/test", GOOD)]:
+    for method, url, body in [
+        ("get", "/api/admin/providers", None),
+        ("post", "/api/admin/providers", GOOD),
+        ("patch", path, {"name": "mine"}),
+        ("delete", path, None),
+        ("post", path + "/test", {}),
+        ("post", "/api/admin/providers/test", GOOD),
+    ]:
         response = getattr(bob, method)(url, json=body) if body is not None else getattr(bob, method)(url)
         assert response.status_code == 403 and "admin" in response.get_json()["error"], (method, url)
     anon = app.test_client()
@@ -237,43 +299,55 @@ def test_admin_only_unknown_ids_and_read_only_config(setup, model_server):
 
 def test_send_one_token(setup, model_server):
     app, admin, _ = setup
-    saved = admin.post("/api/admin/providers", json={"name": "lab", "kind": "openai",
-                                                     "base_url": model_server.url + "/v1", "api_key": KEY}).get_json()
+    saved = admin.post(
+        "/api/admin/providers",
+        json={"name": "lab", "kind": "openai", "base_url": model_server.url + "/v1", "api_key": KEY},
+    ).get_json()
     result = admin.post(f"/api/admin/providers/{saved['id']}/test", json={}).get_json()
     assert result["ok"] is True and result["model"] == "m1" and isinstance(result["latency_ms"], int)
     assert model_server.posts[-1].body["max_tokens"] == 1
     assert model_server.posts[-1].headers["Authorization"] == f"Bearer {KEY}"
     assert admin.post(f"/api/admin/providers/{saved['id']}/test", json={"model": "m2"}).get_json()["model"] == "m2"
     # unsaved form values; a saved id fills in the key left blank
-    unsaved = admin.post("/api/admin/providers/test", json={
-        "kind": "openai", "base_url": model_server.url + "/v1", "default_model": "m2", "id": saved["id"]}).get_json()
+    unsaved = admin.post(
+        "/api/admin/providers/test",
+        json={"kind": "openai", "base_url": model_server.url + "/v1", "default_model": "m2", "id": saved["id"]},
+    ).get_json()
     assert unsaved["ok"] is True and unsaved["model"] == "m2"
     assert model_server.posts[-1].headers["Authorization"] == f"Bearer {KEY}"
-    refused = admin.post("/api/admin/providers/test", json={"kind": "openai", "base_url": refused_url() + "/v1",
-                                                            "default_model": "m1", "api_key": KEY}).get_json()
+    refused = admin.post(
+        "/api/admin/providers/test",
+        json={"kind": "openai", "base_url": refused_url() + "/v1", "default_model": "m1", "api_key": KEY},
+    ).get_json()
     assert refused["ok"] is False and "connection refused" in refused["error"]
     # the config provider (pointing at a closed port) can be tested too
     config = admin.post("/api/admin/providers/config:cfgprov/test", json={}).get_json()
     assert config["ok"] is False and "connection refused" in config["error"]
     assert admin.post("/api/admin/providers/test", json={"kind": "nope"}).status_code == 400
-    with FakeProvider(default=Reply(status=401, body={"error": {"message": f"Incorrect API key provided: {KEY}"}})) \
-            as denying:
-        denied = admin.post("/api/admin/providers/test", json={
-            "kind": "openai", "base_url": denying.url + "/v1", "default_model": "m1", "api_key": KEY}).get_json()
+    with FakeProvider(
+        default=Reply(status=401, body={"error": {"message": f"Incorrect API key provided: {KEY}"}})
+    ) as denying:
+        denied = admin.post(
+            "/api/admin/providers/test",
+            json={"kind": "openai", "base_url": denying.url + "/v1", "default_model": "m1", "api_key": KEY},
+        ).get_json()
     assert denied["ok"] is False and "refused the key (HTTP 401)" in denied["error"] and "…abcd" in denied["error"]
     assert app.extensions["odysseus.store"].provider_connections.list()[0]["name"] == "lab"  # nothing new stored
     admin.assert_never(KEY)
 
 
-@pytest.mark.parametrize("kind,chunks,path", [
-    ("ollama", None, "/api/chat"), ("anthropic", None, "/v1/messages")])
+@pytest.mark.parametrize("kind,chunks,path", [("ollama", None, "/api/chat"), ("anthropic", None, "/v1/messages")])
 def test_probe_speaks_each_kind(kind, chunks, path):
     from fakeproviders import anthropic_text, ollama_text
-    replies = {"ollama": Reply(chunks=ollama_text("ok"), content_type="application/x-ndjson"),
-               "anthropic": Reply(chunks=anthropic_text("ok"))}
+
+    replies = {
+        "ollama": Reply(chunks=ollama_text("ok"), content_type="application/x-ndjson"),
+        "anthropic": Reply(chunks=anthropic_text("ok")),
+    }
     with FakeProvider(default=replies[kind]) as server:
-        result = probe(to_config({"name": "p1", "kind": kind, "base_url": server.url, "api_key": KEY,
-                                  "default_model": "mod"}), {})
+        result = probe(
+            to_config({"name": "p1", "kind": kind, "base_url": server.url, "api_key": KEY, "default_model": "mod"}), {}
+        )
         assert result["ok"] is True, result
         assert server.posts[-1].path == path
         sent = server.posts[-1].body
@@ -282,8 +356,11 @@ def test_probe_speaks_each_kind(kind, chunks, path):
 
 def test_probe_times_out_on_a_silent_server():
     with FakeProvider(default=Reply(end="silent")) as server:
-        result = probe(to_config({"name": "p1", "kind": "openai", "base_url": server.url + "/v1",
-                                  "default_model": "m"}), {}, timeout=0.5)
+        result = probe(
+            to_config({"name": "p1", "kind": "openai", "base_url": server.url + "/v1", "default_model": "m"}),
+            {},
+            timeout=0.5,
+        )
     assert result["ok"] is False and "timed out" in result["error"]
 
 
@@ -300,8 +377,15 @@ def test_other_instances_on_the_same_database_follow(tmp_path, model_server):
             client.post("/api/auth/login", json={"username": "root", "password": "root-pass-1"}, headers=H)
             clients.append(client)
         assert clients[1].get("/api/models").status_code == 200  # caches the catalog in the second app
-        made = clients[0].post("/api/admin/providers", headers=H, json={
-            "name": "lab", "kind": "openai", "base_url": model_server.url + "/v1", "default_model": "m1"}).get_json()
+        made = (
+            clients[0]
+            .post(
+                "/api/admin/providers",
+                headers=H,
+                json={"name": "lab", "kind": "openai", "base_url": model_server.url + "/v1", "default_model": "m1"},
+            )
+            .get_json()
+        )
         assert "lab/m1" in {m["id"] for m in clients[1].get("/api/models").get_json()["models"]}
         status, text = _chat(clients[1], "lab/m1")
         assert status == 200 and _deltas(text) == "Hello from the lab"
@@ -325,8 +409,9 @@ def test_demo_only_without_any_provider(tmp_path, model_server):
         assert list(router.providers) == ["demo"]
         store = app.extensions["odysseus.store"]
         assert store.provider_connections.version() == 0
-        row = store.provider_connections.create({"name": "lab", "kind": "openai",
-                                                 "base_url": model_server.url + "/v1"}, None)
+        row = store.provider_connections.create(
+            {"name": "lab", "kind": "openai", "base_url": model_server.url + "/v1"}, None
+        )
         router.sync(force=True)
         assert list(router.providers) == ["lab"]
         unchanged = router.providers["lab"]
@@ -349,8 +434,16 @@ def test_a_server_echoing_the_refused_key_never_gets_it_to_the_client(setup, cap
     echo = {"error": {"message": f"Incorrect API key provided: {KEY}. Or was it {KEY[:-4]}?"}}
     with FakeProvider(default=Reply(status=401, body=echo)) as denying:
         denying.get_status["/v1/models"] = (401, echo)
-        admin.post("/api/admin/providers", json={"name": "echo", "kind": "openai", "api_key": KEY,
-                                                 "base_url": denying.url + "/v1", "default_model": "m1"})
+        admin.post(
+            "/api/admin/providers",
+            json={
+                "name": "echo",
+                "kind": "openai",
+                "api_key": KEY,
+                "base_url": denying.url + "/v1",
+                "default_model": "m1",
+            },
+        )
         listing = admin.get("/api/models?refresh=1").get_json()
         failure = next(e for e in listing["errors"] if e["provider"] == "echo")
         assert failure["status"] == 401 and "…abcd" in failure["error"]

@@ -33,15 +33,28 @@ def test_added_provider_streams_moves_and_goes_away(server_factory):
         server = server_factory(env={"ODYSSEUS_AUTH": "password"})
         admin = requests.Session()
         admin.headers["Origin"] = server.url
-        assert admin.post(server.url + "/api/auth/setup", json={"username": "root", "password": "root-pass-1"},
-                          timeout=10).status_code == 201
+        assert (
+            admin.post(
+                server.url + "/api/auth/setup", json={"username": "root", "password": "root-pass-1"}, timeout=10
+            ).status_code
+            == 201
+        )
         token = admin.post(server.url + "/api/auth/tokens", json={"name": "t"}, timeout=10).json()["token"]
         bearer = {"Authorization": f"Bearer {token}"}
-        assert "lab/m1" not in {m["id"] for m in requests.get(server.url + "/api/models", headers=bearer,
-                                                               timeout=20).json()["models"]}
-        made = admin.post(server.url + "/api/admin/providers", timeout=10, json={
-            "name": "lab", "kind": "openai", "base_url": first.url + "/v1", "api_key": KEY,
-            "default_model": "m1"})
+        assert "lab/m1" not in {
+            m["id"] for m in requests.get(server.url + "/api/models", headers=bearer, timeout=20).json()["models"]
+        }
+        made = admin.post(
+            server.url + "/api/admin/providers",
+            timeout=10,
+            json={
+                "name": "lab",
+                "kind": "openai",
+                "base_url": first.url + "/v1",
+                "api_key": KEY,
+                "default_model": "m1",
+            },
+        )
         assert made.status_code == 201, made.text
         provider_id = made.json()["id"]
         for _ in range(3):  # with two workers, whichever answers knows the new provider
@@ -51,8 +64,9 @@ def test_added_provider_streams_moves_and_goes_away(server_factory):
             assert types_of(frames).count("delta") == 3 and text_of(frames) == "One two three", types_of(frames)
         assert len(first.posts) == 3 and first.posts[-1].headers["Authorization"] == f"Bearer {KEY}"
 
-        moved = admin.patch(f"{server.url}/api/admin/providers/{provider_id}",
-                            json={"base_url": second.url + "/v1"}, timeout=10)
+        moved = admin.patch(
+            f"{server.url}/api/admin/providers/{provider_id}", json={"base_url": second.url + "/v1"}, timeout=10
+        )
         assert moved.status_code == 200 and moved.json()["api_key_last4"] == "qrst"
         for _ in range(3):
             frames = post_chat(server.url, "again", headers=bearer, model="lab/m1").events()
@@ -62,8 +76,9 @@ def test_added_provider_streams_moves_and_goes_away(server_factory):
 
         assert admin.delete(f"{server.url}/api/admin/providers/{provider_id}", timeout=10).status_code == 200
         for _ in range(3):
-            gone = requests.post(server.url + "/api/chat_stream", json={"message": "x", "model": "lab/m1"},
-                                 headers=bearer, timeout=20)
+            gone = requests.post(
+                server.url + "/api/chat_stream", json={"message": "x", "model": "lab/m1"}, headers=bearer, timeout=20
+            )
             assert gone.status_code == 404 and "lab" in gone.json()["error"]
             listing = requests.get(server.url + "/api/models", headers=bearer, timeout=20).json()
             assert not any(m["provider"] == "lab" for m in listing["models"])

@@ -51,8 +51,9 @@ def test_attach_from_start_and_cursor_no_gap_no_duplicate(live):
             break
     stream.close()
     cursor = before[-1]["id"]
-    after = open_stream("GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}",
-                        headers={"Last-Event-ID": str(cursor)}).events()
+    after = open_stream(
+        "GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}", headers={"Last-Event-ID": str(cursor)}
+    ).events()
     full = open_stream("GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}").events()
     assert before + after == full
     by_after = open_stream("GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}&after={cursor}").events()
@@ -65,8 +66,11 @@ def test_attach_after_expiry_says_run_missing(server_factory):
     run_id = stream.headers["X-Odysseus-Run-Id"]
     session_id = stream.headers["X-Odysseus-Session-Id"]
     stream.events()
-    wait_for(lambda: requests.get(f"{server.url}/api/chat/stream_status/{session_id}").json()["resumable"] is False,
-             10, what="eviction")
+    wait_for(
+        lambda: requests.get(f"{server.url}/api/chat/stream_status/{session_id}").json()["resumable"] is False,
+        10,
+        what="eviction",
+    )
     frames = open_stream("GET", f"{server.url}/api/agent/chat/stream/attach?run_id={run_id}").events()
     assert _names(frames) == ["run_missing", "close"]
     assert frames[0]["data"]["run_id"] == run_id
@@ -76,8 +80,11 @@ def test_attach_after_expiry_says_run_missing(server_factory):
     assert [f["data"] for f in unknown] == [dict(frames[0]["data"], run_id="run_unknown"), frames[1]["data"]]
     assert [f["id"] for f in unknown] == [f["id"] for f in frames] and all(f["id"] for f in frames)
     # the reconnect EventSource makes after them sends the last id back: 204, so it stops
-    again = requests.get(f"{server.url}/api/agent/chat/stream/attach?run_id={run_id}",
-                         headers={"Last-Event-ID": str(frames[-1]["id"])}, timeout=10)
+    again = requests.get(
+        f"{server.url}/api/agent/chat/stream/attach?run_id={run_id}",
+        headers={"Last-Event-ID": str(frames[-1]["id"])},
+        timeout=10,
+    )
     assert again.status_code == 204 and again.content == b""
     assert requests.get(f"{server.url}/api/agent/chat/stream/attach").status_code == 400
 
@@ -130,8 +137,9 @@ def test_non_streaming_agent_chat(live):
 def test_routing_priority_and_unknown_ids(live):
     base = live.url
     profile = requests.post(f"{base}/api/agent/profiles", json={"name": "terse", "system_prompt": "Be terse."}).json()
-    default = requests.post(f"{base}/api/agent/profiles",
-                            json={"name": "default", "system_prompt": "Default.", "is_default": True}).json()
+    default = requests.post(
+        f"{base}/api/agent/profiles", json={"name": "default", "system_prompt": "Default.", "is_default": True}
+    ).json()
     agent = requests.post(f"{base}/api/agents", json={"name": "Helper", "profile_id": profile["id"]}).json()
     assert "_" in agent["agent_id"] and agent["agent_id"].replace("_", "").isalpha()
     named = requests.post(f"{base}/api/agents", json={"name": "Named", "agent_id": "brave_turing"})
@@ -144,16 +152,22 @@ def test_routing_priority_and_unknown_ids(live):
         run = requests.get(f"{base}/api/sessions/{body['session_id']}/messages").json()["messages"]
         return body, run
 
-    for fields in ({"target_agent_id": "nobody_here"}, {"profile_id": "prof_missing"},
-                   {"agent_profile_id": "prof_missing"}):
+    for fields in (
+        {"target_agent_id": "nobody_here"},
+        {"profile_id": "prof_missing"},
+        {"agent_profile_id": "prof_missing"},
+    ):
         response = requests.post(f"{base}/api/agent/chat/stream", json={"message": "x", **fields})
         assert response.status_code == 404
         assert "not found" in response.json()["error"]
     # priority is visible in the saved user message's routing record
     body, messages = routed(target_agent_id=agent["agent_id"], profile_id=default["id"])
     assert body["status"] == "done"
-    assert messages[0]["metadata"]["agent"] == {"agent_id": agent["agent_id"], "profile_id": profile["id"],
-                                                "routed_by": "target_agent_id"}
+    assert messages[0]["metadata"]["agent"] == {
+        "agent_id": agent["agent_id"],
+        "profile_id": profile["id"],
+        "routed_by": "target_agent_id",
+    }
     _, messages = routed(profile_id=profile["id"])
     assert messages[0]["metadata"]["agent"] == {"profile_id": profile["id"], "routed_by": "profile_id"}
     _, messages = routed()
@@ -167,8 +181,13 @@ def test_background_job_lifecycle(live):
     assert response.status_code == 202
     job = response.json()
     assert job["status"] == "queued" and job["job_id"].startswith("job_")
-    done = wait_for(lambda: (lambda j: j if j["status"] == "done" else None)(
-        requests.get(f"{live.url}/api/chat/background/{job['job_id']}").json()), 30, what="job done")
+    done = wait_for(
+        lambda: (lambda j: j if j["status"] == "done" else None)(
+            requests.get(f"{live.url}/api/chat/background/{job['job_id']}").json()
+        ),
+        30,
+        what="job done",
+    )
     assert done["result"]["content"] == demo_reply("in the background")
     messages = requests.get(f"{live.url}/api/sessions/{done['session_id']}/messages").json()["messages"]
     assert messages[-1]["id"] == done["message_id"] == done["result"]["message_id"]
@@ -183,16 +202,24 @@ def test_background_queued_job_survives_restart(server_factory, tmp_path):
     server = server_factory(env, data_dir=data_dir)
     first = requests.post(f"{server.url}/api/chat/background", json={"message": "slow first job"}).json()
     second = requests.post(f"{server.url}/api/chat/background", json={"message": "queued second job"}).json()
-    wait_for(lambda: requests.get(f"{server.url}/api/chat/background/{first['job_id']}").json()["status"] == "running",
-             10, what="first job running")
+    wait_for(
+        lambda: requests.get(f"{server.url}/api/chat/background/{first['job_id']}").json()["status"] == "running",
+        10,
+        what="first job running",
+    )
     assert requests.get(f"{server.url}/api/chat/background/{second['job_id']}").json()["status"] == "queued"
     server.kill()
     env["ODYSSEUS_DEMO_TOKEN_DELAY"] = "0.001"
     again = server_factory(env, data_dir=data_dir)
     first_after = requests.get(f"{again.url}/api/chat/background/{first['job_id']}").json()
     assert first_after["status"] == "error" and "restart" in first_after["error"]
-    done = wait_for(lambda: (lambda j: j if j["status"] == "done" else None)(
-        requests.get(f"{again.url}/api/chat/background/{second['job_id']}").json()), 30, what="queued job done")
+    done = wait_for(
+        lambda: (lambda j: j if j["status"] == "done" else None)(
+            requests.get(f"{again.url}/api/chat/background/{second['job_id']}").json()
+        ),
+        30,
+        what="queued job done",
+    )
     assert done["result"]["content"] == demo_reply("queued second job")
 
 
@@ -200,8 +227,14 @@ def test_cancel_while_the_provider_is_silent(server_factory):
     from fakeproviders import FakeProvider, Reply
 
     with FakeProvider(Reply(end="silent")) as fake:
-        server = server_factory({"OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-test",
-                                 "OPENAI_MODEL": "m", "ODYSSEUS_FIRST_TOKEN_TIMEOUT": "60"})
+        server = server_factory(
+            {
+                "OPENAI_BASE_URL": fake.url + "/v1",
+                "OPENAI_API_KEY": "sk-test",
+                "OPENAI_MODEL": "m",
+                "ODYSSEUS_FIRST_TOKEN_TIMEOUT": "60",
+            }
+        )
         stream = _agent_stream(server, "say nothing")
         run_id = stream.headers["X-Odysseus-Run-Id"]
         record = fake.wait_for_posts(1)[-1]

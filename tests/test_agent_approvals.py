@@ -18,24 +18,34 @@ CALL = {"id": "c1", "name": "shell", "arguments": {"command": "touch made.txt"}}
 
 
 def row(**over):
-    base = {"id": "apr_x", "owner": "me", "session_id": "s1", "call": CALL, "call_hash": call_hash(CALL),
-            # built at collection time, so far enough ahead for a long test run
-            "expires_at": time.time() + 86400, "used_at": None}
+    base = {
+        "id": "apr_x",
+        "owner": "me",
+        "session_id": "s1",
+        "call": CALL,
+        "call_hash": call_hash(CALL),
+        # built at collection time, so far enough ahead for a long test run
+        "expires_at": time.time() + 86400,
+        "used_at": None,
+    }
     base.update(over)
     return base
 
 
-@pytest.mark.parametrize("stored, kwargs, reason, status", [
-    (None, {}, "invalid", 400),
-    (row(owner="someone-else"), {}, "invalid", 400),
-    (row(), {"decision": "maybe"}, "invalid", 400),
-    (row(), {"session_id": "s2"}, "wrong_session", 403),
-    (row(used_at=time.time()), {}, "invalid", 400),
-    (row(expires_at=time.time() - 1), {}, "expired", 410),
-    (row(), {"presented": {"tool": "shell", "arguments": {"command": "rm -rf ~"}}}, "invalid", 400),
-    (row(), {"presented": {"tool": "shell", "arguments": CALL["arguments"], "call_id": "other"}}, "invalid", 400),
-    (row(call={**CALL, "arguments": {"command": "rm -rf ~"}}), {}, "invalid", 400),
-])
+@pytest.mark.parametrize(
+    "stored, kwargs, reason, status",
+    [
+        (None, {}, "invalid", 400),
+        (row(owner="someone-else"), {}, "invalid", 400),
+        (row(), {"decision": "maybe"}, "invalid", 400),
+        (row(), {"session_id": "s2"}, "wrong_session", 403),
+        (row(used_at=time.time()), {}, "invalid", 400),
+        (row(expires_at=time.time() - 1), {}, "expired", 410),
+        (row(), {"presented": {"tool": "shell", "arguments": {"command": "rm -rf ~"}}}, "invalid", 400),
+        (row(), {"presented": {"tool": "shell", "arguments": CALL["arguments"], "call_id": "other"}}, "invalid", 400),
+        (row(call={**CALL, "arguments": {"command": "rm -rf ~"}}), {}, "invalid", 400),
+    ],
+)
 def test_check_refuses_with_a_machine_readable_reason(stored, kwargs, reason, status):
     args = {"owner": "me", "session_id": "s1", "decision": "approve", "now": time.time(), **kwargs}
     with pytest.raises(BadRequest) as info:
@@ -46,16 +56,28 @@ def test_check_refuses_with_a_machine_readable_reason(stored, kwargs, reason, st
 
 def test_check_accepts_a_valid_answer_with_or_without_the_echoed_call():
     check(row(), owner="me", session_id="s1", decision="approve_task", now=time.time())
-    check(row(), owner="me", session_id="s1", decision="deny", now=time.time(),
-          presented={"tool": "shell", "arguments": {"command": "touch made.txt"}, "call_id": "c1"})
+    check(
+        row(),
+        owner="me",
+        session_id="s1",
+        decision="deny",
+        now=time.time(),
+        presented={"tool": "shell", "arguments": {"command": "touch made.txt"}, "call_id": "c1"},
+    )
 
 
 # ---------------------------------------------------------------- over /api/chat_stream
 @pytest.fixture
 def agent_app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none",
-                              "AGENT_TOOLS": "shell,update_plan",
-                              "TOOL_PROGRESS_INTERVAL": 0.2})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "shell,update_plan",
+            "TOOL_PROGRESS_INTERVAL": 0.2,
+        }
+    )
     yield application
     application.extensions["odysseus.runs"].close()
 
@@ -100,14 +122,28 @@ def messages(app, session_id):
 
 def test_approve_runs_the_exact_call_once_and_replay_is_refused(agent_app):
     client = agent_app.test_client()
-    session_id, data, provider = ask(agent_app, client, [
-        calls(("call_1", "shell", {"command": "touch made.txt && echo made"}), text="I will create it."),
-        say("Created the file.")])
+    session_id, data, provider = ask(
+        agent_app,
+        client,
+        [
+            calls(("call_1", "shell", {"command": "touch made.txt && echo made"}), text="I will create it."),
+            say("Created the file."),
+        ],
+    )
     assert data["kind"] == "tool_approval" and data["tool"] == "shell"
-    assert data["call"] == {"call_id": "call_1", "server_id": data["call"]["server_id"], "tool": "shell",
-                            "arguments": {"command": "touch made.txt && echo made"}}
-    response, frames = post(client, session_id=session_id, tool_approval_id=data["approval_id"],
-                            tool_approval_decision="approve", tool_approval_call=data["call"])
+    assert data["call"] == {
+        "call_id": "call_1",
+        "server_id": data["call"]["server_id"],
+        "tool": "shell",
+        "arguments": {"command": "touch made.txt && echo made"},
+    }
+    response, frames = post(
+        client,
+        session_id=session_id,
+        tool_approval_id=data["approval_id"],
+        tool_approval_decision="approve",
+        tool_approval_call=data["call"],
+    )
     assert response.status_code == 200
     types = [f["type"] for f in frames]
     assert types.index("tool_approval_resolved") < types.index("tool_start") < types.index("tool_output")
@@ -125,9 +161,15 @@ def test_approve_runs_the_exact_call_once_and_replay_is_refused(agent_app):
     assert stored[3]["content"] == "Created the file."
     # replayed: single use, nothing stored, the tool does not run again
     count = len(stored)
-    again = client.post("/api/chat_stream", json={"mode": "agent", "session_id": session_id,
-                                                  "tool_approval_id": data["approval_id"],
-                                                  "tool_approval_decision": "approve"})
+    again = client.post(
+        "/api/chat_stream",
+        json={
+            "mode": "agent",
+            "session_id": session_id,
+            "tool_approval_id": data["approval_id"],
+            "tool_approval_decision": "approve",
+        },
+    )
     assert again.status_code == 400 and again.get_json()["reason"] == "invalid"
     assert len(messages(agent_app, session_id)) == count and len(provider.requests) == 2
 
@@ -139,8 +181,14 @@ def test_wrong_session_tampered_and_expired_answers_are_refused(agent_app):
     body = {"mode": "agent", "tool_approval_id": data["approval_id"], "tool_approval_decision": "approve"}
     wrong = client.post("/api/chat_stream", json={**body, "session_id": other})
     assert wrong.status_code == 403 and wrong.get_json()["reason"] == "wrong_session"
-    tampered = client.post("/api/chat_stream", json={**body, "session_id": session_id, "tool_approval_call": {
-        "tool": "shell", "arguments": {"command": "touch evil.txt"}, "call_id": "c9"}})
+    tampered = client.post(
+        "/api/chat_stream",
+        json={
+            **body,
+            "session_id": session_id,
+            "tool_approval_call": {"tool": "shell", "arguments": {"command": "touch evil.txt"}, "call_id": "c9"},
+        },
+    )
     assert tampered.status_code == 400 and tampered.get_json()["reason"] == "invalid"
     bad = client.post("/api/chat_stream", json={**body, "session_id": session_id, "tool_approval_decision": "yes"})
     assert bad.status_code == 400 and bad.get_json()["reason"] == "invalid"
@@ -155,11 +203,15 @@ def test_wrong_session_tampered_and_expired_answers_are_refused(agent_app):
 
 def test_deny_does_not_run_the_tool_and_tells_the_model(agent_app):
     client = agent_app.test_client()
-    session_id, data, provider = ask(agent_app, client, [calls(("c1", "shell", {"command": "touch made.txt"})),
-                                                         say("Understood, I did not create it.")])
+    session_id, data, provider = ask(
+        agent_app,
+        client,
+        [calls(("c1", "shell", {"command": "touch made.txt"})), say("Understood, I did not create it.")],
+    )
     provider.steps = [say("Understood, I did not create it.")]
-    response, frames = post(client, session_id=session_id, tool_approval_id=data["approval_id"],
-                            tool_approval_decision="deny")
+    response, frames = post(
+        client, session_id=session_id, tool_approval_id=data["approval_id"], tool_approval_decision="deny"
+    )
     assert of(frames, "tool_approval_resolved")[0]["decision"] == "deny"
     assert not of(frames, "tool_start")
     assert not os.path.exists(os.path.join(workdir(agent_app, session_id), "made.txt"))
@@ -170,19 +222,33 @@ def test_deny_does_not_run_the_tool_and_tells_the_model(agent_app):
 
 def test_approve_task_covers_later_calls_of_the_same_tool(agent_app):
     client = agent_app.test_client()
-    session_id, data, provider = ask(agent_app, client, [
-        calls(("c1", "shell", {"command": "echo one"})), calls(("c2", "shell", {"command": "echo two"})),
-        say("Both ran.")])
-    response, frames = post(client, session_id=session_id, tool_approval_id=data["approval_id"],
-                            tool_approval_decision="approve_task")
+    session_id, data, provider = ask(
+        agent_app,
+        client,
+        [
+            calls(("c1", "shell", {"command": "echo one"})),
+            calls(("c2", "shell", {"command": "echo two"})),
+            say("Both ran."),
+        ],
+    )
+    response, frames = post(
+        client, session_id=session_id, tool_approval_id=data["approval_id"], tool_approval_decision="approve_task"
+    )
     assert not of(frames, "ask_user")
     assert [f["output"].strip() for f in of(frames, "tool_output")] == ["one", "two"]
     assert of(frames, "agent_terminal")[0]["data"]["completion"] == "complete"
 
 
 def test_continue_after_rounds_exhausted_over_http(tmp_path):
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "AGENT_TOOLS": "update_plan",
-                      "AGENT_MAX_ROUNDS": 1})
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "update_plan",
+            "AGENT_MAX_ROUNDS": 1,
+        }
+    )
     try:
         client = app.test_client()
         plan = {"steps": [{"step": "a", "status": "in_progress"}]}
@@ -219,8 +285,9 @@ def test_image_route_serves_only_the_owner(agent_app):
 
 def test_agent_api_runs_agent_mode_with_a_profiles_tools_and_prompt(agent_app):
     client = agent_app.test_client()
-    profile = client.post("/api/agent/profiles", json={"name": "planner", "tools": ["update_plan"],
-                                                        "system_prompt": "You plan things."}).get_json()
+    profile = client.post(
+        "/api/agent/profiles", json={"name": "planner", "tools": ["update_plan"], "system_prompt": "You plan things."}
+    ).get_json()
     plan = {"steps": [{"step": "a", "status": "pending"}]}
     provider = use_script(agent_app, [calls(("p1", "update_plan", plan)), say("Planned.")])
     response = client.post("/api/agent/chat/stream", json={"message": "plan", "profile_id": profile["id"]})
@@ -235,10 +302,15 @@ def test_agent_api_runs_agent_mode_with_a_profiles_tools_and_prompt(agent_app):
 
 def test_a_retried_approval_answer_attaches_instead_of_running_again(agent_app):
     client = agent_app.test_client()
-    session_id, data, provider = ask(agent_app, client, [
-        calls(("c1", "shell", {"command": "echo x >> runs.txt"})), say("ok")])
-    body = {"session_id": session_id, "tool_approval_id": data["approval_id"], "tool_approval_decision": "approve",
-            "client_message_id": "answer-1"}
+    session_id, data, provider = ask(
+        agent_app, client, [calls(("c1", "shell", {"command": "echo x >> runs.txt"})), say("ok")]
+    )
+    body = {
+        "session_id": session_id,
+        "tool_approval_id": data["approval_id"],
+        "tool_approval_decision": "approve",
+        "client_message_id": "answer-1",
+    }
     first, frames = post(client, **body)
     again, frames_again = post(client, **body)
     assert again.status_code == 200 and again.headers["X-Odysseus-Run-Id"] == first.headers["X-Odysseus-Run-Id"]

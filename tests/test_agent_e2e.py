@@ -26,11 +26,17 @@ def model():
 def server(model, tmp_path_factory):
     from liveserver import LiveServer
 
-    srv = LiveServer(str(tmp_path_factory.mktemp("agent")), {
-        "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test-key-not-secret",
-        "ODYSSEUS_AGENT_TOOLS": "shell,run_python,update_plan,fetch_url",
-        "ODYSSEUS_TOOL_PROGRESS_INTERVAL": "0.3", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        "ODYSSEUS_EVICT_GRACE": "30"}).start()
+    srv = LiveServer(
+        str(tmp_path_factory.mktemp("agent")),
+        {
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": "sk-test-key-not-secret",
+            "ODYSSEUS_AGENT_TOOLS": "shell,run_python,update_plan,fetch_url",
+            "ODYSSEUS_TOOL_PROGRESS_INTERVAL": "0.3",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_EVICT_GRACE": "30",
+        },
+    ).start()
     yield srv
     srv.stop()
 
@@ -99,8 +105,11 @@ def test_tool_round_trip_pairs_results_by_call_id_at_the_provider(server, model)
 
 
 def test_approval_round_trip_and_refusals_over_http(server, model):
-    fresh(model, reply("", [tool("call_s", "shell", command="echo approved-run >> log.txt; cat log.txt")]),
-          reply("Done, the log has one line."))
+    fresh(
+        model,
+        reply("", [tool("call_s", "shell", command="echo approved-run >> log.txt; cat log.txt")]),
+        reply("Done, the log has one line."),
+    )
     first = agent(server, message="write the log")
     session_id = first.headers["X-Odysseus-Session-Id"]
     frames = frames_of(first)
@@ -113,12 +122,20 @@ def test_approval_round_trip_and_refusals_over_http(server, model):
     base = {"mode": "agent", "tool_approval_id": card["approval_id"], "tool_approval_decision": "approve"}
     wrong = requests.post(server.url + "/api/chat_stream", json={**base, "session_id": other}, timeout=5)
     assert wrong.status_code == 403 and wrong.json()["reason"] == "wrong_session"
-    tampered = requests.post(server.url + "/api/chat_stream", timeout=5, json={
-        **base, "session_id": session_id, "tool_approval_call": {**card["call"], "arguments": {"command": "id"}}})
+    tampered = requests.post(
+        server.url + "/api/chat_stream",
+        timeout=5,
+        json={**base, "session_id": session_id, "tool_approval_call": {**card["call"], "arguments": {"command": "id"}}},
+    )
     assert tampered.status_code == 400 and tampered.json()["reason"] == "invalid"
 
-    answer = agent(server, session_id=session_id, tool_approval_id=card["approval_id"],
-                   tool_approval_decision="approve", tool_approval_call=card["call"])
+    answer = agent(
+        server,
+        session_id=session_id,
+        tool_approval_id=card["approval_id"],
+        tool_approval_decision="approve",
+        tool_approval_call=card["call"],
+    )
     frames = frames_of(answer)
     assert of(frames, "tool_approval_resolved")[0]["decision"] == "approve"
     assert of(frames, "tool_output")[0]["output"].strip() == "approved-run"
@@ -134,8 +151,15 @@ def test_disconnect_during_a_tool_run_completes_once_and_resume_shows_the_rows(s
     command = "echo ran >> count.txt; for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.3; done"
     fresh(model, reply("", [tool("call_slow", "shell", command=command)]), reply("Finished the slow job."))
     session_id = session_of(agent(server, message="slow job"))
-    card = wait_for(lambda: requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()
-                    ["messages"][-1]["metadata"].get("agent", {}).get("awaiting_approval"), what="approval card")
+    card = wait_for(
+        lambda: (
+            requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5)
+            .json()["messages"][-1]["metadata"]
+            .get("agent", {})
+            .get("awaiting_approval")
+        ),
+        what="approval card",
+    )
     stream = agent(
         server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve"
     )
@@ -144,8 +168,11 @@ def test_disconnect_during_a_tool_run_completes_once_and_resume_shows_the_rows(s
             break
     stream.close()  # the browser goes away while the tool runs
 
-    wait_for(lambda: requests.get(f"{server.url}/api/chat/stream_status/{session_id}", timeout=5).json()["status"]
-             == "done", 20, what="run done")
+    wait_for(
+        lambda: requests.get(f"{server.url}/api/chat/stream_status/{session_id}", timeout=5).json()["status"] == "done",
+        20,
+        what="run done",
+    )
     resumed = frames_of(open_stream("GET", f"{server.url}/api/chat/resume/{session_id}"))
     assert len(of(resumed, "tool_start")) == 1 and len(of(resumed, "tool_output")) == 1
     assert of(resumed, "tool_progress") and "tick" in " ".join(f["message"] for f in of(resumed, "tool_progress"))
@@ -160,8 +187,11 @@ def test_disconnect_during_a_tool_run_completes_once_and_resume_shows_the_rows(s
 
 
 def test_provider_failure_mid_run_saves_the_partial_then_one_sanitized_terminal(server, model):
-    fresh(model, reply("Let me plan.", [tool("call_p", "update_plan", steps=[{"step": "a", "status": "pending"}])]),
-          reply(status=500, error_body='{"error": {"message": "boom for key sk-leakedsecret12345"}}'))
+    fresh(
+        model,
+        reply("Let me plan.", [tool("call_p", "update_plan", steps=[{"step": "a", "status": "pending"}])]),
+        reply(status=500, error_body='{"error": {"message": "boom for key sk-leakedsecret12345"}}'),
+    )
     frames = frames_of(agent(server, message="fail in round two"))
     kinds = [f["type"] for f in frames]
     assert kinds.count("agent_terminal") == 1
@@ -199,8 +229,15 @@ def test_stop_during_a_tool_run_kills_the_process_and_saves_the_partial(server, 
     command = "echo started; exec sleep 30.613"
     fresh(model, reply("Starting the long job.", [tool("call_long", "shell", command=command)]))
     session_id = session_of(agent(server, message="long job"))
-    card = wait_for(lambda: requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5).json()
-                    ["messages"][-1]["metadata"].get("agent", {}).get("awaiting_approval"), what="approval card")
+    card = wait_for(
+        lambda: (
+            requests.get(f"{server.url}/api/sessions/{session_id}/messages", timeout=5)
+            .json()["messages"][-1]["metadata"]
+            .get("agent", {})
+            .get("awaiting_approval")
+        ),
+        what="approval card",
+    )
     stream = agent(
         server, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision="approve"
     )
@@ -223,5 +260,13 @@ def test_stop_during_a_tool_run_kills_the_process_and_saves_the_partial(server, 
     assert saved["metadata"]["stopped"] is True and saved["content"] == ""  # this turn had no text yet
     row = saved["metadata"]["agent"]["tools"][0]
     assert row.pop("server_id").startswith("tc_")
-    assert saved["metadata"]["agent"]["tools"] == [{"call_id": "call_long", "tool": "shell", "command": command,
-                                                    "full_command": command, "round": 1, "cancelled": True}]
+    assert saved["metadata"]["agent"]["tools"] == [
+        {
+            "call_id": "call_long",
+            "tool": "shell",
+            "command": command,
+            "full_command": command,
+            "round": 1,
+            "cancelled": True,
+        }
+    ]

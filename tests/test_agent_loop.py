@@ -35,15 +35,17 @@ class Harness:
         return {"approval_id": approval_id, "expires_at": 0}
 
     def _tool_ctx(self, ctx):
-        return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config={},
-                           workspace_root=self.tmp)
+        return ToolContext(
+            owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config={}, workspace_root=self.tmp
+        )
 
     def run(self, state=None, resolution=None, prompt="hi"):
         """Drive one turn to its end; returns (events, ctx, state)."""
         ctx = RunContext("run_t", "s_t", "local", CancelToken())
         state = state or initial_state([{"role": "user", "content": prompt}], self.settings)
-        loop = AgentLoop([Candidate(self.provider, "script-1")], self.registry, self.settings, self.hooks, state, ctx,
-                         resolution)
+        loop = AgentLoop(
+            [Candidate(self.provider, "script-1")], self.registry, self.settings, self.hooks, state, ctx, resolution
+        )
         events = list(loop.run())
         return events, ctx, state
 
@@ -69,8 +71,14 @@ def test_one_round_pairs_the_result_with_the_call_id():
     start, output = of(events, "tool_start")[0], of(events, "tool_output")[0]
     server_id = start.data.pop("server_id")
     assert server_id.startswith("tc_") and output.data["server_id"] == server_id
-    assert start.data == {"tool": "echo", "command": "echo hi", "full_command": "echo hi", "round": 1, "call_id": "c1",
-                          "arguments": {"text": "hi"}}
+    assert start.data == {
+        "tool": "echo",
+        "command": "echo hi",
+        "full_command": "echo hi",
+        "round": 1,
+        "call_id": "c1",
+        "arguments": {"text": "hi"},
+    }
     assert output.data["output"] == "echo: hi" and output.data["exit_code"] == 0 and output.data["command"] == "echo hi"
     second = h.provider.requests[1].messages
     assistant, result = second[-2], second[-1]
@@ -85,8 +93,13 @@ def test_one_round_pairs_the_result_with_the_call_id():
 
 
 def test_several_rounds_and_parallel_calls_keep_every_pair():
-    h = Harness([calls(("a", "echo", {"text": "1"}), ("b", "echo", '{"text": "2"}')),
-                 calls(("c", "echo", {"text": "3"})), say("done")])
+    h = Harness(
+        [
+            calls(("a", "echo", {"text": "1"}), ("b", "echo", '{"text": "2"}')),
+            calls(("c", "echo", {"text": "3"})),
+            say("done"),
+        ]
+    )
     events, ctx, _ = h.run()
     assert [e.data["round"] for e in of(events, "agent_step")] == [1, 2, 3]
     assert [e.data["call_id"] for e in of(events, "tool_output")] == ["a", "b", "c"]
@@ -102,8 +115,10 @@ def test_several_rounds_and_parallel_calls_keep_every_pair():
 
 
 def test_tool_exception_becomes_an_error_result_and_the_loop_goes_on():
-    h = Harness([calls(("x", "boom", {})), calls(("y", "nope", {}), ("z", "echo", "{not json")), say("recovered")],
-                tools=[boom_tool(), echo_tool()])
+    h = Harness(
+        [calls(("x", "boom", {})), calls(("y", "nope", {}), ("z", "echo", "{not json")), say("recovered")],
+        tools=[boom_tool(), echo_tool()],
+    )
     events, ctx, _ = h.run()
     outputs = of(events, "tool_output")
     assert outputs[0].data["exit_code"] == 1 and "kaboom" in outputs[0].data["output"]
@@ -180,8 +195,9 @@ def test_loop_breaker_ignores_repeats_with_new_text():
 
 
 def test_intent_nudges_then_exhausted():
-    h = Harness([say("Let me search for that."), say("I'll check the docs now."), say("Let me look it up.")],
-                max_nudges=2)
+    h = Harness(
+        [say("Let me search for that."), say("I'll check the docs now."), say("Let me look it up.")], max_nudges=2
+    )
     events, ctx, _ = h.run()
     nudged = [r for r in h.provider.requests if r.messages[-1]["content"] == NUDGE]
     assert len(nudged) == 2
@@ -200,11 +216,22 @@ def test_intent_nudge_recovers_when_the_model_calls_the_tool():
 
 
 def test_plan_and_ui_control_tools_emit_their_events():
-    h = Harness([calls(("p", "update_plan", {"steps": [{"step": "look", "status": "completed"},
-                                                       {"step": "answer", "status": "in_progress"}]}),
-                       ("u", "ui_control", {"action": "set_theme", "theme": "dark"}),
-                       ("v", "ui_control", {"action": "format_disk"}),
-                       ("w", "ui_control", {"action": "set_mode", "mode": "root"})), say("ok")], tools=ui_tools())
+    h = Harness(
+        [
+            calls(
+                (
+                    "p",
+                    "update_plan",
+                    {"steps": [{"step": "look", "status": "completed"}, {"step": "answer", "status": "in_progress"}]},
+                ),
+                ("u", "ui_control", {"action": "set_theme", "theme": "dark"}),
+                ("v", "ui_control", {"action": "format_disk"}),
+                ("w", "ui_control", {"action": "set_mode", "mode": "root"}),
+            ),
+            say("ok"),
+        ],
+        tools=ui_tools(),
+    )
     events, ctx, _ = h.run()
     assert of(events, "plan_update")[0].data["data"]["steps"][1] == {"step": "answer", "status": "in_progress"}
     assert of(events, "ui_control")[0].data["data"] == {"action": "set_theme", "theme": "dark"}
@@ -215,14 +242,20 @@ def test_plan_and_ui_control_tools_emit_their_events():
 
 
 def _ask_first():
-    h = Harness([calls(("ok1", "echo", {"text": "free"}), ("g1", "guarded", {"text": "rm"}))],
-                tools=[echo_tool(), echo_tool(needs_approval=True, name="guarded")])
+    h = Harness(
+        [calls(("ok1", "echo", {"text": "free"}), ("g1", "guarded", {"text": "rm"}))],
+        tools=[echo_tool(), echo_tool(needs_approval=True, name="guarded")],
+    )
     events, ctx, _ = h.run()
     ask = of(events, "ask_user")[0].data["data"]
     assert ask["kind"] == "tool_approval" and ask["approval_id"] == "apr_1"
     assert ask["call"]["server_id"].startswith("tc_")
-    assert ask["call"] == {"call_id": "g1", "server_id": ask["call"]["server_id"], "tool": "guarded",
-                           "arguments": {"text": "rm"}}
+    assert ask["call"] == {
+        "call_id": "g1",
+        "server_id": ask["call"]["server_id"],
+        "tool": "guarded",
+        "arguments": {"text": "rm"},
+    }
     assert kinds(events)[-2:] == ["ask_user", "delta"]
     assert [e.data["call_id"] for e in of(events, "tool_output")] == ["ok1"]
     saved = h.approvals["apr_1"]["state"]
@@ -258,21 +291,36 @@ def test_approval_resolution_continues_the_task(decision):
 
 
 def test_provider_failure_mid_run_leaves_one_sanitized_terminal_after_the_saved_partial(tmp_path):
-    provider = ScriptedProvider([calls(("a", "echo", {"text": "1"}), text="Working on it."),
-                                 ProviderHTTPError('bad gateway: Authorization: Bearer sk-abcdefghijkl {"raw": 1}',
-                                                   status=502)])
+    provider = ScriptedProvider(
+        [
+            calls(("a", "echo", {"text": "1"}), text="Working on it."),
+            ProviderHTTPError('bad gateway: Authorization: Bearer sk-abcdefghijkl {"raw": 1}', status=502),
+        ]
+    )
     config = load_config(env={})
     store = Store(str(tmp_path / "db.sqlite"))
     manager = RunEngine(store, config)
     settings = AgentSettings()
-    hooks = AgentHooks(request_approval=lambda *a: {}, tool_context=lambda ctx: ToolContext(
-        owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config={}))
+    hooks = AgentHooks(
+        request_approval=lambda *a: {},
+        tool_context=lambda ctx: ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config={}),
+    )
     session = store.sessions.create("local")["id"]
     state = initial_state([{"role": "user", "content": "go"}], settings)
     from odysseus.agent.agent_loop import agent_turn
+
     turn = agent_turn([Candidate(provider, "script-1")], ToolRegistry([echo_tool()]), settings, hooks, state)
-    run = manager.start(StartSpec(owner="local", session_id=session, make_turn=lambda history: turn, mode="agent",
-                                  model="scripted/script-1", message="go", terminal_type="agent_terminal")).run
+    run = manager.start(
+        StartSpec(
+            owner="local",
+            session_id=session,
+            make_turn=lambda history: turn,
+            mode="agent",
+            model="scripted/script-1",
+            message="go",
+            terminal_type="agent_terminal",
+        )
+    ).run
     assert run.settled.wait(10)
     manager.close()
     events = [e for e, _ in run.log.read_after(0)]

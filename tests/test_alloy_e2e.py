@@ -37,11 +37,20 @@ def fake(scripts):
 def server(fake, tmp_path_factory):
     from liveserver import LiveServer
 
-    srv = LiveServer(str(tmp_path_factory.mktemp("alloy")), {
-        "OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-test-key-not-secret", "OPENAI_MODEL": "fake-1",
-        "ODYSSEUS_AGENT_TOOLS": "update_plan,shell,present_exhibit", "ODYSSEUS_AGENT_APPROVAL_TOOLS": "shell",
-        "ODYSSEUS_ALLOY_MAX_DEPTH": "2", "ODYSSEUS_ALLOY_DELEGATION_TIMEOUT": "3",
-        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5", "ODYSSEUS_EVICT_GRACE": "30"}).start()
+    srv = LiveServer(
+        str(tmp_path_factory.mktemp("alloy")),
+        {
+            "OPENAI_BASE_URL": fake.url + "/v1",
+            "OPENAI_API_KEY": "sk-test-key-not-secret",
+            "OPENAI_MODEL": "fake-1",
+            "ODYSSEUS_AGENT_TOOLS": "update_plan,shell,present_exhibit",
+            "ODYSSEUS_AGENT_APPROVAL_TOOLS": "shell",
+            "ODYSSEUS_ALLOY_MAX_DEPTH": "2",
+            "ODYSSEUS_ALLOY_DELEGATION_TIMEOUT": "3",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_EVICT_GRACE": "30",
+        },
+    ).start()
     for agent_id in AGENTS:
         make_agent(srv.url, agent_id, f"You are {agent_id}.")
     make_agent(srv.url, "shell_runner", "You run shell commands.", tools=["shell"])
@@ -95,11 +104,15 @@ def test_event_order_concurrency_results_and_saved_record_on_the_agent_api(serve
         ),
         text("Both parts are in.", " Done."),
     )
-    scripts.script("alpha_one", text("Intro ", "part ", "one ", "two ", "three ", "four ", "five ", "six ", "seven ",
-                                     "eight.", delay=0.15))
-    scripts.script("beta_two", tools(("p1", "update_plan", {"steps": [{"step": "think", "status": "completed"}]}),
-                                 delay=0.08),
-                   text("Plan ", "is ", "ready.", delay=0.08))
+    scripts.script(
+        "alpha_one",
+        text("Intro ", "part ", "one ", "two ", "three ", "four ", "five ", "six ", "seven ", "eight.", delay=0.15),
+    )
+    scripts.script(
+        "beta_two",
+        tools(("p1", "update_plan", {"steps": [{"step": "think", "status": "completed"}]}), delay=0.08),
+        text("Plan ", "is ", "ready.", delay=0.08),
+    )
     stream = agent_stream(server, "Write it together", workflow_id="team")
     session_id = stream.headers["X-Odysseus-Session-Id"]
     frames = stream.events()
@@ -195,8 +208,11 @@ def test_chat_projection_and_refusals_self_up_the_chain_and_depth(server, script
 def test_timeout_and_failing_specialist(server, scripts, workflow):
     from fakeproviders import Reply
 
-    scripts.script("chief_boss", tools(delegate("t1", "alpha_one", "hang"), delegate("t2", "beta_two", "fail")),
-                   text("Reported the failures."))
+    scripts.script(
+        "chief_boss",
+        tools(delegate("t1", "alpha_one", "hang"), delegate("t2", "beta_two", "fail")),
+        text("Reported the failures."),
+    )
     scripts.script("alpha_one", Reply(end="silent"))
     scripts.script("beta_two", Reply(status=500, body={"error": {"message": "specialist model broke"}}))
     started = time.monotonic()
@@ -207,8 +223,11 @@ def test_timeout_and_failing_specialist(server, scripts, workflow):
     assert time.monotonic() - started < 30
     hung = scripts.requests_of("alpha_one")[0]
     assert hung.disconnected_at is not None  # the timed-out specialist's connection was closed
-    tool_msgs = {m["tool_call_id"]: m["content"] for m in scripts.requests_of("chief_boss")[1].body["messages"]
-                 if m["role"] == "tool"}
+    tool_msgs = {
+        m["tool_call_id"]: m["content"]
+        for m in scripts.requests_of("chief_boss")[1].body["messages"]
+        if m["role"] == "tool"
+    }
     assert "timed out after 3 s" in tool_msgs["t1"] and tool_msgs["t2"].startswith(
         "Error: the specialist beta_two failed"
     )
@@ -216,8 +235,14 @@ def test_timeout_and_failing_specialist(server, scripts, workflow):
 
 
 def test_stop_during_delegations_closes_every_child_connection_within_a_second(server, scripts, workflow):
-    scripts.script("chief_boss", tools(delegate("s1", "alpha_one", "long a"), delegate("s2", "beta_two", "long b"),
-                                 delegate("s3", "gamma_three", "long c")))
+    scripts.script(
+        "chief_boss",
+        tools(
+            delegate("s1", "alpha_one", "long a"),
+            delegate("s2", "beta_two", "long b"),
+            delegate("s3", "gamma_three", "long c"),
+        ),
+    )
     for agent in ("alpha_one", "beta_two", "gamma_three"):
         scripts.script(agent, stall(f"{agent} working..."))
     stream = post_chat(server.url, "stop me", mode="agent", workflow_id="team")
@@ -234,8 +259,9 @@ def test_stop_during_delegations_closes_every_child_connection_within_a_second(s
             if seen == 3:
                 break
     stopped_at = time.monotonic()
-    assert requests.post(f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id},
-                         timeout=10).json() == {"stopped": True}
+    assert requests.post(
+        f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id}, timeout=10
+    ).json() == {"stopped": True}
     children = [scripts.requests_of(a)[0] for a in ("alpha_one", "beta_two", "gamma_three")]
     wait_for(lambda: all(r.disconnected_at is not None for r in children), 5, what="children disconnected")
     assert all(r.disconnected_at - stopped_at < 1.0 for r in children), [
@@ -252,8 +278,11 @@ def test_stop_during_delegations_closes_every_child_connection_within_a_second(s
 
 
 def test_resume_mid_delegation_has_no_gap_and_no_duplicate(server, scripts, workflow):
-    scripts.script("chief_boss", tools(delegate("r1", "alpha_one", "slow one"), delegate("r2", "beta_two", "slow two")),
-                   text("Resumed fine."))
+    scripts.script(
+        "chief_boss",
+        tools(delegate("r1", "alpha_one", "slow one"), delegate("r2", "beta_two", "slow two")),
+        text("Resumed fine."),
+    )
     scripts.script("alpha_one", text(*[f"a{i} " for i in range(12)], delay=0.06))
     scripts.script("beta_two", text(*[f"b{i} " for i in range(12)], delay=0.06))
     stream = post_chat(server.url, "resume me", mode="agent", workflow_id="team")
@@ -274,14 +303,20 @@ def test_resume_mid_delegation_has_no_gap_and_no_duplicate(server, scripts, work
     assert before + after == full
     ids = [f["id"] for f in full]
     assert ids == list(range(ids[0], ids[0] + len(ids)))  # contiguous: no gap, no duplicate
-    chunks = "".join(f["data"]["content"] for f in full if isinstance(f["data"], dict)
-                     and f["data"].get("type") == "delegation_chunk" and f["data"]["target_agent_id"] == "alpha_one")
+    chunks = "".join(
+        f["data"]["content"]
+        for f in full
+        if isinstance(f["data"], dict)
+        and f["data"].get("type") == "delegation_chunk"
+        and f["data"]["target_agent_id"] == "alpha_one"
+    )
     assert chunks == "".join(f"a{i} " for i in range(12))
     run_id = stream.headers["X-Odysseus-Run-Id"]
     attach = open_stream("GET", f"{server.url}/api/agent/chat/stream/attach?run_id={run_id}&after={cursor}").events()
     # the agent projection resumes the same log: the same delegation events under the same ids
     assert [f["id"] for f in attach if f["event"].startswith("delegation_")] == [
-        f["id"] for f in after if isinstance(f["data"], dict) and str(f["data"].get("type")).startswith("delegation_")]
+        f["id"] for f in after if isinstance(f["data"], dict) and str(f["data"].get("type")).startswith("delegation_")
+    ]
     assert [f["event"] for f in attach].count("delegation_complete") == 2
 
 
@@ -291,8 +326,9 @@ def test_specialist_approval_card_then_the_answer_continues_the_workflow(server,
         tools(delegate("w1", "shell_runner", "write the file"), delegate("w2", "alpha_one", "say hi")),
         text("The file is written."),
     )
-    scripts.script("shell_runner", tools(("sh1", "shell", {"command": "echo alloy > out.txt; cat out.txt"})),
-                   text("Wrote out.txt"))
+    scripts.script(
+        "shell_runner", tools(("sh1", "shell", {"command": "echo alloy > out.txt; cat out.txt"})), text("Wrote out.txt")
+    )
     scripts.script("alpha_one", text("hi"))
     first = post_chat(server.url, "write it", mode="agent", workflow_id="team")
     session_id = first.headers["X-Odysseus-Session-Id"]
@@ -305,10 +341,21 @@ def test_specialist_approval_card_then_the_answer_continues_the_workflow(server,
     reply, _ = saved_reply(server, session_id)
     assert reply["metadata"]["agent"]["awaiting_approval"]["approval_id"] == card["approval_id"]
     assert {r["target_agent_id"]: r["status"] for r in reply["metadata"]["delegations"]} == {
-        "shell_runner": "awaiting_approval", "alpha_one": "success"}
+        "shell_runner": "awaiting_approval",
+        "alpha_one": "success",
+    }
 
-    answer = chat_frames(post_chat(server.url, "", mode="agent", session_id=session_id, workflow_id="team",
-                                   tool_approval_id=card["approval_id"], tool_approval_decision="approve"))
+    answer = chat_frames(
+        post_chat(
+            server.url,
+            "",
+            mode="agent",
+            session_id=session_id,
+            workflow_id="team",
+            tool_approval_id=card["approval_id"],
+            tool_approval_decision="approve",
+        )
+    )
     kinds = [f["type"] for f in answer]
     assert kinds.index("delegation_start") < kinds.index("tool_approval_resolved") < kinds.index("delegation_complete")
     start = of(answer, "delegation_start")[0]
@@ -319,7 +366,9 @@ def test_specialist_approval_card_then_the_answer_continues_the_workflow(server,
         assert fh.read() == "alloy\n"
     boss_last = scripts.requests_of("chief_boss")[-1].body["messages"]
     assert {m["tool_call_id"]: m["content"] for m in boss_last if m["role"] == "tool"} == {
-        "w2": "hi", "w1": "Wrote out.txt"}
+        "w2": "hi",
+        "w1": "Wrote out.txt",
+    }
     assert [f["type"] for f in answer][-3:] == ["message_saved", "agent_terminal", "[DONE]"]
 
 
@@ -338,8 +387,9 @@ def test_exhibits_pass_through_and_are_saved(server, scripts, workflow):
 def test_routing_unknown_workflow_is_404_before_the_stream_and_target_agent_still_works(server, scripts, workflow):
     sessions = len(requests.get(server.url + "/api/sessions", timeout=10).json()["sessions"])
     for path in ("/api/agent/chat/stream", "/api/chat_stream"):
-        missing = requests.post(server.url + path, json={"message": "x", "mode": "agent", "workflow_id": "nope"},
-                                timeout=10)
+        missing = requests.post(
+            server.url + path, json={"message": "x", "mode": "agent", "workflow_id": "nope"}, timeout=10
+        )
         assert missing.status_code == 404 and "nope" in missing.json()["error"]
         bad = requests.post(server.url + path, json={"message": "x", "mode": "agent", "workflow_id": 7}, timeout=10)
         assert bad.status_code == 400

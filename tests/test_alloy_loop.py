@@ -34,17 +34,28 @@ class World:
         self.providers = {name: ScriptedProvider(steps, name=name) for name, steps in scripts.items()}
         self.registry = ToolRegistry(tools or [echo_tool(), echo_tool(True, "guarded")])
         self.settings = AgentSettings(progress_interval=0.1)
-        self.limits = AlloySettings(**{"max_depth": 1, "max_parallel": 3, "timeout": 5.0, "max_rounds": 4,
-                                       **limits})
+        self.limits = AlloySettings(**{"max_depth": 1, "max_parallel": 3, "timeout": 5.0, "max_rounds": 4, **limits})
         self.approvals = {}
         self.hooks = AgentHooks(request_approval=self._approval, tool_context=self._tool_ctx)
-        members = members or [{"agent_id": "boss", "role": "supervisor"},
-                              {"agent_id": "alpha", "role": "specialist", "delegation_hint": "does A"},
-                              {"agent_id": "beta", "role": "specialist"}]
-        agents = {m["agent_id"]: {"model": f"{m['agent_id']}/script-1", "system_prompt": f"I am {m['agent_id']}",
-                                  "tools": None, "temperature": None, "name": m["agent_id"]} for m in members}
-        self.plan = {"workflow": {"id": "wf", "name": "Test", "supervisor_agent_id": "boss", "members": members},
-                     "agents": agents}
+        members = members or [
+            {"agent_id": "boss", "role": "supervisor"},
+            {"agent_id": "alpha", "role": "specialist", "delegation_hint": "does A"},
+            {"agent_id": "beta", "role": "specialist"},
+        ]
+        agents = {
+            m["agent_id"]: {
+                "model": f"{m['agent_id']}/script-1",
+                "system_prompt": f"I am {m['agent_id']}",
+                "tools": None,
+                "temperature": None,
+                "name": m["agent_id"],
+            }
+            for m in members
+        }
+        self.plan = {
+            "workflow": {"id": "wf", "name": "Test", "supervisor_agent_id": "boss", "members": members},
+            "agents": agents,
+        }
 
     def _approval(self, ctx, call, state):
         approval_id = f"apr_{len(self.approvals) + 1}"
@@ -61,8 +72,9 @@ class World:
         return [Candidate(self.providers[name], "script-1")]
 
     def run(self, state=None, resolution=None, cancel=None, prompt="do the thing"):
-        factory = AgentFactory(self.plan, self.resolve, self.resolve("boss/x"), self.registry, self.settings,
-                               self.limits)
+        factory = AgentFactory(
+            self.plan, self.resolve, self.resolve("boss/x"), self.registry, self.settings, self.limits
+        )
         setup = factory.setup("boss", 0)
         if state is None:
             state = initial_state([{"role": "user", "content": prompt}], setup.settings)
@@ -77,8 +89,9 @@ def of(events, kind):
 
 
 def test_delegation_result_is_the_tool_result_and_the_specialist_sees_only_its_task():
-    world = World({"boss": [calls(delegate("c1", "alpha", "count to three")), say("Alpha says 1 2 3.")],
-                   "alpha": [say("1 2 3")]})
+    world = World(
+        {"boss": [calls(delegate("c1", "alpha", "count to three")), say("Alpha says 1 2 3.")], "alpha": [say("1 2 3")]}
+    )
     events, ctx = world.run()
     kinds = [e.type for e in events]
     assert kinds.index("delegation_start") < kinds.index("delegation_chunk") < kinds.index("delegation_complete")
@@ -106,10 +119,21 @@ def test_delegation_result_is_the_tool_result_and_the_specialist_sees_only_its_t
 
 
 def test_refusals_self_unknown_missing_task_and_depth_send_only_a_failed_complete():
-    world = World({"boss": [calls(delegate("c1", "boss", "me"), delegate("c2", "nobody", "x"),
-                                  ("c3", "delegate_to", {"agent_id": "alpha"}), delegate("c4", "alpha", "go deeper")),
-                            say("ok")],
-                   "alpha": [calls(delegate("n1", "beta", "nested")), say("alpha done")], "beta": []})
+    world = World(
+        {
+            "boss": [
+                calls(
+                    delegate("c1", "boss", "me"),
+                    delegate("c2", "nobody", "x"),
+                    ("c3", "delegate_to", {"agent_id": "alpha"}),
+                    delegate("c4", "alpha", "go deeper"),
+                ),
+                say("ok"),
+            ],
+            "alpha": [calls(delegate("n1", "beta", "nested")), say("alpha done")],
+            "beta": [],
+        }
+    )
     events, ctx = world.run()
     completes = of(events, "delegation_complete")
     by_call = {e.data["tool_call_id"]: e.data for e in completes}
@@ -129,10 +153,17 @@ def test_refusals_self_unknown_missing_task_and_depth_send_only_a_failed_complet
 
 
 def test_depth_two_nests_but_never_goes_back_up_the_chain():
-    world = World({"boss": [calls(delegate("c1", "alpha", "lead")), say("fine")],
-                   "alpha": [calls(delegate("u1", "boss", "up"), delegate("s1", "alpha", "self"),
-                                   delegate("n1", "beta", "sub")), say("alpha summary")],
-                   "beta": [calls(delegate("b1", "alpha", "back")), say("beta leaf")]}, max_depth=2)
+    world = World(
+        {
+            "boss": [calls(delegate("c1", "alpha", "lead")), say("fine")],
+            "alpha": [
+                calls(delegate("u1", "boss", "up"), delegate("s1", "alpha", "self"), delegate("n1", "beta", "sub")),
+                say("alpha summary"),
+            ],
+            "beta": [calls(delegate("b1", "alpha", "back")), say("beta leaf")],
+        },
+        max_depth=2,
+    )
     events, ctx = world.run()
     by_call = {e.data["tool_call_id"]: e.data for e in of(events, "delegation_complete")}
     assert "above alpha" in by_call["u1"]["error"] or "not a specialist" in by_call["u1"]["error"]
@@ -159,11 +190,20 @@ def test_parallel_limit_and_concurrency():
             with lock:
                 running[0] -= 1
             return say(text)
+
         return step
 
-    world = World({"boss": [calls(*[delegate(f"c{i}", "alpha" if i % 2 else "beta", f"t{i}") for i in range(5)]),
-                            say("all done")],
-                   "alpha": [slow("a")] * 3, "beta": [slow("b")] * 3}, max_parallel=2)
+    world = World(
+        {
+            "boss": [
+                calls(*[delegate(f"c{i}", "alpha" if i % 2 else "beta", f"t{i}") for i in range(5)]),
+                say("all done"),
+            ],
+            "alpha": [slow("a")] * 3,
+            "beta": [slow("b")] * 3,
+        },
+        max_parallel=2,
+    )
     started = time.monotonic()
     events, ctx = world.run()
     assert peak[0] == 2
@@ -182,14 +222,22 @@ def test_timeout_and_failing_specialist():
         return say("too late")
 
     from odysseus.errors import ProviderHTTPError
-    world = World({"boss": [calls(delegate("c1", "alpha", "hang"), delegate("c2", "beta", "fail")), say("done")],
-                   "alpha": [hang], "beta": [ProviderHTTPError("boom upstream", status=500)]}, timeout=0.5)
+
+    world = World(
+        {
+            "boss": [calls(delegate("c1", "alpha", "hang"), delegate("c2", "beta", "fail")), say("done")],
+            "alpha": [hang],
+            "beta": [ProviderHTTPError("boom upstream", status=500)],
+        },
+        timeout=0.5,
+    )
     events, ctx = world.run()
     by_call = {e.data["tool_call_id"]: e.data for e in of(events, "delegation_complete")}
     assert by_call["c1"]["status"] == "failed" and "timed out after 0.5 s" in by_call["c1"]["error"]
     assert by_call["c2"]["status"] == "failed" and "boom upstream" in by_call["c2"]["error"]
-    tool_msgs = {m["tool_call_id"]: m["content"] for m in world.providers["boss"].requests[1].messages
-                 if m["role"] == "tool"}
+    tool_msgs = {
+        m["tool_call_id"]: m["content"] for m in world.providers["boss"].requests[1].messages if m["role"] == "tool"
+    }
     assert "timed out" in tool_msgs["c1"] and "failed" in tool_msgs["c2"]
     assert ctx.terminal["completion"] == "complete"
 
@@ -201,8 +249,7 @@ def test_stop_cancels_every_child_and_marks_records_stopped():
         return []  # replaced below
 
     cancel = CancelToken()
-    world = World({"boss": [calls(delegate("c1", "alpha", "a"), delegate("c2", "beta", "b"))],
-                   "alpha": [], "beta": []})
+    world = World({"boss": [calls(delegate("c1", "alpha", "a"), delegate("c2", "beta", "b"))], "alpha": [], "beta": []})
     for name in ("alpha", "beta"):
         provider = world.providers[name]
 
@@ -211,6 +258,7 @@ def test_stop_cancels_every_child_and_marks_records_stopped():
             provider.requests.append(request)
             token.wait(10)
             yield from ()
+
         provider.stream = stream
     threading.Timer(0.5, lambda: cancel.cancel("stopped")).start()
     try:
@@ -222,10 +270,13 @@ def test_stop_cancels_every_child_and_marks_records_stopped():
 
 
 def test_specialist_approval_pauses_the_workflow_and_the_answer_resumes_it():
-    world = World({"boss": [calls(delegate("c1", "alpha", "guard it"), delegate("c2", "beta", "plain")),
-                            say("Both done.")],
-                   "alpha": [calls(("g1", "guarded", {"text": "hi"})), say("guarded ran")],
-                   "beta": [say("beta ok")]})
+    world = World(
+        {
+            "boss": [calls(delegate("c1", "alpha", "guard it"), delegate("c2", "beta", "plain")), say("Both done.")],
+            "alpha": [calls(("g1", "guarded", {"text": "hi"})), say("guarded ran")],
+            "beta": [say("beta ok")],
+        }
+    )
     events, ctx = world.run()
     ask = of(events, "ask_user")[0].data["data"]
     assert ask["target_agent_id"] == "alpha" and ask["approval_id"] == "apr_1" and ask["tool"] == "guarded"
@@ -253,8 +304,12 @@ def test_specialist_approval_pauses_the_workflow_and_the_answer_resumes_it():
 
 
 def test_continue_after_the_supervisors_round_limit_keeps_the_workflow():
-    world = World({"boss": [calls(delegate("c1", "alpha", "first")), say("finished after continue")],
-                   "alpha": [say("alpha result")]})
+    world = World(
+        {
+            "boss": [calls(delegate("c1", "alpha", "first")), say("finished after continue")],
+            "alpha": [say("alpha result")],
+        }
+    )
     world.settings = AgentSettings(progress_interval=0.1, max_rounds=1)
     events, ctx = world.run()
     assert ctx.terminal["completion"] == "rounds_exhausted"

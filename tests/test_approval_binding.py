@@ -25,8 +25,15 @@ from odysseus.tools.registry import ToolContext, ToolRegistry
 
 @pytest.fixture
 def agent_app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none",
-                              "AGENT_TOOLS": "shell,update_plan", "TOOL_PROGRESS_INTERVAL": 0.2})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "shell,update_plan",
+            "TOOL_PROGRESS_INTERVAL": 0.2,
+        }
+    )
     yield application
     application.extensions["odysseus.runs"].close()
 
@@ -39,16 +46,25 @@ def start(app, client, steps):
 
 
 def answer(client, session_id, card, decision="approve", **extra):
-    return post(client, session_id=session_id, tool_approval_id=card["approval_id"],
-                tool_approval_decision=decision, **extra)
+    return post(
+        client, session_id=session_id, tool_approval_id=card["approval_id"], tool_approval_decision=decision, **extra
+    )
 
 
 def test_duplicate_provider_ids_in_one_round_each_get_their_own_card(agent_app):
     client = agent_app.test_client()
-    session_id, frames, provider = start(agent_app, client, [
-        calls(("c1", "shell", {"command": "echo first"}), ("c1", "shell", {"command": "touch pwned1"}),
-              ("c1", "shell", {"command": "touch pwned2"})),
-        say("done")])
+    session_id, frames, provider = start(
+        agent_app,
+        client,
+        [
+            calls(
+                ("c1", "shell", {"command": "echo first"}),
+                ("c1", "shell", {"command": "touch pwned1"}),
+                ("c1", "shell", {"command": "touch pwned2"}),
+            ),
+            say("done"),
+        ],
+    )
     first = of(frames, "ask_user")[0]["data"]
     assert first["call"]["arguments"] == {"command": "echo first"}
     # the user approves what the card showed; the next call with the same provider id asks again
@@ -78,10 +94,15 @@ def test_duplicate_provider_ids_in_one_round_each_get_their_own_card(agent_app):
 
 def test_a_reused_provider_id_in_the_next_round_asks_again(agent_app):
     client = agent_app.test_client()
-    session_id, frames, provider = start(agent_app, client, [
-        calls(("c1", "shell", {"command": "echo one"})),
-        calls(("c1", "shell", {"command": "touch pwned"})),
-        say("done")])
+    session_id, frames, provider = start(
+        agent_app,
+        client,
+        [
+            calls(("c1", "shell", {"command": "echo one"})),
+            calls(("c1", "shell", {"command": "touch pwned"})),
+            say("done"),
+        ],
+    )
     card = of(frames, "ask_user")[0]["data"]
     response, frames = answer(client, session_id, card)
     assert [f["output"].strip() for f in of(frames, "tool_output")] == ["one"]
@@ -93,9 +114,11 @@ def test_a_reused_provider_id_in_the_next_round_asks_again(agent_app):
 
 def test_an_answer_echoing_another_calls_server_id_is_refused(agent_app):
     client = agent_app.test_client()
-    session_id, frames, provider = start(agent_app, client, [
-        calls(("c1", "shell", {"command": "echo first"}), ("c1", "shell", {"command": "touch pwned"})),
-        say("done")])
+    session_id, frames, provider = start(
+        agent_app,
+        client,
+        [calls(("c1", "shell", {"command": "echo first"}), ("c1", "shell", {"command": "touch pwned"})), say("done")],
+    )
     card = of(frames, "ask_user")[0]["data"]
     forged = dict(card["call"], server_id="tc_someothercall000")
     response, _ = answer(client, session_id, card, tool_approval_call=forged)
@@ -108,8 +131,11 @@ def test_an_answer_echoing_another_calls_server_id_is_refused(agent_app):
 
 def test_approve_task_does_not_run_a_call_of_another_tool(agent_app):
     client = agent_app.test_client()
-    session_id, frames, provider = start(agent_app, client, [
-        calls(("c1", "shell", {"command": "echo a"}), ("c1", "update_plan", {"steps": []})), say("ok")])
+    session_id, frames, provider = start(
+        agent_app,
+        client,
+        [calls(("c1", "shell", {"command": "echo a"}), ("c1", "update_plan", {"steps": []})), say("ok")],
+    )
     card = of(frames, "ask_user")[0]["data"]
     response, frames = answer(client, session_id, card, decision="approve_task")
     assert [f["tool"] for f in of(frames, "tool_output")] == ["shell", "update_plan"]  # update_plan needs no approval
@@ -118,12 +144,13 @@ def test_approve_task_does_not_run_a_call_of_another_tool(agent_app):
 # ---------------------------------------------------------------- the loop itself
 def _loop(state, resolution, tools):
     settings = AgentSettings(approval_tools=frozenset({"guarded"}))
-    hooks = AgentHooks(request_approval=lambda ctx, call, st: {"approval_id": "apr_x", "expires_at": 0},
-                       tool_context=lambda ctx: ToolContext(owner="me", session_id="s", cancel=ctx.cancel, config={}))
+    hooks = AgentHooks(
+        request_approval=lambda ctx, call, st: {"approval_id": "apr_x", "expires_at": 0},
+        tool_context=lambda ctx: ToolContext(owner="me", session_id="s", cancel=ctx.cancel, config={}),
+    )
     ctx = RunContext(run_id="r", session_id="s", owner="me", cancel=CancelToken())
     provider = ScriptedProvider([say("fine")])
-    return AgentLoop([Candidate(provider, "script-1")], ToolRegistry(tools), settings, hooks, state, ctx,
-                     resolution)
+    return AgentLoop([Candidate(provider, "script-1")], ToolRegistry(tools), settings, hooks, state, ctx, resolution)
 
 
 def test_a_resolution_for_a_different_server_id_is_refused_by_the_loop():

@@ -22,9 +22,19 @@ KINDS = {"openai": ("/v1", openai_text), "ollama": ("", ollama_text), "anthropic
 def make_app(tmp_path, fake, kind="openai", vision=True, **config):
     suffix, _ = KINDS[kind]
     options = {"vision": True} if vision else {}
-    return create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "ATTACH_TEXT_BUDGET": 24_000, **config,
-                       "PROVIDERS": [ProviderConfig(name="fake", kind=kind, base_url=fake.url + suffix, models=["m"],
-                                                    default_model="m", options=options)]})
+    return create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "ATTACH_TEXT_BUDGET": 24_000,
+            **config,
+            "PROVIDERS": [
+                ProviderConfig(
+                    name="fake", kind=kind, base_url=fake.url + suffix, models=["m"], default_model="m", options=options
+                )
+            ],
+        }
+    )
 
 
 def upload(client, *files):
@@ -62,12 +72,16 @@ def apps(tmp_path, fake):
 def test_each_provider_gets_the_text_inlined_and_the_image_in_its_own_format(apps, fake, kind):
     app = apps(kind=kind)
     client = app.test_client()
-    text_id, pdf_id, image_id = upload(client, ("notes.md", b"# Notes\nThe launch code is 7421."),
-                                       ("report.pdf", sf.pdf("Quarterly revenue was 12 million.")),
-                                       ("chart.png", sf.png(4, 3)))
+    text_id, pdf_id, image_id = upload(
+        client,
+        ("notes.md", b"# Notes\nThe launch code is 7421."),
+        ("report.pdf", sf.pdf("Quarterly revenue was 12 million.")),
+        ("chart.png", sf.png(4, 3)),
+    )
     fake.script(Reply(chunks=KINDS[kind][1]("Seen.")))
-    response = client.post("/api/chat_stream", json={"message": "summarise", "attachments": [text_id, pdf_id, image_id],
-                                                     "use_rag": False})
+    response = client.post(
+        "/api/chat_stream", json={"message": "summarise", "attachments": [text_id, pdf_id, image_id], "use_rag": False}
+    )
     kinds, _ = chat_frames(response)
     assert kinds[0] == "attachments" and kinds.index("attachments") < kinds.index("delta")
     body = fake.posts[-1].body
@@ -96,8 +110,14 @@ def test_each_provider_gets_the_text_inlined_and_the_image_in_its_own_format(app
     messages = client.get(f"/api/sessions/{session_id}/messages").get_json()["messages"]
     chips = messages[0]["metadata"]["attachments"]
     assert [c["id"] for c in chips] == [text_id, pdf_id, image_id]
-    assert chips[2] == {"id": image_id, "name": "chart.png", "mime": "image/png", "size": len(sf.png(4, 3)),
-                        "width": 4, "height": 3}
+    assert chips[2] == {
+        "id": image_id,
+        "name": "chart.png",
+        "mime": "image/png",
+        "size": len(sf.png(4, 3)),
+        "width": 4,
+        "height": 3,
+    }
     assert messages[1]["metadata"]["attachments_used"]["images"] == ["chart.png"]
 
 
@@ -136,18 +156,24 @@ def test_shared_budget_cuts_one_file_and_names_the_omitted(apps, fake):
     assert "Omitted for length" in text and "c.txt" in text
     session_id = response.headers["X-Odysseus-Session-Id"]
     reply = client.get(f"/api/sessions/{session_id}/messages").get_json()["messages"][1]
-    assert reply["metadata"]["attachments_used"] == {"inlined": ["a.txt", "b.txt"], "truncated": ["b.txt"],
-                                                     "omitted": ["c.txt"]}
+    assert reply["metadata"]["attachments_used"] == {
+        "inlined": ["a.txt", "b.txt"],
+        "truncated": ["b.txt"],
+        "omitted": ["c.txt"],
+    }
 
 
-@pytest.mark.parametrize("attachments,status,words", [
-    (["up_doesnotexist0000000000"], 404, "upload not found"),
-    (["../../etc/passwd"], 400, "not an upload id"),
-    ("not json [", 400, None),
-    ([1, 2], 400, "list of upload ids"),
-    ({"id": "x"}, 400, "list of upload ids"),
-    ([f"up_{i:022d}" for i in range(11)], 400, "too many attachments"),
-])
+@pytest.mark.parametrize(
+    "attachments,status,words",
+    [
+        (["up_doesnotexist0000000000"], 404, "upload not found"),
+        (["../../etc/passwd"], 400, "not an upload id"),
+        ("not json [", 400, None),
+        ([1, 2], 400, "list of upload ids"),
+        ({"id": "x"}, 400, "list of upload ids"),
+        ([f"up_{i:022d}" for i in range(11)], 400, "too many attachments"),
+    ],
+)
 def test_bad_attachment_lists_are_refused_before_anything_is_stored(apps, fake, attachments, status, words):
     client = apps().test_client()
     response = client.post("/api/chat_stream", json={"message": "hi", "attachments": attachments})
@@ -167,6 +193,7 @@ def test_attachments_as_a_form_field(apps, fake):
 
 
 # ---------------------------------------------------------------- over a real gunicorn server, both projections
+
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
@@ -213,8 +240,11 @@ def test_agent_projection_over_the_wire(served):
     server, model = served
     records = live_upload(server, ("agent.txt", b"The agent secret is 99 bottles."))
     model.script(Reply(chunks=openai_text("Read ", "it."), delay=0.02))
-    stream = open_stream("POST", server.url + "/api/agent/chat/stream",
-                         json={"message": "what is the secret?", "attachments": [records[0]["id"]], "use_rag": False})
+    stream = open_stream(
+        "POST",
+        server.url + "/api/agent/chat/stream",
+        json={"message": "what is the secret?", "attachments": [records[0]["id"]], "use_rag": False},
+    )
     frames = stream.events()
     names = [f["event"] for f in frames]
     assert "attachments" in names and names.index("attachments") < names.index("chunk")

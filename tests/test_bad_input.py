@@ -10,22 +10,25 @@ def _counts(app):
     return tuple(db.execute(f"select count(*) from {t}").fetchone()[0] for t in ("sessions", "messages", "runs"))
 
 
-@pytest.mark.parametrize("kwargs, status, fragment", [
-    ({"data": "{not json", "content_type": "application/json"}, 400, "malformed JSON"),
-    ({"json": ["a", "list"]}, 400, "object"),
-    ({"json": {}}, 400, "message"),
-    ({"json": {"message": ""}}, 400, "message"),
-    ({"json": {"message": "   "}}, 400, "message"),
-    ({"json": {"message": 42}}, 400, "message"),
-    ({"json": {"message": "hi", "mode": "telepathy"}}, 400, "mode"),
-    ({"json": {"message": "hi", "session": "s_doesnotexist"}}, 404, "session"),
-    ({"json": {"message": "hi", "session_id": 12}}, 400, "session_id"),
-    ({"json": {"message": "hi", "temperature": "hot"}}, 400, "temperature"),
-    ({"json": {"message": "hi", "temperature": 9}}, 400, "temperature"),
-    ({"json": {"message": "hi", "model": "nosuchprovider/x"}}, 404, "model"),
-    ({"data": "message=hi&mode=nope", "content_type": "application/x-www-form-urlencoded"}, 400, "mode"),
-    ({"data": "just text", "content_type": "text/plain"}, 400, "JSON"),
-])
+@pytest.mark.parametrize(
+    "kwargs, status, fragment",
+    [
+        ({"data": "{not json", "content_type": "application/json"}, 400, "malformed JSON"),
+        ({"json": ["a", "list"]}, 400, "object"),
+        ({"json": {}}, 400, "message"),
+        ({"json": {"message": ""}}, 400, "message"),
+        ({"json": {"message": "   "}}, 400, "message"),
+        ({"json": {"message": 42}}, 400, "message"),
+        ({"json": {"message": "hi", "mode": "telepathy"}}, 400, "mode"),
+        ({"json": {"message": "hi", "session": "s_doesnotexist"}}, 404, "session"),
+        ({"json": {"message": "hi", "session_id": 12}}, 400, "session_id"),
+        ({"json": {"message": "hi", "temperature": "hot"}}, 400, "temperature"),
+        ({"json": {"message": "hi", "temperature": 9}}, 400, "temperature"),
+        ({"json": {"message": "hi", "model": "nosuchprovider/x"}}, 404, "model"),
+        ({"data": "message=hi&mode=nope", "content_type": "application/x-www-form-urlencoded"}, 400, "mode"),
+        ({"data": "just text", "content_type": "text/plain"}, 400, "JSON"),
+    ],
+)
 def test_chat_stream_rejects(app, client, kwargs, status, fragment):
     before = _counts(app)
     response = client.post("/api/chat_stream", **kwargs)
@@ -37,6 +40,7 @@ def test_chat_stream_rejects(app, client, kwargs, status, fragment):
 
 def test_oversized_body_is_413_and_stores_nothing(tmp_path):
     from odysseus import create_app
+
     app = create_app({"DATA_DIR": str(tmp_path), "MAX_BODY_BYTES": 1024, "PROVIDERS": [], "AUTH": "none"})
     client = app.test_client()
     response = client.post("/api/chat_stream", json={"message": "x" * 5000})
@@ -56,9 +60,11 @@ def test_bad_cursor_is_400(client, query, header):
 
 
 def test_unknown_routes_and_methods_are_json(client):
-    assert client.get("/api/nothing-here").get_json() == {"error": "The requested URL was not found on the server. "
-                                                                   "If you entered the URL manually please check your "
-                                                                   "spelling and try again."}
+    assert client.get("/api/nothing-here").get_json() == {
+        "error": "The requested URL was not found on the server. "
+        "If you entered the URL manually please check your "
+        "spelling and try again."
+    }
     response = client.get("/api/chat_stream")
     assert response.status_code == 405 and "error" in response.get_json()
 

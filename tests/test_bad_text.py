@@ -12,14 +12,23 @@ import json
 
 import pytest
 import requests
-from fakeproviders import (FakeProvider, Reply, anthropic_block, anthropic_end, anthropic_start, ndjson,
-                           ollama_text, openai_chunk, openai_text)
+from fakeproviders import (
+    FakeProvider,
+    Reply,
+    anthropic_block,
+    anthropic_end,
+    anthropic_start,
+    ndjson,
+    ollama_text,
+    openai_chunk,
+    openai_text,
+)
 from sseclient import open_stream, post_chat, text_of, types_of
 
 from odysseus.events import Event
 from odysseus.llm.text_repair import repair_text, repair_value, repaired
 
-EMOJI = "\U0001F600"
+EMOJI = "\U0001f600"
 #: (pieces the model sends, the text the user must get)
 CASES = {
     "lone-high": (["A\ud83dB"], "A\ufffdB"),
@@ -50,16 +59,20 @@ ADAPTERS = {"oa/m": ("openai", openai_reply), "ol/m": ("ollama", ollama_reply), 
 def world(tmp_path_factory):
     """A real server with one provider per adapter kind, each a local fake."""
     from liveserver import LiveServer
+
     fakes = {route: FakeProvider() for route in ADAPTERS}
     directory = tmp_path_factory.mktemp("badtext")
-    tables = "".join(f'''
+    tables = "".join(
+        f'''
 [[providers]]
-name = "{route.split('/')[0]}"
+name = "{route.split("/")[0]}"
 kind = "{kind}"
 base_url = "{fakes[route].url}"
 models = ["m"]
 context_length = 8192
-''' for route, (kind, _) in ADAPTERS.items())  # a known window: no /api/show probe takes a scripted reply
+'''
+        for route, (kind, _) in ADAPTERS.items()
+    )  # a known window: no /api/show probe takes a scripted reply
     config = directory / "odysseus.toml"
     config.write_text('default_model = "oa/m"\nevict_grace = 60\n' + tables)
     server = LiveServer(str(directory / "data"), {"ODYSSEUS_CONFIG": str(config)}).start()
@@ -104,10 +117,19 @@ def test_reply_with_bad_surrogates_streams_saves_and_resumes(world, route, case)
 def test_split_pair_in_reasoning_and_in_tool_arguments(world):
     """OpenAI reasoning_content split across chunks; surrogates inside meta fields of a chunk."""
     server, fakes = world
-    fakes["oa/m"].script(Reply(chunks=[
-        openai_chunk({"role": "assistant", "content": "", "reasoning_content": "think \ud83d"}, extra="\udc00x"),
-        openai_chunk({"reasoning_content": "\ude00 done"}),
-        openai_chunk({"content": "ok"}), openai_chunk({}, "stop"), "data: [DONE]\n\n"]))
+    fakes["oa/m"].script(
+        Reply(
+            chunks=[
+                openai_chunk(
+                    {"role": "assistant", "content": "", "reasoning_content": "think \ud83d"}, extra="\udc00x"
+                ),
+                openai_chunk({"reasoning_content": "\ude00 done"}),
+                openai_chunk({"content": "ok"}),
+                openai_chunk({}, "stop"),
+                "data: [DONE]\n\n",
+            ]
+        )
+    )
     stream = post_chat(server.url, "hi", model="oa/m")
     frames = stream.events()
     assert types_of(frames)[-1] == "[DONE]"
@@ -118,8 +140,12 @@ def test_split_pair_in_reasoning_and_in_tool_arguments(world):
 
 def test_error_message_with_a_lone_surrogate_reaches_the_client(world):
     server, fakes = world
-    fakes["ol/m"].script(Reply(chunks=ollama_text("part")[:1] + [ndjson({"error": "bad \ud83d thing"})],
-                               content_type="application/x-ndjson"))
+    fakes["ol/m"].script(
+        Reply(
+            chunks=ollama_text("part")[:1] + [ndjson({"error": "bad \ud83d thing"})],
+            content_type="application/x-ndjson",
+        )
+    )
     stream = post_chat(server.url, "hi", model="ol/m")
     frames = stream.events()
     errors = [f["data"] for f in frames if f.get("event") == "error"]
@@ -130,23 +156,29 @@ def test_error_message_with_a_lone_surrogate_reaches_the_client(world):
 
 def test_model_listing_with_lone_surrogates(fake):
     from provider_helpers import make
+
     fake.get_json["/v1/models"] = {"data": [{"id": "m\ud83d"}, {"id": "ok"}]}
     assert make("openai", fake.url + "/v1").list_models() == ["m\ufffd", "ok"]
 
 
 # ---------------------------------------------------------------- user input
 
-@pytest.mark.parametrize("method, path, raw", [
-    ("POST", "/api/chat_stream", '{"message": "hi \\ud83d"}'),
-    ("POST", "/api/chat_stream", '{"message": "\\ude00"}'),
-    ("POST", "/api/chat_stream", '{"message": "hi", "client_message_id": "c\\ud800"}'),
-    ("POST", "/api/chat_stream", '{"message": "hi", "\\ud83d": 1}'),
-    ("POST", "/api/chat_stream", '{"message": "hi", "nested": {"deep": ["ok", "\\udfff"]}}'),
-    ("POST", "/api/sessions", '{"title": "t\\ud83d"}'),
-    ("POST", "/api/agent/chat/stream", '{"message": "hi \\ud83d"}'),
-])
+
+@pytest.mark.parametrize(
+    "method, path, raw",
+    [
+        ("POST", "/api/chat_stream", '{"message": "hi \\ud83d"}'),
+        ("POST", "/api/chat_stream", '{"message": "\\ude00"}'),
+        ("POST", "/api/chat_stream", '{"message": "hi", "client_message_id": "c\\ud800"}'),
+        ("POST", "/api/chat_stream", '{"message": "hi", "\\ud83d": 1}'),
+        ("POST", "/api/chat_stream", '{"message": "hi", "nested": {"deep": ["ok", "\\udfff"]}}'),
+        ("POST", "/api/sessions", '{"title": "t\\ud83d"}'),
+        ("POST", "/api/agent/chat/stream", '{"message": "hi \\ud83d"}'),
+    ],
+)
 def test_lone_surrogate_in_user_input_is_400(app, client, method, path, raw):
     from test_bad_input import _counts
+
     before = _counts(app)
     response = client.open(path, method=method, data=raw, content_type="application/json")
     assert response.status_code == 400
@@ -163,13 +195,15 @@ def test_lone_surrogate_in_a_message_edit_is_400(app, client):
     store = app.extensions["odysseus.store"]
     session = store.sessions.create("local")
     message_id = store.messages.add("local", session["id"], "user", "hello")
-    response = client.patch(f"/api/messages/{message_id}", data='{"content": "x\\udc00"}',
-                            content_type="application/json")
+    response = client.patch(
+        f"/api/messages/{message_id}", data='{"content": "x\\udc00"}', content_type="application/json"
+    )
     assert response.status_code == 400
     assert store.messages.get("local", message_id)["content"] == "hello"
 
 
 # ---------------------------------------------------------------- the repair itself
+
 
 def test_repair_text_and_value():
     assert repair_text("plain") == "plain"
@@ -181,10 +215,15 @@ def test_repair_text_and_value():
 
 
 def test_repaired_holds_a_high_half_per_channel_and_flushes_before_finish():
-    events = [Event("delta", {"delta": "a\ud83d"}), Event("delta", {"delta": "t\ud83d", "thinking": True}),
-              Event("provider_meta", {"fields": {"x": "\ud83d"}}), Event("delta", {"delta": "\ude00b"}),
-              Event("delta", {"delta": "\ude00", "thinking": True}), Event("delta", {"delta": "c\udbff"}),
-              Event("finish", {"reason": "stop"})]
+    events = [
+        Event("delta", {"delta": "a\ud83d"}),
+        Event("delta", {"delta": "t\ud83d", "thinking": True}),
+        Event("provider_meta", {"fields": {"x": "\ud83d"}}),
+        Event("delta", {"delta": "\ude00b"}),
+        Event("delta", {"delta": "\ude00", "thinking": True}),
+        Event("delta", {"delta": "c\udbff"}),
+        Event("finish", {"reason": "stop"}),
+    ]
     out = list(repaired(iter(events)))
     content = "".join(e.data["delta"] for e in out if e.type == "delta" and not e.data.get("thinking"))
     thinking = "".join(e.data["delta"] for e in out if e.type == "delta" and e.data.get("thinking"))
@@ -201,15 +240,18 @@ def test_search_results_with_lone_surrogates_are_repaired():
     from test_tools_web import ctx
 
     from odysseus.tools.web import web_search
+
     with searxng([{"title": "T\ud83d", "url": "https://example.com/x", "content": "snip \ude00pet"}]) as base:
         result = web_search({"query": "q"}, ctx(WEB_SEARCH_BACKEND="searxng", SEARXNG_URL=base))
-    assert result.events[0].data["data"] == [{"title": "T\ufffd", "url": "https://example.com/x",
-                                              "snippet": "snip \ufffdpet"}]
+    assert result.events[0].data["data"] == [
+        {"title": "T\ufffd", "url": "https://example.com/x", "snippet": "snip \ufffdpet"}
+    ]
     result.output.encode("utf-8")
 
 
 def test_tool_call_arguments_with_split_and_lone_surrogates(fake):
     from provider_helpers import collect, make, tool_calls
+
     call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "web_search", "arguments": ""}}
     pieces = ['{"query": "', "smile \ud83d", '\ude00 and \udc00", "n": "\\ud83d"}']
     chunks = [openai_chunk({"role": "assistant", "tool_calls": [call]})]
@@ -231,12 +273,15 @@ def test_agent_projection_streams_the_repaired_text(world):
     assert "".join(f["data"]["content"] for f in frames if f["event"] == "chunk") == f"agent {EMOJI} ok \ufffd"
 
 
-@pytest.mark.parametrize("charset, raw, expected", [
-    ("utf-7", b"smile +2D0- end", "smile \ufffd end"),
-    ("unicode_escape", b"smile \\ud83d\\ude00 and \\ud83d end", f"smile {EMOJI} and \ufffd end"),
-    ("no-such-charset", b"plain \xff bytes", "plain \ufffd bytes"),
-    ("hex", b"414243", "414243"),
-])
+@pytest.mark.parametrize(
+    "charset, raw, expected",
+    [
+        ("utf-7", b"smile +2D0- end", "smile \ufffd end"),
+        ("unicode_escape", b"smile \\ud83d\\ude00 and \\ud83d end", f"smile {EMOJI} and \ufffd end"),
+        ("no-such-charset", b"plain \xff bytes", "plain \ufffd bytes"),
+        ("hex", b"414243", "414243"),
+    ],
+)
 def test_fetched_pages_in_hostile_charsets_have_no_lone_surrogates(charset, raw, expected):
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -259,8 +304,9 @@ def test_fetched_pages_in_hostile_charsets_have_no_lone_surrogates(charset, raw,
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        result = fetch_url({"url": f"http://127.0.0.1:{server.server_address[1]}/page"},
-                           ctx(FETCH_ALLOWED_NETWORKS="127.0.0.1/32"))
+        result = fetch_url(
+            {"url": f"http://127.0.0.1:{server.server_address[1]}/page"}, ctx(FETCH_ALLOWED_NETWORKS="127.0.0.1/32")
+        )
     finally:
         server.shutdown()
         server.server_close()

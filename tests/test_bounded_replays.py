@@ -30,10 +30,17 @@ def rss_kib(pid: int) -> int:
 def big_reply_server(tmp_path):
     texts = [f"{i:06d}" + PIECE[6:] for i in range(PIECES)]
     fake = FakeProvider(default=Reply(chunks=openai_text(*texts)))
-    server = LiveServer(str(tmp_path), {
-        "OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "m",
-        "ODYSSEUS_RUN_MAX_BYTES": str(64 * 1024 * 1024), "ODYSSEUS_MAX_STREAMS_PER_USER": "100",
-        "ODYSSEUS_EVICT_GRACE": "600"}).start()
+    server = LiveServer(
+        str(tmp_path),
+        {
+            "OPENAI_BASE_URL": fake.url + "/v1",
+            "OPENAI_API_KEY": "sk-x",
+            "OPENAI_MODEL": "m",
+            "ODYSSEUS_RUN_MAX_BYTES": str(64 * 1024 * 1024),
+            "ODYSSEUS_MAX_STREAMS_PER_USER": "100",
+            "ODYSSEUS_EVICT_GRACE": "600",
+        },
+    ).start()
     yield server, "".join(texts)
     server.stop()
     fake.close()
@@ -50,13 +57,15 @@ def _open_silent_reader(server, session_id: str) -> socket.socket:
 
 def test_forty_non_reading_replays_of_a_16_mb_reply_keep_rss_bounded(big_reply_server):
     server, expected = big_reply_server
-    stream = open_stream("POST", server.url + "/api/chat_stream", json={"message": "a very long answer"},
-                         timeout=120)
+    stream = open_stream("POST", server.url + "/api/chat_stream", json={"message": "a very long answer"}, timeout=120)
     session_id = stream.headers["X-Odysseus-Session-Id"]
     frames = stream.events()
     assert text_of(frames) == expected  # the live stream, in pieces, is exact
-    wait_for(lambda: requests.get(f"{server.url}/api/chat/stream_status/{session_id}", timeout=5).json()["status"]
-             == "done", 30, what="run done")
+    wait_for(
+        lambda: requests.get(f"{server.url}/api/chat/stream_status/{session_id}", timeout=5).json()["status"] == "done",
+        30,
+        what="run done",
+    )
     [worker] = server.worker_pids()
     time.sleep(0.5)  # measurement: let the worker's memory settle before the baseline
     before = rss_kib(worker)

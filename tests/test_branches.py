@@ -34,8 +34,13 @@ def model():
 
 @pytest.fixture
 def app(tmp_path, model):
-    application = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "PROVIDERS": [
-        ProviderConfig(name="m", kind="openai", base_url=model.url + "/v1", default_model="x")]})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=model.url + "/v1", default_model="x")],
+        }
+    )
     yield application
     close_app(application)
 
@@ -86,8 +91,13 @@ def test_regenerate_keeps_the_old_reply_as_an_alternative_and_sends_the_branch_o
 def test_regenerate_of_the_user_message_and_retry_of_a_failed_reply(tmp_path):
     replies = iter([Reply(status=500, body={"error": {"message": "boom"}}), Reply(chunks=openai_text("fine"))])
     server = FakeProvider(chooser=lambda record: next(replies))
-    application = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "PROVIDERS": [
-        ProviderConfig(name="m", kind="openai", base_url=server.url + "/v1", default_model="x")]})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=server.url + "/v1", default_model="x")],
+        }
+    )
     try:
         client = application.test_client()
         session, text = stream(client, message="try me")
@@ -135,14 +145,22 @@ def count_messages(app):
         return db.execute("select count(*) from messages").fetchone()[0]
 
 
-@pytest.mark.parametrize("body, status", [
-    ({"regenerate_of": "12"}, 400), ({"regenerate_of": True}, 400), ({"regenerate_of": -1}, 400),
-    ({"regenerate_of": 2 ** 70}, 400), ({"regenerate_of": 999999}, 404), ({"edit_of": 999999, "message": "x"}, 404),
-    ({"edit_of": "ASSISTANT", "message": "x"}, 400), ({"edit_of": "USER"}, 400),
-    ({"edit_of": "USER", "message": "x", "regenerate_of": "ASSISTANT"}, 400),
-    ({"regenerate_of": "ASSISTANT", "session": "s_other"}, 400),
-    ({"regenerate_of": "ASSISTANT", "mode": "compare"}, 400),
-])
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"regenerate_of": "12"}, 400),
+        ({"regenerate_of": True}, 400),
+        ({"regenerate_of": -1}, 400),
+        ({"regenerate_of": 2**70}, 400),
+        ({"regenerate_of": 999999}, 404),
+        ({"edit_of": 999999, "message": "x"}, 404),
+        ({"edit_of": "ASSISTANT", "message": "x"}, 400),
+        ({"edit_of": "USER"}, 400),
+        ({"edit_of": "USER", "message": "x", "regenerate_of": "ASSISTANT"}, 400),
+        ({"regenerate_of": "ASSISTANT", "session": "s_other"}, 400),
+        ({"regenerate_of": "ASSISTANT", "mode": "compare"}, 400),
+    ],
+)
 def test_rejected_branch_requests_store_nothing(app, client, body, status):
     session, _ = stream(client, message="hello")
     user, reply = page(client, session)
@@ -162,14 +180,18 @@ def test_another_users_messages_and_sessions_answer_404(app, client):
     their_user = store.messages.add("someone-else", theirs["id"], "user", "secret")
     their_reply = store.messages.add("someone-else", theirs["id"], "assistant", "secret reply")
     session, _ = stream(client, message="mine")
-    for body in ({"regenerate_of": their_reply}, {"regenerate_of": their_user},
-                 {"edit_of": their_user, "message": "x"}):
+    for body in (
+        {"regenerate_of": their_reply},
+        {"regenerate_of": their_user},
+        {"edit_of": their_user, "message": "x"},
+    ):
         assert client.post("/api/chat_stream", json=body, headers=H).status_code == 404
-    assert client.put(f"/api/sessions/{theirs['id']}/branch", json={"message_id": their_reply},
-                      headers=H).status_code == 404
+    assert (
+        client.put(f"/api/sessions/{theirs['id']}/branch", json={"message_id": their_reply}, headers=H).status_code
+        == 404
+    )
     # a foreign message id on my own session is not found either
-    assert client.put(f"/api/sessions/{session}/branch", json={"message_id": their_reply},
-                      headers=H).status_code == 404
+    assert client.put(f"/api/sessions/{session}/branch", json={"message_id": their_reply}, headers=H).status_code == 404
     assert client.put(f"/api/sessions/{session}/branch", json={"message_id": "1"}, headers=H).status_code == 400
     assert store.messages.get("someone-else", their_reply)["content"] == "secret reply"
 
@@ -189,12 +211,11 @@ def test_export_holds_every_branch_and_import_keeps_the_tree(client):
     rows = page(client, imported["id"])
     assert [m["content"] for m in rows] == ["q", "reply 1"]
     assert rows[1]["branch"]["count"] == 2
-    client.put(f"/api/sessions/{imported['id']}/branch", json={"message_id": rows[1]["branch"]["ids"][1]},
-               headers=H)
+    client.put(f"/api/sessions/{imported['id']}/branch", json={"message_id": rows[1]["branch"]["ids"][1]}, headers=H)
     assert [m["content"] for m in page(client, imported["id"])] == ["q", "reply 2", "follow-up", "reply 3"]
     # a hostile parent id (forward, unknown, not a number) never makes a cycle or a 500
     doc["messages"][0]["parent_id"] = doc["messages"][-1]["id"]
-    doc["messages"][1]["parent_id"] = 10 ** 12
+    doc["messages"][1]["parent_id"] = 10**12
     assert client.post("/api/sessions/import", json=doc, headers=H).status_code == 201
     doc["messages"][1]["parent_id"] = "1"
     assert client.post("/api/sessions/import", json=doc, headers=H).status_code == 400
@@ -213,9 +234,11 @@ def test_deleting_a_message_keeps_what_followed_it(client):
 
 # ---------------------------------------------------------------- compare: keep one reply
 
+
 def test_keep_a_compare_reply_stores_the_exchange_on_the_selected_branch(app, client, model):
-    kept = client.post("/api/compare/keep", json={"message": "which?", "content": "this one", "model": "openai/x"},
-                       headers=H)
+    kept = client.post(
+        "/api/compare/keep", json={"message": "which?", "content": "this one", "model": "openai/x"}, headers=H
+    )
     assert kept.status_code == 201, kept.get_data(as_text=True)
     session = kept.get_json()["session_id"]
     rows = page(client, session)
@@ -224,14 +247,28 @@ def test_keep_a_compare_reply_stores_the_exchange_on_the_selected_branch(app, cl
     again = client.post("/api/compare/keep", json={"message": "next", "content": "ok", "session": session}, headers=H)
     assert again.status_code == 201 and again.get_json()["session_id"] == session
     stream(client, message="go on", session=session)
-    assert sent(model) == [("user", "which?"), ("assistant", "this one"), ("user", "next"), ("assistant", "ok"),
-                           ("user", "go on")]
+    assert sent(model) == [
+        ("user", "which?"),
+        ("assistant", "this one"),
+        ("user", "next"),
+        ("assistant", "ok"),
+        ("user", "go on"),
+    ]
 
 
-@pytest.mark.parametrize("body", [{}, {"message": "x"}, {"content": "x"}, {"message": " ", "content": "x"},
-                                  {"message": "x", "content": 5}, {"message": "x", "content": "a\x00b"},
-                                  {"message": "x", "content": "y", "thinking": []},
-                                  {"message": "x" * 300_000, "content": "y"}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"message": "x"},
+        {"content": "x"},
+        {"message": " ", "content": "x"},
+        {"message": "x", "content": 5},
+        {"message": "x", "content": "a\x00b"},
+        {"message": "x", "content": "y", "thinking": []},
+        {"message": "x" * 300_000, "content": "y"},
+    ],
+)
 def test_keep_refuses_bad_input_and_stores_nothing(app, client, body):
     before = count_messages(app)
     response = client.post("/api/compare/keep", json=body, headers=H)
@@ -241,7 +278,8 @@ def test_keep_refuses_bad_input_and_stores_nothing(app, client, body):
 
 def test_keep_into_another_users_session_is_404(app, client):
     theirs = app.extensions["odysseus.store"].sessions.create("someone-else", "Theirs")
-    response = client.post("/api/compare/keep", json={"message": "x", "content": "y", "session": theirs["id"]},
-                           headers=H)
+    response = client.post(
+        "/api/compare/keep", json={"message": "x", "content": "y", "session": theirs["id"]}, headers=H
+    )
     assert response.status_code == 404
     assert count_messages(app) == 0

@@ -18,8 +18,9 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_readme_tables_are_the_declarations():
     """Refilling README's config-table blocks from odysseus/config_keys.py changes nothing."""
-    assert config_keys.render_blocks(README) == README, \
+    assert config_keys.render_blocks(README) == README, (
         "README.md's configuration tables differ: run `odysseus config-table --readme README.md`"
+    )
 
 
 def test_every_section_has_exactly_one_readme_block():
@@ -86,10 +87,19 @@ def test_known_and_process_variables_are_not_warned(caplog, tmp_path):
     caplog.set_level(logging.WARNING, logger="odysseus.config")
     toml = tmp_path / "o.toml"
     toml.write_text("heartbeat_interval = 3\n")
-    env = {"ODYSSEUS_HEARTBEAT_INTERVAL": "5", "ODYSSEUS_CONFIG": str(toml), "ODYSSEUS_WORKERS": "1",
-           "ODYSSEUS_LOG_LEVEL": "debug", "ODYSSEUS_GRACEFUL_MARGIN": "2", "ODYSSEUS_ACCESS_LOG": "-",
-           "ODYSSEUS_WORKER_TIMEOUT": "9", "ODYSSEUS_WORKER_CONNECTIONS": "5", "ODYSSEUS_SESSION_COOKIE_SECURE": "1",
-           "OPENAI_API_KEY": "x", "HOME": "/"}
+    env = {
+        "ODYSSEUS_HEARTBEAT_INTERVAL": "5",
+        "ODYSSEUS_CONFIG": str(toml),
+        "ODYSSEUS_WORKERS": "1",
+        "ODYSSEUS_LOG_LEVEL": "debug",
+        "ODYSSEUS_GRACEFUL_MARGIN": "2",
+        "ODYSSEUS_ACCESS_LOG": "-",
+        "ODYSSEUS_WORKER_TIMEOUT": "9",
+        "ODYSSEUS_WORKER_CONNECTIONS": "5",
+        "ODYSSEUS_SESSION_COOKIE_SECURE": "1",
+        "OPENAI_API_KEY": "x",
+        "HOME": "/",
+    }
     config = load_config(env=env)
     assert [r.getMessage() for r in caplog.records if r.name == "odysseus.config"] == []
     assert config["HEARTBEAT_INTERVAL"] == 5.0 and config["SESSION_COOKIE_SECURE"] is True
@@ -123,8 +133,12 @@ def test_cli_refills_a_readme(tmp_path):
     stale = tmp_path / "README.md"
     stale.write_text("intro\n<!-- config-table: alloy -->\n| old |\n<!-- /config-table -->\ntail\n")
     assert cli.main(["config-table", "--readme", str(stale)]) == 0
-    assert stale.read_text() == "intro\n<!-- config-table: alloy -->\n" + config_keys.config_table("alloy") + \
-        "<!-- /config-table -->\ntail\n"
+    assert (
+        stale.read_text()
+        == "intro\n<!-- config-table: alloy -->\n"
+        + config_keys.config_table("alloy")
+        + "<!-- /config-table -->\ntail\n"
+    )
 
 
 @pytest.mark.parametrize("name", ["ODYSSEUS_", "ODYSSEUS_ \u00e9\u0000x", "odysseus_auth"])

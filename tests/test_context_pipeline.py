@@ -30,14 +30,27 @@ class RecordingSource:
         self.gathered.append(request)
         if self.fail:
             raise RuntimeError("backend down")
-        return [Injection("probe", event=Event("rag_sources", {"data": [{"filename": "a.txt"}]}),
-                          text=untrusted_block("probe", "the sky is green"), metadata={"probe_used": True})]
+        return [
+            Injection(
+                "probe",
+                event=Event("rag_sources", {"data": [{"filename": "a.txt"}]}),
+                text=untrusted_block("probe", "the sky is green"),
+                metadata={"probe_used": True},
+            )
+        ]
 
 
 @pytest.fixture
 def app_with_fake(tmp_path, fake):
-    application = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "PROVIDERS": [
-        ProviderConfig(name="fake", kind="openai", base_url=fake.url + "/v1", models=["m"], default_model="m")]})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "PROVIDERS": [
+                ProviderConfig(name="fake", kind="openai", base_url=fake.url + "/v1", models=["m"], default_model="m")
+            ],
+        }
+    )
     yield application
     application.extensions["odysseus.runs"].close()
 
@@ -52,10 +65,13 @@ def frames_of(body: bytes):
 
 
 def test_apply_injections_places_text_before_newest_user_message():
-    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "q1"},
-                {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}]
-    out = apply_injections(messages, [Injection("x", text="T1"), Injection("y", text="T2",
-                                                                           parts=[{"type": "image"}])])
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2"},
+    ]
+    out = apply_injections(messages, [Injection("x", text="T1"), Injection("y", text="T2", parts=[{"type": "image"}])])
     assert [m["role"] for m in out] == ["system", "user", "assistant", "system", "user"]
     assert out[3]["content"] == "T1\n\nT2" and out[4]["parts"] == [{"type": "image"}]
     assert "parts" not in messages[3]  # inputs untouched
@@ -80,8 +96,9 @@ def test_turn_announces_and_injects_and_refusal_stores_nothing(app_with_fake, fa
     fake.script(Reply(chunks=openai_text("Hi")))
     response = client.post("/api/chat_stream", json={"message": "hello", "probe": "yes"})
     frames = frames_of(response.get_data())
-    kinds = [json.loads(f).get("type", "delta" if "delta" in f else None) if f != "[DONE]" else "[DONE]"
-             for f in frames]
+    kinds = [
+        json.loads(f).get("type", "delta" if "delta" in f else None) if f != "[DONE]" else "[DONE]" for f in frames
+    ]
     assert kinds.index("rag_sources") < kinds.index("delta")
     sent = fake.posts[-1].body["messages"]
     assert sent[-1] == {"role": "user", "content": "hello"}

@@ -40,16 +40,21 @@ def test_last_event_id_wins_over_after_on_resume_and_attach(live):
     before = _read_deltas(stream, 6)
     stream.close()
     cursor = before[-1]["id"]
-    resumed = open_stream("GET", f"{live.url}/api/chat/resume/{session_id}?after=0",
-                          headers={"Last-Event-ID": str(cursor)}).events()
+    resumed = open_stream(
+        "GET", f"{live.url}/api/chat/resume/{session_id}?after=0", headers={"Last-Event-ID": str(cursor)}
+    ).events()
     assert all(f["id"] > cursor for f in resumed)
     assert text_of(before) + text_of(resumed) == demo_reply("header wins over the query " * 3)
-    attached = open_stream("GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}&after=0",
-                           headers={"Last-Event-ID": str(cursor)}).events()
+    attached = open_stream(
+        "GET",
+        f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}&after=0",
+        headers={"Last-Event-ID": str(cursor)},
+    ).events()
     assert attached[0]["id"] > cursor and "run_started" not in [f["event"] for f in attached]
     # without the header the query still counts; an empty header is no cursor
-    by_query = open_stream("GET", f"{live.url}/api/chat/resume/{session_id}?after={cursor}",
-                           headers={"Last-Event-ID": ""}).events()
+    by_query = open_stream(
+        "GET", f"{live.url}/api/chat/resume/{session_id}?after={cursor}", headers={"Last-Event-ID": ""}
+    ).events()
     assert [f["id"] for f in by_query] == [f["id"] for f in resumed]
 
 
@@ -66,8 +71,9 @@ def test_ids_increase_across_the_runs_of_a_session(live):
     assert ids_first == sorted(ids_first) and ids_second == sorted(ids_second)
     _done(live, session_id)
     # agent projection: run_started and start have ids of their own, following the chat runs
-    agent = open_stream("POST", f"{live.url}/api/agent/chat/stream",
-                        json={"message": "third run", "session_id": session_id}).events()
+    agent = open_stream(
+        "POST", f"{live.url}/api/agent/chat/stream", json={"message": "third run", "session_id": session_id}
+    ).events()
     names = [f["event"] for f in agent]
     assert names[:2] == ["run_started", "start"]
     assert agent[1]["id"] == agent[0]["id"] + 1
@@ -75,8 +81,9 @@ def test_ids_increase_across_the_runs_of_a_session(live):
     assert [f["id"] for f in agent] == sorted(set(f["id"] for f in agent))
     _done(live, session_id)
     # a cursor kept from the previous run means "from the start of this run"
-    replay = open_stream("GET", f"{live.url}/api/chat/resume/{session_id}",
-                         headers={"Last-Event-ID": str(max(ids_second))}).events()
+    replay = open_stream(
+        "GET", f"{live.url}/api/chat/resume/{session_id}", headers={"Last-Event-ID": str(max(ids_second))}
+    ).events()
     assert text_of(replay) == demo_reply("third run")
 
 
@@ -87,8 +94,12 @@ def test_repeated_post_with_last_event_id_attaches_after_the_cursor(live):
     before = _read_deltas(stream, 5)
     stream.close()
     cursor = before[-1]["id"]
-    retry = open_stream("POST", f"{live.url}/api/chat_stream", json=dict(body, session_id=session_id),
-                        headers={"Last-Event-ID": str(cursor)}).events()
+    retry = open_stream(
+        "POST",
+        f"{live.url}/api/chat_stream",
+        json=dict(body, session_id=session_id),
+        headers={"Last-Event-ID": str(cursor)},
+    ).events()
     assert all(f["id"] > cursor for f in retry)
     assert text_of(before) + text_of(retry) == demo_reply(body["message"])
     # the agent projection: the same retry rule
@@ -102,8 +113,9 @@ def test_repeated_post_with_last_event_id_attaches_after_the_cursor(live):
         if sum(f["event"] == "chunk" for f in got) >= 3:
             break
     astream.close()
-    rest = open_stream("POST", f"{live.url}/api/agent/chat/stream", json=abody,
-                       headers={"Last-Event-ID": str(got[-1]["id"])}).events()
+    rest = open_stream(
+        "POST", f"{live.url}/api/agent/chat/stream", json=abody, headers={"Last-Event-ID": str(got[-1]["id"])}
+    ).events()
     assert [f["event"] for f in rest][-1] == "close" and "run_started" not in [f["event"] for f in rest]
     text = "".join(f["data"]["content"] for f in got + rest if f["event"] == "chunk")
     assert text == demo_reply(abody["message"])
@@ -117,20 +129,29 @@ def test_reconnect_to_an_ended_run_gets_204_at_or_past_its_last_frame(live):
     done_id = frames[-1]["id"]
     _done(live, session_id)
     for cursor in (done_id, done_id + 5):
-        response = requests.get(f"{live.url}/api/chat/resume/{session_id}", headers={"Last-Event-ID": str(cursor)},
-                                timeout=10)
+        response = requests.get(
+            f"{live.url}/api/chat/resume/{session_id}", headers={"Last-Event-ID": str(cursor)}, timeout=10
+        )
         assert response.status_code == 204 and response.content == b""
     # one before [DONE]: that frame is still owed
-    tail = open_stream("GET", f"{live.url}/api/chat/resume/{session_id}",
-                       headers={"Last-Event-ID": str(done_id - 1)}).events()
+    tail = open_stream(
+        "GET", f"{live.url}/api/chat/resume/{session_id}", headers={"Last-Event-ID": str(done_id - 1)}
+    ).events()
     assert [f["data"] for f in tail] == ["[DONE]"]
     # the agent projection's last frame is close (after [DONE]'s done): done's id is not the end there
     agent = open_stream("GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}").events()
     assert agent[-1]["event"] == "close" and agent[-1]["id"] == done_id + 1
-    assert [f["event"] for f in open_stream("GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}",
-                                            headers={"Last-Event-ID": str(done_id)}).events()] == ["close"]
-    ended = requests.get(f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}",
-                         headers={"Last-Event-ID": str(done_id + 1)}, timeout=10)
+    assert [
+        f["event"]
+        for f in open_stream(
+            "GET", f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}", headers={"Last-Event-ID": str(done_id)}
+        ).events()
+    ] == ["close"]
+    ended = requests.get(
+        f"{live.url}/api/agent/chat/stream/attach?run_id={run_id}",
+        headers={"Last-Event-ID": str(done_id + 1)},
+        timeout=10,
+    )
     assert ended.status_code == 204
 
 
@@ -151,8 +172,11 @@ def test_first_frame_of_every_stream_carries_retry(live):
     stream = post_chat(live.url, "retry field")
     session_id, run_id = stream.headers["X-Odysseus-Session-Id"], stream.headers["X-Odysseus-Run-Id"]
     stream.events()
-    for path in (f"/api/chat/resume/{session_id}", f"/api/agent/chat/stream/attach?run_id={run_id}",
-                 "/api/agent/chat/stream/attach?run_id=run_nobody"):
+    for path in (
+        f"/api/chat/resume/{session_id}",
+        f"/api/agent/chat/stream/attach?run_id={run_id}",
+        "/api/agent/chat/stream/attach?run_id=run_nobody",
+    ):
         raw = _raw_get(live, path)
         body = raw.split(b"\r\n\r\n", 1)[1]
         assert b"retry: 3000\n: connected\n\n" in body, raw[:400]

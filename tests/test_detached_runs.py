@@ -34,6 +34,7 @@ def _status(server, session_id):
 def _durable_seq(server, run_id):
     """The last event ``run_id`` has in the server's durable log (its SQLite file, read directly)."""
     import sqlite3
+
     conn = sqlite3.connect(os.path.join(server.data_dir, "odysseus.db"), timeout=5)
     try:
         return conn.execute("select coalesce(max(seq), 0) from run_events where run_id = ?", [run_id]).fetchone()[0]
@@ -128,6 +129,7 @@ def test_stop_needs_the_exact_run_id(live):
     # generation really stopped: nothing more is logged, and a second stop changes nothing
     assert requests.post(stop_url, headers={"X-Odysseus-Run-Id": run_id}, timeout=5).json() == {"stopped": False}
     import time
+
     time.sleep(0.3)  # an absence check: nothing is logged in this window (there is no event to wait for)
     assert _status(live, session_id).json()["event_count"] == count
     assert len([m for m in _messages(live, session_id) if m["role"] == "assistant"]) == 1

@@ -28,13 +28,20 @@ PROTOCOL = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
 def _section(text: str, heading: str) -> str:
     start = text.index(heading)
     end = text.find("\n## ", start + len(heading))
-    return text[start:end if end > 0 else len(text)]
+    return text[start : end if end > 0 else len(text)]
 
 
 def _all_tools():
     config = {**DEFAULTS, "IMAGES_BASE_URL": "http://127.0.0.1:9/v1"}
-    return [t.name for t in web_tools(config) + code_tools(config) + image_tools(config) + ui_tools()
-            + exhibit_tools() + memory_tools()]
+    return [
+        t.name
+        for t in web_tools(config)
+        + code_tools(config)
+        + image_tools(config)
+        + ui_tools()
+        + exhibit_tools()
+        + memory_tools()
+    ]
 
 
 def test_agent_tool_list_is_the_registry():
@@ -55,8 +62,12 @@ def test_agent_tool_list_is_the_registry():
 
 
 def test_sign_in_slow_down_is_as_described():
-    sentence = re.search(r"the (\d+)th failure for one account \(the (\d+)th for one\s+client address\) locks "
-                         r"that account/address for (\d+) s,.*?up to (\d+) min", README, re.S)
+    sentence = re.search(
+        r"the (\d+)th failure for one account \(the (\d+)th for one\s+client address\) locks "
+        r"that account/address for (\d+) s,.*?up to (\d+) min",
+        README,
+        re.S,
+    )
     assert sentence, "README's slow-down sentence changed: update this test with it"
     account, address, first, longest_min = (int(g) for g in sentence.groups())
     assert (account, address) == (DEFAULTS["LOGIN_FREE_FAILURES"], DEFAULTS["LOGIN_FREE_FAILURES_ADDRESS"])

@@ -12,11 +12,11 @@ from odysseus.documents.partial_json import PartialFields
 FIELDS = ("title", "language", "content")
 TRICKY = {
     "title": 'Ode "to" \\ JSON \u00e9',
-    "other": {"nested": ["a\"b", {"content": "not me"}], "n": 3},
+    "other": {"nested": ['a"b', {"content": "not me"}], "n": 3},
     "language": "python",
     "flag": True,
     "count": -12.5e3,
-    "content": 'line 1\n\ttab "quoted" back\\slash /slash \u0001 \u2028 caf\u00e9 \U0001F600 \U00010437 end',
+    "content": 'line 1\n\ttab "quoted" back\\slash /slash \u0001 \u2028 caf\u00e9 \U0001f600 \U00010437 end',
     "after": None,
 }
 
@@ -57,14 +57,14 @@ def test_one_character_at_a_time_and_random_splits():
 
 
 def test_partial_values_grow_as_text_arrives_and_never_show_half_an_escape():
-    text = json.dumps({"title": "T", "content": "a\\nb\u00e9\U0001F600z"})
+    text = json.dumps({"title": "T", "content": "a\\nb\u00e9\U0001f600z"})
     seen = []
     reader = PartialFields(FIELDS)
     for ch in text:
         reader.feed(ch)
         if reader.started("content"):
             seen.append(reader.value("content"))
-    target = "a\\nb\u00e9\U0001F600z"
+    target = "a\\nb\u00e9\U0001f600z"
     for value in seen:
         assert target.startswith(value)  # a prefix at every step: no stray backslash, no lone surrogate
     assert seen[-1] == target
@@ -80,7 +80,7 @@ def test_title_known_before_content_finishes_and_unfinished_field_is_not_done():
 
 
 def test_keys_split_inside_and_escaped_keys():
-    reader = feed_all('{"con\\u0074ent": "x"}', ['{"co', 'n\\u00', '74ent"', ': "x"}'])
+    reader = feed_all('{"con\\u0074ent": "x"}', ['{"co', "n\\u00", '74ent"', ': "x"}'])
     assert reader.value("content") == "x"
 
 
@@ -107,5 +107,5 @@ def test_junk_stops_quietly(junk):
 def test_a_megabyte_is_read_in_few_large_steps():
     content = ("x" * 1000 + "\\n") * 1000
     text = json.dumps({"title": "big", "content": content})
-    reader = feed_all(text, [text[i:i + 4096] for i in range(0, len(text), 4096)])
+    reader = feed_all(text, [text[i : i + 4096] for i in range(0, len(text), 4096)])
     assert reader.value("content") == content

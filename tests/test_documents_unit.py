@@ -32,8 +32,9 @@ def store(tmp_path):
 
 @pytest.fixture
 def docs(store):
-    return Documents(store.documents, {"DOCUMENT_MAX_BYTES": 64, "DOCUMENT_FOLD_SECONDS": 60.0,
-                                       "DOCUMENT_PREVIEW_INTERVAL": 0.1})
+    return Documents(
+        store.documents, {"DOCUMENT_MAX_BYTES": 64, "DOCUMENT_FOLD_SECONDS": 60.0, "DOCUMENT_PREVIEW_INTERVAL": 0.1}
+    )
 
 
 def session(store, owner="alice"):
@@ -68,9 +69,14 @@ def test_versions_fold_noop_restore_and_active_flag(store, docs):
 
 def test_owner_scoping_limits_and_languages(store, docs):
     doc = docs.create("alice", None, "t", "rust", "x", source="user")
-    for call in (lambda: store.documents.get("bob", doc["id"]), lambda: store.documents.versions("bob", doc["id"]),
-                 lambda: store.documents.version("bob", doc["id"], 1), lambda: store.documents.delete("bob", doc["id"]),
-                 lambda: docs.write("bob", doc["id"], "y", source="user"), lambda: docs.restore("bob", doc["id"], 1)):
+    for call in (
+        lambda: store.documents.get("bob", doc["id"]),
+        lambda: store.documents.versions("bob", doc["id"]),
+        lambda: store.documents.version("bob", doc["id"], 1),
+        lambda: store.documents.delete("bob", doc["id"]),
+        lambda: docs.write("bob", doc["id"], "y", source="user"),
+        lambda: docs.restore("bob", doc["id"], 1),
+    ):
         with pytest.raises(NotFound):
             call()
     with pytest.raises(PayloadTooLarge):
@@ -84,31 +90,49 @@ def test_owner_scoping_limits_and_languages(store, docs):
 
 def test_edit_first_match_counts_and_suggestions(store, docs):
     doc = docs.create("alice", None, "t", None, "a b a b", source="user")
-    edited, applied, skipped = docs.edit("alice", doc["id"], [{"find": "a", "replace": "A"}, {"find": "zzz",
-                                                                                             "replace": "q"},
-                                                              {"find": "", "replace": "q"}, "junk"])
+    edited, applied, skipped = docs.edit(
+        "alice",
+        doc["id"],
+        [{"find": "a", "replace": "A"}, {"find": "zzz", "replace": "q"}, {"find": "", "replace": "q"}, "junk"],
+    )
     assert edited["content"] == "A b a b" and applied == 1 and len(skipped) == 3
     none, applied, _ = docs.edit("alice", doc["id"], [{"find": "nope", "replace": "x"}])
     assert none is None and applied == 0 and store.documents.get("alice", doc["id"])["version_count"] == 2
-    kept, skipped = docs.suggestions(edited, [{"find": "b", "replace": "B", "reason": "caps"},
-                                              {"find": "a", "replace": "a", "reason": "no-op"},
-                                              {"find": "missing", "replace": "x", "reason": "?"},
-                                              {"find": "A", "replace": "", "reason": "drop"}])
-    assert kept == [{"id": "sugg-1", "find": "b", "replace": "B", "reason": "caps"},
-                    {"id": "sugg-2", "find": "A", "replace": "", "reason": "drop"}]
+    kept, skipped = docs.suggestions(
+        edited,
+        [
+            {"find": "b", "replace": "B", "reason": "caps"},
+            {"find": "a", "replace": "a", "reason": "no-op"},
+            {"find": "missing", "replace": "x", "reason": "?"},
+            {"find": "A", "replace": "", "reason": "drop"},
+        ],
+    )
+    assert kept == [
+        {"id": "sugg-1", "find": "b", "replace": "B", "reason": "caps"},
+        {"id": "sugg-2", "find": "A", "replace": "", "reason": "drop"},
+    ]
     assert len(skipped) == 2
 
 
 # ---------------------------------------------------------------- context
 def test_context_is_line_numbered_fenced_and_within_budget():
-    doc = {"id": "doc_1", "title": "T", "language": "text", "version_count": 3,
-           "content": "\n".join(f"line {i}" for i in range(1, 101))}
+    doc = {
+        "id": "doc_1",
+        "title": "T",
+        "language": "text",
+        "version_count": 3,
+        "content": "\n".join(f"line {i}" for i in range(1, 101)),
+    }
     text = numbered(doc["content"], 10_000)
     assert text.splitlines()[0] == "  1 | line 1" and text.splitlines()[-1] == "100 | line 100"
     short = numbered(doc["content"], 60)
     assert short.splitlines()[-1] == "[... 96 more lines not shown ...]" and len(short) < 120
-    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "earlier"},
-                {"role": "assistant", "content": "ok"}, {"role": "user", "content": "now"}]
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "now"},
+    ]
     out = with_document(messages, doc, 10_000)
     assert [m["role"] for m in out] == ["system", "user", "assistant", "system", "user"]
     assert BEGIN in out[3]["content"] and END in out[3]["content"] and "untrusted" in out[3]["content"]
@@ -143,8 +167,9 @@ def test_preview_opens_once_title_known_throttles_and_finishes():
 
 def test_preview_of_update_uses_the_active_document_and_stops_at_the_limit():
     clock = Clock()
-    preview = DocumentPreview("update", interval=0.0, max_chars=10, clock=clock,
-                              active=lambda: {"title": "Doc", "language": "go"})
+    preview = DocumentPreview(
+        "update", interval=0.0, max_chars=10, clock=clock, active=lambda: {"title": "Doc", "language": "go"}
+    )
     events = preview.feed('{"content": "12345')
     assert [e.type for e in events] == ["doc_stream_open", "doc_stream_delta"]
     assert events[0].data == {"title": "Doc", "language": "go"}
@@ -167,16 +192,23 @@ def test_preview_bytes_stay_bounded_for_a_slow_large_document():
 # ---------------------------------------------------------------- the loop with whole calls
 def test_whole_tool_calls_write_without_a_preview_and_metadata_names_the_document(store, docs):
     sid = session(store)
-    provider = ScriptedProvider([
-        calls(("c1", "create_document", {"title": "Plan", "language": "markdown", "content": "# Plan\n- a"})),
-        calls(("c2", "edit_document", {"edits": [{"find": "- a", "replace": "- b"}]}),
-              ("c3", "suggest_document", {"suggestions": [{"find": "b", "replace": "c", "reason": "why"}]})),
-        calls(("c4", "update_document", {"content": "x" * 100})),  # over the 64-byte limit
-        say("Done.")])
+    provider = ScriptedProvider(
+        [
+            calls(("c1", "create_document", {"title": "Plan", "language": "markdown", "content": "# Plan\n- a"})),
+            calls(
+                ("c2", "edit_document", {"edits": [{"find": "- a", "replace": "- b"}]}),
+                ("c3", "suggest_document", {"suggestions": [{"find": "b", "replace": "c", "reason": "why"}]}),
+            ),
+            calls(("c4", "update_document", {"content": "x" * 100})),  # over the 64-byte limit
+            say("Done."),
+        ]
+    )
     active = ActiveDocument(docs)
     registry = ToolRegistry(document_tools(docs, active))
-    hooks = AgentHooks(request_approval=lambda *a: {}, tool_context=lambda ctx: ToolContext(
-        owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config={}))
+    hooks = AgentHooks(
+        request_approval=lambda *a: {},
+        tool_context=lambda ctx: ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config={}),
+    )
     settings = AgentSettings(progress_interval=0.1)
     ctx = RunContext("run_t", sid, "alice", CancelToken())
     state = initial_state([{"role": "user", "content": "write"}], settings)
@@ -186,42 +218,69 @@ def test_whole_tool_calls_write_without_a_preview_and_metadata_names_the_documen
     updates = [e.data for e in events if e.type == "doc_update"]
     assert [u["version"] for u in updates] == [1, 2] and updates[1]["content"] == "# Plan\n- b"
     suggestions = [e.data for e in events if e.type == "doc_suggestions"]
-    assert suggestions == [{"doc_id": updates[0]["doc_id"], "suggestions": [
-        {"id": "sugg-1", "find": "b", "replace": "c", "reason": "why"}]}]
+    assert suggestions == [
+        {
+            "doc_id": updates[0]["doc_id"],
+            "suggestions": [{"id": "sugg-1", "find": "b", "replace": "c", "reason": "why"}],
+        }
+    ]
     refused = [e.data for e in events if e.type == "tool_output" and e.data["tool"] == "update_document"][0]
     assert refused["exit_code"] == 1 and "limit" in refused["output"]
     assert ctx.metadata["documents"] == [
         {"doc_id": updates[0]["doc_id"], "version": 1, "title": "Plan", "language": "markdown", "action": "create"},
         {"doc_id": updates[0]["doc_id"], "version": 2, "title": "Plan", "language": "markdown", "action": "update"},
-        {"doc_id": updates[0]["doc_id"], "action": "suggest", "suggestions": suggestions[0]["suggestions"]}]
+        {"doc_id": updates[0]["doc_id"], "action": "suggest", "suggestions": suggestions[0]["suggestions"]},
+    ]
     assert store.documents.get("alice", updates[0]["doc_id"])["version_count"] == 2
 
 
 # ---------------------------------------------------------------- adapters
 def test_openai_adapter_passes_argument_fragments_on(fake):
-    chunks = [openai_chunk({"role": "assistant", "content": ""}),
-              openai_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                            "function": {"name": "create_document", "arguments": ""}}]}),
-              openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"title": "a\\'}}]}),
-              openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'u00e9"}'}}]}),
-              openai_chunk({}, "tool_calls"), "data: [DONE]\n\n"]
+    chunks = [
+        openai_chunk({"role": "assistant", "content": ""}),
+        openai_chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "create_document", "arguments": ""},
+                    }
+                ]
+            }
+        ),
+        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"title": "a\\'}}]}),
+        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'u00e9"}'}}]}),
+        openai_chunk({}, "tool_calls"),
+        "data: [DONE]\n\n",
+    ]
     fake.script(Reply(chunks=chunks))
     events, error = collect(make("openai", fake.url))
     assert error is None
     assert of_type(events, "tool_call_delta") == [
         {"index": 0, "arguments_delta": "", "id": "call_1", "name": "create_document"},
-        {"index": 0, "arguments_delta": '{"title": "a\\'}, {"index": 0, "arguments_delta": 'u00e9"}'}]
-    assert tool_calls(events) == [{"id": "call_1", "name": "create_document", "arguments": {"title": "a\u00e9"},
-                                   "index": 0}]
+        {"index": 0, "arguments_delta": '{"title": "a\\'},
+        {"index": 0, "arguments_delta": 'u00e9"}'},
+    ]
+    assert tool_calls(events) == [
+        {"id": "call_1", "name": "create_document", "arguments": {"title": "a\u00e9"}, "index": 0}
+    ]
 
 
 def test_anthropic_adapter_passes_input_json_fragments_on(fake):
-    chunks = anthropic_start() + anthropic_block(0, "text", ["Writing."]) + anthropic_block(
-        1, "tool_use", ['{"con', 'tent": "x"}'], id="toolu_1", name="update_document") + anthropic_end("tool_use")
+    chunks = (
+        anthropic_start()
+        + anthropic_block(0, "text", ["Writing."])
+        + anthropic_block(1, "tool_use", ['{"con', 'tent": "x"}'], id="toolu_1", name="update_document")
+        + anthropic_end("tool_use")
+    )
     fake.script(Reply(chunks=chunks))
     events, error = collect(make("anthropic", fake.url))
     assert error is None
     assert of_type(events, "tool_call_delta") == [
         {"index": 0, "arguments_delta": "", "id": "toolu_1", "name": "update_document"},
-        {"index": 0, "arguments_delta": '{"con'}, {"index": 0, "arguments_delta": 'tent": "x"}'}]
+        {"index": 0, "arguments_delta": '{"con'},
+        {"index": 0, "arguments_delta": 'tent": "x"}'},
+    ]
     assert tool_calls(events)[0]["arguments"] == {"content": "x"}

@@ -41,9 +41,14 @@ class Reader(threading.Thread):
         try:
             for frame in parse_sse(self.response.iter_content(chunk_size=None)):
                 if frame.get("comment") is None:
-                    self.frames.append({"id": int(frame["id"]) if frame.get("id") else None,
-                                        "event": frame.get("event"), "data": frame.get("data"),
-                                        "t": time.monotonic()})
+                    self.frames.append(
+                        {
+                            "id": int(frame["id"]) if frame.get("id") else None,
+                            "event": frame.get("event"),
+                            "data": frame.get("data"),
+                            "t": time.monotonic(),
+                        }
+                    )
         except Exception as exc:  # noqa: BLE001 - a cut connection is what some tests provoke
             self.error = f"{type(exc).__name__}: {exc}"
 
@@ -93,8 +98,11 @@ def db_rows(server: LiveServer, sql: str, params=()) -> list:
 
 
 def assistant_of(server: LiveServer, session_id: str) -> list:
-    return db_rows(server, "select content, thinking, metadata from messages where session_id = ? and"
-                           " role = 'assistant' order by id", [session_id])
+    return db_rows(
+        server,
+        "select content, thinking, metadata from messages where session_id = ? and role = 'assistant' order by id",
+        [session_id],
+    )
 
 
 def status_of(server: LiveServer, session_id: str) -> dict:
@@ -111,8 +119,9 @@ def alive(pid: int) -> bool:
 
 # ---------------------------------------------------------------- reload
 def test_sighup_during_five_runs_saves_each_reply_once_and_complete(server_factory):
-    server = server_factory({"ODYSSEUS_DEMO_TOKEN_DELAY": "0.04", "ODYSSEUS_SHUTDOWN_GRACE": "20",
-                             "ODYSSEUS_GRACEFUL_MARGIN": "5"})
+    server = server_factory(
+        {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.04", "ODYSSEUS_SHUTDOWN_GRACE": "20", "ODYSSEUS_GRACEFUL_MARGIN": "5"}
+    )
     old_workers = server.worker_pids()
     prompts = [f"reload run {i}" for i in range(5)]
     readers = [chat(server, p) for p in prompts]
@@ -136,8 +145,9 @@ def test_sighup_during_five_runs_saves_each_reply_once_and_complete(server_facto
 
 
 def test_sighup_with_a_short_grace_ends_runs_interrupted_once_with_everything_sent(server_factory):
-    server = server_factory({"ODYSSEUS_DEMO_TOKEN_DELAY": "0.1", "ODYSSEUS_SHUTDOWN_GRACE": "1",
-                             "ODYSSEUS_GRACEFUL_MARGIN": "3"})
+    server = server_factory(
+        {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.1", "ODYSSEUS_SHUTDOWN_GRACE": "1", "ODYSSEUS_GRACEFUL_MARGIN": "3"}
+    )
     old_workers = server.worker_pids()
     prompts = [f"short reload {i}" for i in range(5)]
     readers = [chat(server, p) for p in prompts]
@@ -187,8 +197,10 @@ def test_sigterm_gives_every_client_a_terminal_frame_and_saves_what_they_saw(ser
 def ends_interrupted(reader: Reader) -> bool:
     """The stream ended in the recovered run's terminal record: message_saved, chat_terminal, error."""
     kinds = [("error" if f["event"] == "error" else json.loads(f["data"]).get("type")) for f in reader.frames[-3:]]
-    return kinds == ["message_saved", "chat_terminal", "error"] and json.loads(
-        reader.frames[-2]["data"])["data"]["status"] == "interrupted"
+    return (
+        kinds == ["message_saved", "chat_terminal", "error"]
+        and json.loads(reader.frames[-2]["data"])["data"]["status"] == "interrupted"
+    )
 
 
 FLUSH = 0.2
@@ -213,30 +225,36 @@ def test_kill9_loses_at_most_one_flush_interval_and_resume_replays_the_same_ids(
         saved = assistant_of(again, r.session_id)
         assert len(saved) == 1
         content, thinking = saved[0][0], saved[0][1]
-        seen = "".join(json.loads(f["data"])["delta"] for f in before
-                       if (f["data"] or "").startswith('{"delta"') and not json.loads(f["data"]).get("thinking"))
+        seen = "".join(
+            json.loads(f["data"])["delta"]
+            for f in before
+            if (f["data"] or "").startswith('{"delta"') and not json.loads(f["data"]).get("thinking")
+        )
         assert thinking == demo_thinking(prompt)
         assert seen.startswith(content), (seen, content)
-        lost_tokens = len(tokenize(seen[len(content):]))
+        lost_tokens = len(tokenize(seen[len(content) :]))
         lags.append(lost_tokens * DELAY)
         # at most one flush interval (plus the flush itself and one token in flight)
-        assert lost_tokens * DELAY <= FLUSH + 2 * DELAY + 0.1, (lost_tokens, seen[len(content):])
+        assert lost_tokens * DELAY <= FLUSH + 2 * DELAY + 0.1, (lost_tokens, seen[len(content) :])
 
         # resume with Last-Event-ID from a point the client had seen: same ids, same bytes, then the end
         cursor = before[len(before) // 2]["id"]
-        resumed = Reader("GET", f"{again.url}/api/chat/resume/{r.session_id}",
-                         headers={"Last-Event-ID": str(cursor)}).finish(15)
+        resumed = Reader(
+            "GET", f"{again.url}/api/chat/resume/{r.session_id}", headers={"Last-Event-ID": str(cursor)}
+        ).finish(15)
         ids = [f["id"] for f in resumed.frames]
         assert ids and ids[0] == cursor + 1 and ids == sorted(set(ids))
         mine = {f["id"]: f["data"] for f in before}
         overlap = [f for f in resumed.frames if f["id"] in mine]
         assert overlap and all(f["data"] == mine[f["id"]] for f in overlap), [
-            (f["id"], f["data"], mine[f["id"]]) for f in overlap if f["data"] != mine[f["id"]]]
+            (f["id"], f["data"], mine[f["id"]]) for f in overlap if f["data"] != mine[f["id"]]
+        ]
         assert ends_interrupted(resumed)
         # with the LAST id the client had (possibly past what reached the disk): the end, never a reused id
         last = before[-1]["id"]
-        rest = Reader("GET", f"{again.url}/api/chat/resume/{r.session_id}",
-                      headers={"Last-Event-ID": str(last)}).finish(15)
+        rest = Reader(
+            "GET", f"{again.url}/api/chat/resume/{r.session_id}", headers={"Last-Event-ID": str(last)}
+        ).finish(15)
         assert ends_interrupted(rest), rest.frames
         assert all(f["id"] > last for f in rest.frames)
         full = Reader("GET", f"{again.url}/api/chat/resume/{r.session_id}").finish(15)
@@ -279,8 +297,11 @@ def test_an_outside_write_lock_for_five_seconds_delays_saves_not_streams(server_
         saved = assistant_of(server, r.session_id)
         assert [s[0] for s in saved] == [demo_reply(prompt)]
         assert status_of(server, r.session_id)["status"] == "done"
-    wait_for(lambda: requests.get(server.url + "/api/health", timeout=5).json()["durable_log"]["pending_events"] == 0,
-             10, what="the backlog to drain")
+    wait_for(
+        lambda: requests.get(server.url + "/api/health", timeout=5).json()["durable_log"]["pending_events"] == 0,
+        10,
+        what="the backlog to drain",
+    )
 
 
 # ---------------------------------------------------------------- capacity
@@ -294,12 +315,16 @@ def test_503_at_capacity_stores_nothing_and_the_retry_generates(server_factory):
     slow = chat(server, "the slow one")
     wait_for(lambda: slow.deltas(thinking=True), 10, what="the first run streaming")
     before = _counts(server)
-    refused = requests.post(server.url + "/api/chat_stream", timeout=10,
-                            json={"message": "second", "client_message_id": "cm-503"})
+    refused = requests.post(
+        server.url + "/api/chat_stream", timeout=10, json={"message": "second", "client_message_id": "cm-503"}
+    )
     assert refused.status_code == 503 and refused.headers.get("Retry-After")
     assert "error" in refused.json()
-    existing = requests.post(server.url + "/api/chat_stream", timeout=10,
-                             json={"message": "third", "session": empty, "client_message_id": "cm-x"})
+    existing = requests.post(
+        server.url + "/api/chat_stream",
+        timeout=10,
+        json={"message": "third", "session": empty, "client_message_id": "cm-x"},
+    )
     assert existing.status_code == 503
     assert _counts(server) == before
     assert db_rows(server, "select count(*) from messages where client_message_id in ('cm-503', 'cm-x')") == [(0,)]
@@ -318,19 +343,32 @@ def scripted():
 
 
 def test_503_for_an_approval_answer_leaves_the_approval_unused(server_factory, scripted):
-    server = server_factory({"OPENAI_BASE_URL": scripted.url + "/v1", "OPENAI_API_KEY": "sk-test-not-secret",
-                             "ODYSSEUS_AGENT_TOOLS": "shell", "ODYSSEUS_MAX_ACTIVE_RUNS": "1"})
-    scripted.script(reply("", [tool("call_1", "shell", command="echo approved")]),
-                    reply("slow " * 40, chunk_delay=0.05),
-                    reply("The command ran."))
+    server = server_factory(
+        {
+            "OPENAI_BASE_URL": scripted.url + "/v1",
+            "OPENAI_API_KEY": "sk-test-not-secret",
+            "ODYSSEUS_AGENT_TOOLS": "shell",
+            "ODYSSEUS_MAX_ACTIVE_RUNS": "1",
+        }
+    )
+    scripted.script(
+        reply("", [tool("call_1", "shell", command="echo approved")]),
+        reply("slow " * 40, chunk_delay=0.05),
+        reply("The command ran."),
+    )
     ask = Reader("POST", server.url + "/api/chat_stream", json={"mode": "agent", "message": "run it"}).finish()
     card = next(json.loads(f["data"]) for f in ask.frames if f["data"] and '"ask_user"' in f["data"][:20])["data"]
     session_id = ask.session_id
     slow = chat(server, "keep the slot busy")
     wait_for(lambda: slow.text(), 10, what="the slow run streaming")
     before = _counts(server)
-    answer = {"mode": "agent", "session_id": session_id, "tool_approval_id": card["approval_id"],
-              "tool_approval_decision": "approve", "client_message_id": "cm-approve"}
+    answer = {
+        "mode": "agent",
+        "session_id": session_id,
+        "tool_approval_id": card["approval_id"],
+        "tool_approval_decision": "approve",
+        "client_message_id": "cm-approve",
+    }
     refused = requests.post(server.url + "/api/chat_stream", json=answer, timeout=10)
     assert refused.status_code == 503 and refused.headers.get("Retry-After"), refused.text
     assert _counts(server) == before

@@ -93,8 +93,13 @@ SCRIPT = textwrap.dedent(r"""
 @pytest.mark.slow  # measured 6 s: a database held locked for seconds
 def test_locked_database_never_stalls_the_hub_and_every_run_is_saved_once(tmp_path):
     runs, hold = 4, 3.0
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), str(runs), str(hold)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(tmp_path), str(runs), str(hold)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["native"] is True

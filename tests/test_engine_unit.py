@@ -36,8 +36,9 @@ def make_engine(tmp_path):
     made = []
 
     def make(**over):
-        config = dict(DEFAULTS, DATA_DIR=str(tmp_path), EVENT_FLUSH_INTERVAL=0.05, STOP_WAIT=2.0,
-                      FINAL_SAVE_PATIENCE=2.0)
+        config = dict(
+            DEFAULTS, DATA_DIR=str(tmp_path), EVENT_FLUSH_INTERVAL=0.05, STOP_WAIT=2.0, FINAL_SAVE_PATIENCE=2.0
+        )
         config.update(over)
         engine = RunEngine(Store(str(tmp_path / "odysseus.db")), config)
         made.append(engine)
@@ -50,6 +51,7 @@ def make_engine(tmp_path):
 
 def turn_of(*texts, gate: threading.Event = None, started: threading.Event = None):
     """A scripted turn: yields ``texts`` as deltas (after ``gate`` is set, when given)."""
+
     def make_turn(history):
         def turn(ctx):
             if started is not None:
@@ -60,13 +62,22 @@ def turn_of(*texts, gate: threading.Event = None, started: threading.Event = Non
                         if ctx.cancel.cancelled:
                             return
                 yield delta(text)
+
         return turn
+
     return make_turn
 
 
 def spec(make_turn, session_id=None, message="hello", **over) -> StartSpec:
-    return StartSpec(owner=OWNER, session_id=session_id, mode="chat", model="demo/odysseus-demo",
-                     make_turn=make_turn, message=message, **over)
+    return StartSpec(
+        owner=OWNER,
+        session_id=session_id,
+        mode="chat",
+        model="demo/odysseus-demo",
+        make_turn=make_turn,
+        message=message,
+        **over,
+    )
 
 
 def counts(store: Store) -> dict:
@@ -215,8 +226,7 @@ def test_a_final_save_that_raises_ends_the_run_as_error_in_memory_and_in_the_dat
     # the durable log ends the same way, so a resume after eviction or restart sees the same end
     engine.durable.flush()
     with engine.store.locked.read() as db:
-        kinds = [r[0] for r in db.execute("select type from run_events where run_id = ? order by seq",
-                                          [run.run_id])]
+        kinds = [r[0] for r in db.execute("select type from run_events where run_id = ? order by seq", [run.run_id])]
     assert kinds[-3:] == [CHAT_TERMINAL, ERROR, CLOSE] and kinds.count(DELTA) == 2
     # and recovery leaves it alone (it is not running)
     assert engine.recover_interrupted() == []
@@ -228,11 +238,24 @@ def _orphan(store: Store, worker: str, lease_until: float, deltas=("left ", "beh
     session_id, run_id = new_id("s_"), new_id("run_")
     now = time.time()
     with store.locked.tx() as db:
-        db.execute("insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
-                   [session_id, OWNER, now, now])
-        store.runs.insert_running(db, run_id=run_id, session_id=session_id, owner=OWNER, mode="chat",
-                                  model="demo/odysseus-demo", user_message_id=None, client_message_id=None,
-                                  worker=worker, lease_until=lease_until, first_seq=1, terminal_type=CHAT_TERMINAL)
+        db.execute(
+            "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
+            [session_id, OWNER, now, now],
+        )
+        store.runs.insert_running(
+            db,
+            run_id=run_id,
+            session_id=session_id,
+            owner=OWNER,
+            mode="chat",
+            model="demo/odysseus-demo",
+            user_message_id=None,
+            client_message_id=None,
+            worker=worker,
+            lease_until=lease_until,
+            first_seq=1,
+            terminal_type=CHAT_TERMINAL,
+        )
         rows = [(run_id, 1, "run_started", encode_payload({"run_id": run_id}))]
         rows += [(run_id, i + 2, DELTA, encode_payload({"delta": text})) for i, text in enumerate(deltas)]
         db.conn.executemany("insert into run_events (run_id, seq, type, payload) values (?, ?, ?, ?)", rows)
@@ -297,8 +320,9 @@ def test_two_writers_racing_for_one_run_save_one_reply(make_engine):
     wait_for(lambda: run.content == "first ", 10, what="first delta")
     engine.durable.flush()
     with engine.store.locked.tx() as db:  # as if this worker had stalled past its lease
-        db.execute("update runs set lease_until = ?, worker = 'other-boot:1' where run_id = ?",
-                   [time.time() - 1, run.run_id])
+        db.execute(
+            "update runs set lease_until = ?, worker = 'other-boot:1' where run_id = ?", [time.time() - 1, run.run_id]
+        )
     assert other.recover_interrupted() == [run.run_id]
     gate.set()
     assert run.settled.wait(10)
@@ -328,7 +352,7 @@ def test_one_start_is_one_transaction(make_engine):
             norm.append(text)
     begin = norm.index("begin immediate")
     commit = next(i for i in range(begin, len(norm)) if norm[i] == "commit")
-    inside = norm[begin + 1:commit]
+    inside = norm[begin + 1 : commit]
     kinds = [s.split(" (")[0] for s in inside if s.startswith("insert")]
     assert kinds == ["insert into sessions", "insert into messages", "insert into runs"], inside
     assert not [s for s in inside if s in ("commit", "rollback") or s.startswith(("begin", "release", "savepoint"))]
@@ -344,10 +368,20 @@ def test_a_start_failing_inside_the_transaction_leaves_nothing_and_the_approval_
     session_id = new_id("s_")
     now = time.time()
     with store.locked.tx() as db:
-        db.execute("insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
-                   [session_id, OWNER, now, now])
-    store.approvals.create(approval_id="apr_t", owner=OWNER, session_id=session_id, run_id="run_x",
-                           call={"name": "shell"}, call_hash="h", state={}, ttl=600)
+        db.execute(
+            "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
+            [session_id, OWNER, now, now],
+        )
+    store.approvals.create(
+        approval_id="apr_t",
+        owner=OWNER,
+        session_id=session_id,
+        run_id="run_x",
+        call={"name": "shell"},
+        call_hash="h",
+        state={},
+        ttl=600,
+    )
 
     def consume_then_fail(db):
         assert store.approvals.consume_with(db, "apr_t", OWNER, "approve", time.time())
@@ -356,15 +390,26 @@ def test_a_start_failing_inside_the_transaction_leaves_nothing_and_the_approval_
     for creating in (True, False):
         before = counts(store)
         with pytest.raises(sqlite3.IntegrityError):
-            engine.start(spec(turn_of("x"), session_id=None if creating else session_id,
-                              client_message_id="cm-fail", in_transaction=[consume_then_fail]))
+            engine.start(
+                spec(
+                    turn_of("x"),
+                    session_id=None if creating else session_id,
+                    client_message_id="cm-fail",
+                    in_transaction=[consume_then_fail],
+                )
+            )
         assert counts(store) == before
         assert store.approvals.get("apr_t")["used_at"] is None
         assert engine.active_count() == 0 and engine.runs == {} and engine.budget.used == 0
     # the same answer then starts normally and consumes the approval exactly once
-    ok = engine.start(spec(turn_of("x"), session_id=session_id, client_message_id="cm-fail",
-                           in_transaction=[lambda db: store.approvals.consume_with(db, "apr_t", OWNER, "approve",
-                                                                                   time.time())]))
+    ok = engine.start(
+        spec(
+            turn_of("x"),
+            session_id=session_id,
+            client_message_id="cm-fail",
+            in_transaction=[lambda db: store.approvals.consume_with(db, "apr_t", OWNER, "approve", time.time())],
+        )
+    )
     assert ok.run.settled.wait(10) and ok.run.status == "done"
     assert store.approvals.get("apr_t")["used_at"] is not None
     assert types(ok.run)[-2:] == [DONE, CLOSE]
@@ -387,11 +432,12 @@ def test_a_start_whose_turn_builder_raises_leaves_nothing_stored_in_memory(make_
 def test_encode_matches_memory_log_payloads(make_engine):
     """The durable rows carry the memory log's payload text exactly (byte-identical replays)."""
     engine = make_engine()
-    run = _finished(engine, "caf\u00e9 ", "\u2603 ", "\"quoted\"\n")
+    run = _finished(engine, "caf\u00e9 ", "\u2603 ", '"quoted"\n')
     engine.durable.flush()
     with engine.store.locked.read() as db:
-        rows = db.execute("select seq, type, payload from run_events where run_id = ? order by seq",
-                          [run.run_id]).fetchall()
+        rows = db.execute(
+            "select seq, type, payload from run_events where run_id = ? order by seq", [run.run_id]
+        ).fetchall()
     memory = [(e.seq, e.type, p) for e, p in run.log.read_after(run.log.base)]
     assert rows == memory
     assert encode([as_entry(*row[0:3]) for row in rows], chat_frame) == encode(run.log.read_after(0), chat_frame)

@@ -14,8 +14,18 @@ import pytest
 from odysseus.llm.env_session import EnvOnceSession, bypasses
 from odysseus.llm.http import Timeouts, Transport, new_session
 
-PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
-              "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+PROXY_VARS = (
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+)
 
 
 @pytest.fixture(autouse=True)

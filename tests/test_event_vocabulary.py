@@ -63,8 +63,9 @@ def test_no_event_type_literals_in_the_code():
 
 def test_sse_projection_tables_derive_from_the_vocabulary():
     assert CHAT_HIDDEN == {spec.name for spec in vocab.SPECS if vocab.CHAT not in spec.projections}
-    assert AGENT_NAMES == {spec.name: spec.agent_name or spec.name for spec in vocab.SPECS
-                           if vocab.AGENT in spec.projections}
+    assert AGENT_NAMES == {
+        spec.name: spec.agent_name or spec.name for spec in vocab.SPECS if vocab.AGENT in spec.projections
+    }
 
 
 def _sample(spec):
@@ -115,8 +116,11 @@ def test_every_declared_event_is_documented(text=PROTOCOL):
     documented = {name for row in rows["canonical"] for name in row.names}
     on_agent_table = {name for row in rows["agent"] for name in row.names}
     # an event only the agent projection carries (run_missing) may be documented by that table alone
-    agent_only = {spec.name for spec in vocab.SPECS
-                  if spec.projections == {vocab.AGENT} and spec.wire_agent_name in on_agent_table}
+    agent_only = {
+        spec.name
+        for spec in vocab.SPECS
+        if spec.projections == {vocab.AGENT} and spec.wire_agent_name in on_agent_table
+    }
     missing = sorted(set(vocab.BY_NAME) - documented - agent_only)
     assert missing == [], f"declared events without a row in a docs/protocol.md event table: {missing}"
     missing = sorted(set(AGENT_NAMES.values()) - on_agent_table)
@@ -155,24 +159,56 @@ def test_page_handles_or_ignores_every_chat_event():
 # The spec's event names and fields (/work/shared/spec: chat-stream-events.md, agent-stream-and-detached-runs.md),
 # copied here: the spec is outside the repository.
 SPEC_CHAT = {
-    "delta": {"delta", "thinking"}, "model_info": set(), "fallback": set(), "usage": {"data"}, "metrics": {"data"},
-    "agent_prep": {"data"}, "agent_step": {"round"}, "tool_start": {"tool", "command", "full_command", "round"},
-    "tool_progress": {"tool", "message", "elapsed", "round"}, "tool_output": {"tool", "command", "output", "exit_code"},
-    "ask_user": {"data"}, "tool_approval_resolved": {"decision"}, "generated_image": {"url"}, "ui_control": {"data"},
-    "plan_update": {"data"}, "rounds_exhausted": {"rounds"}, "budget_exceeded": {"limit", "used"},
-    "loop_breaker_triggered": set(), "intent_nudge_exhausted": set(),
-    "doc_stream_open": {"title", "language"}, "doc_stream_delta": {"content"},
+    "delta": {"delta", "thinking"},
+    "model_info": set(),
+    "fallback": set(),
+    "usage": {"data"},
+    "metrics": {"data"},
+    "agent_prep": {"data"},
+    "agent_step": {"round"},
+    "tool_start": {"tool", "command", "full_command", "round"},
+    "tool_progress": {"tool", "message", "elapsed", "round"},
+    "tool_output": {"tool", "command", "output", "exit_code"},
+    "ask_user": {"data"},
+    "tool_approval_resolved": {"decision"},
+    "generated_image": {"url"},
+    "ui_control": {"data"},
+    "plan_update": {"data"},
+    "rounds_exhausted": {"rounds"},
+    "budget_exceeded": {"limit", "used"},
+    "loop_breaker_triggered": set(),
+    "intent_nudge_exhausted": set(),
+    "doc_stream_open": {"title", "language"},
+    "doc_stream_delta": {"content"},
     "doc_suggestions": {"doc_id", "suggestions"},
     "doc_update": {"doc_id", "content", "version", "title", "language"},
-    "attachments": {"data"}, "workspace_rejected": {"data"}, "rag_sources": {"data"}, "web_sources": {"data"},
-    "memories_used": {"data"}, "compacted": {"context_length"}, "context_trimmed": set(),
-    "research_progress": set(), "research_sources": set(), "research_findings": set(), "research_done": set(),
-    "agent_terminal": set(), "chat_terminal": set(), "message_saved": {"message_id"}, "error": {"error"}, "done": set(),
+    "attachments": {"data"},
+    "workspace_rejected": {"data"},
+    "rag_sources": {"data"},
+    "web_sources": {"data"},
+    "memories_used": {"data"},
+    "compacted": {"context_length"},
+    "context_trimmed": set(),
+    "research_progress": set(),
+    "research_sources": set(),
+    "research_findings": set(),
+    "research_done": set(),
+    "agent_terminal": set(),
+    "chat_terminal": set(),
+    "message_saved": {"message_id"},
+    "error": {"error"},
+    "done": set(),
 }
 SPEC_AGENT = {  # SSE event name -> data fields
-    "run_started": {"run_id"}, "start": {"task_id", "model"}, "chunk": {"content"}, "tool_call": {"tool", "arguments"},
-    "tool_result": {"tool", "content"}, "exhibit": {"schema_version", "id", "title", "layout", "elements"},
-    "done": {"task_id", "thinking", "total_time_ms", "session_id"}, "error": {"error"}, "close": set(),
+    "run_started": {"run_id"},
+    "start": {"task_id", "model"},
+    "chunk": {"content"},
+    "tool_call": {"tool", "arguments"},
+    "tool_result": {"tool", "content"},
+    "exhibit": {"schema_version", "id", "title", "layout", "elements"},
+    "done": {"task_id", "thinking", "total_time_ms", "session_id"},
+    "error": {"error"},
+    "close": set(),
     "run_missing": set(),
 }
 

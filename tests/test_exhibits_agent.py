@@ -15,8 +15,13 @@ from odysseus.tools.registry import ToolError
 MERMAID = {"type": "mermaid", "content": "graph TD; A-->B", "title": "Flow"}
 CHOICE = {"type": "choice", "prompt": "Which DB?", "options": ["PostgreSQL", "Neo4j"]}
 TABLE = {"type": "table", "columns": ["Model", "Cost"], "rows": [["opus", "0.40"], ["haiku", 0.02]], "caption": "c"}
-CITATION = {"type": "citation", "sources": [{"label": "NLLB", "url": "https://example.org/nllb", "quote": "q",
-                                             "kind": "active"}, {"label": "Archive"}]}
+CITATION = {
+    "type": "citation",
+    "sources": [
+        {"label": "NLLB", "url": "https://example.org/nllb", "quote": "q", "kind": "active"},
+        {"label": "Archive"},
+    ],
+}
 
 
 def test_valid_exhibit_is_normalised():
@@ -32,26 +37,33 @@ def test_unknown_element_types_pass_through():
     assert validate_exhibit({"id": "e", "elements": [odd]})["elements"] == [odd]
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ({}, "elements"),
-    ({"elements": []}, "elements"),
-    ({"elements": [{"content": "x"}]}, "type"),
-    ({"elements": [{"type": "mermaid"}]}, "content"),
-    ({"elements": [{"type": "choice", "options": []}]}, "options"),
-    ({"elements": [{"type": "table", "columns": ["a", "b"], "rows": [["only one"]]}]}, "rows[0]"),
-    ({"elements": [{"type": "citation", "sources": [{"label": "x", "kind": "loud"}]}]}, "kind"),
-    ({"elements": [{"type": "citation", "sources": [{"label": "x", "url": "javascript:alert(1)"}]}]}, "url"),
-    ({"layout": "grid", "elements": [MERMAID]}, "layout"),
-    ({"id": "has spaces", "elements": [MERMAID]}, "id"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({}, "elements"),
+        ({"elements": []}, "elements"),
+        ({"elements": [{"content": "x"}]}, "type"),
+        ({"elements": [{"type": "mermaid"}]}, "content"),
+        ({"elements": [{"type": "choice", "options": []}]}, "options"),
+        ({"elements": [{"type": "table", "columns": ["a", "b"], "rows": [["only one"]]}]}, "rows[0]"),
+        ({"elements": [{"type": "citation", "sources": [{"label": "x", "kind": "loud"}]}]}, "kind"),
+        ({"elements": [{"type": "citation", "sources": [{"label": "x", "url": "javascript:alert(1)"}]}]}, "url"),
+        ({"layout": "grid", "elements": [MERMAID]}, "layout"),
+        ({"id": "has spaces", "elements": [MERMAID]}, "id"),
+    ],
+)
 def test_invalid_exhibits_name_the_problem(args, fragment):
     with pytest.raises(ToolError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
         validate_exhibit(args)
 
 
 def test_citation_exhibit_dedupes_by_url():
-    rows = [{"title": "A", "url": "https://a.example/", "snippet": "alpha"}, {"title": "A again", "url": "https://a.example/"},
-            {"title": "B", "url": "https://b.example/"}, {"title": "bad", "url": "ftp://x"}]
+    rows = [
+        {"title": "A", "url": "https://a.example/", "snippet": "alpha"},
+        {"title": "A again", "url": "https://a.example/"},
+        {"title": "B", "url": "https://b.example/"},
+        {"title": "bad", "url": "ftp://x"},
+    ]
     exhibit = citation_exhibit("call_9", rows)
     assert exhibit["id"] == "exh_src_call_9"
     sources = exhibit["elements"][0]["sources"]
@@ -65,7 +77,8 @@ def test_citation_exhibit_dedupes_by_url():
 SEARCH_RESULTS = [
     {"url": "https://ithaca.example/one", "title": "One", "content": "first"},
     {"url": "https://ithaca.example/one", "title": "One (dup)", "content": "again"},
-    {"url": "https://ithaca.example/two", "title": "Two", "content": "second"}]
+    {"url": "https://ithaca.example/two", "title": "Two", "content": "second"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +94,16 @@ def model():
 
 
 def _server(server_factory, model, searx, **env):
-    return server_factory({"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test",
-                           "ODYSSEUS_AGENT_TOOLS": "web_search,present_exhibit",
-                           "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": searx, **env})
+    return server_factory(
+        {
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": "sk-test",
+            "ODYSSEUS_AGENT_TOOLS": "web_search,present_exhibit",
+            "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
+            "ODYSSEUS_SEARXNG_URL": searx,
+            **env,
+        }
+    )
 
 
 def _data(frames, kind):
@@ -122,8 +142,11 @@ def test_invalid_exhibit_goes_back_to_the_model_which_presents_again(server_fact
     server = _server(server_factory, model, searx)
     bad = {"id": "exh_t", "elements": [{"type": "table", "columns": ["a", "b"], "rows": [["x"]]}]}
     good = {"id": "exh_t", "elements": [{"type": "table", "columns": ["a", "b"], "rows": [["x", "y"]]}]}
-    model.script(reply(tool_calls=[tool("call_bad", "present_exhibit", **bad)]),
-                 reply(tool_calls=[tool("call_good", "present_exhibit", **good)]), reply("Fixed."))
+    model.script(
+        reply(tool_calls=[tool("call_bad", "present_exhibit", **bad)]),
+        reply(tool_calls=[tool("call_good", "present_exhibit", **good)]),
+        reply("Fixed."),
+    )
     frames = post_chat(server.url, "table please", mode="agent").events()
     shown = _data(frames, "exhibit")
     assert [e["elements"][0]["rows"] for e in shown] == [[["x", "y"]]]

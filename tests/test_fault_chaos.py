@@ -26,9 +26,11 @@ MAX_DROPS = 5
 def chaos_server(tmp_path_factory):
     """Demo model at 10 ms/token; logs kept long enough for the final full replay."""
     from liveserver import LiveServer
-    server = LiveServer(str(tmp_path_factory.mktemp("chaos")), {
-        "ODYSSEUS_DEMO_TOKEN_DELAY": "0.01", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.3",
-        "ODYSSEUS_EVICT_GRACE": "60"}).start()
+
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("chaos")),
+        {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.01", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.3", "ODYSSEUS_EVICT_GRACE": "60"},
+    ).start()
     yield server
     server.stop()
 

@@ -41,11 +41,17 @@ def test_kill_during_several_runs_leaves_them_interrupted_with_partials(server_f
 
     wait_for(all_checkpointed, 20, what="every run past its reasoning")
     # a few events after the reply text began are in the durable log (the server's SQLite file, read directly)
-    counted = {s.headers["X-Odysseus-Run-Id"]: requests.get(f"{server.url}/api/chat/stream_status/{sid}",
-                                                            timeout=5).json()["event_count"]
-               for s, sid in zip(streams, sessions, strict=True)}
-    wait_for(lambda: all(_durable_seq(data_dir, run_id) >= count + 3 for run_id, count in counted.items()), 20,
-             what="the reply text of every run in the durable log")
+    counted = {
+        s.headers["X-Odysseus-Run-Id"]: requests.get(f"{server.url}/api/chat/stream_status/{sid}", timeout=5).json()[
+            "event_count"
+        ]
+        for s, sid in zip(streams, sessions, strict=True)
+    }
+    wait_for(
+        lambda: all(_durable_seq(data_dir, run_id) >= count + 3 for run_id, count in counted.items()),
+        20,
+        what="the reply text of every run in the durable log",
+    )
     server.kill()
     for stream in streams:
         stream.close()

@@ -36,10 +36,18 @@ def _choose(record: Record) -> Reply:
 def faulty(tmp_path_factory):
     """The app against a fake OpenAI server whose replies depend on the prompt; 1 s idle timeout."""
     from liveserver import LiveServer
+
     fake = FakeProvider(chooser=_choose)
-    server = LiveServer(str(tmp_path_factory.mktemp("faults")), {
-        "OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "m",
-        "ODYSSEUS_IDLE_TIMEOUT": "1", "ODYSSEUS_FIRST_TOKEN_TIMEOUT": "5"}).start()
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("faults")),
+        {
+            "OPENAI_BASE_URL": fake.url + "/v1",
+            "OPENAI_API_KEY": "sk-x",
+            "OPENAI_MODEL": "m",
+            "ODYSSEUS_IDLE_TIMEOUT": "1",
+            "ODYSSEUS_FIRST_TOKEN_TIMEOUT": "5",
+        },
+    ).start()
     yield server, fake
     server.stop()
     fake.close()
@@ -60,8 +68,9 @@ def test_faulty_streams_end_right_and_healthy_ones_are_unaffected(faulty):
     for outcome in outcomes:
         kinds, frames = types_of(outcome["frames"]), outcome["frames"]
         terminal = next(f["data"]["data"] for f in frames if types_of([f]) == ["chat_terminal"])
-        messages = requests.get(f"{server.url}/api/sessions/{outcome['session_id']}/messages",
-                                timeout=10).json()["messages"]
+        messages = requests.get(f"{server.url}/api/sessions/{outcome['session_id']}/messages", timeout=10).json()[
+            "messages"
+        ]
         assistant = [m for m in messages if m["role"] == "assistant"]
         assert len(assistant) == 1
         if outcome["kind"] == "ok":

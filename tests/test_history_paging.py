@@ -67,8 +67,9 @@ def test_messages_written_while_paging_back_neither_shift_nor_repeat(client, sto
     session = store.sessions.create("local")
     ids = fill(store, "local", session["id"], 500)
     late = []
-    pages = walk_messages(client, session["id"], 100,
-                          between=lambda n: late.extend(fill(store, "local", session["id"], 3, prefix="late")))
+    pages = walk_messages(
+        client, session["id"], 100, between=lambda n: late.extend(fill(store, "local", session["id"], 3, prefix="late"))
+    )
     seen = [m["id"] for page in reversed(pages) for m in page["messages"]]
     assert seen == ids and not set(seen) & set(late)
     # the newest page now starts with the late ones
@@ -108,6 +109,7 @@ def test_repository_recent_and_latest(store):
 
 
 # ---------------------------------------------------------------- sessions
+
 
 def walk_sessions(client, limit, between=None):
     pages, before = [], None
@@ -159,8 +161,9 @@ def test_sessions_with_equal_timestamps_page_by_id(client, store):
     assert seen == sorted(made, reverse=True)
 
 
-@pytest.mark.parametrize("before", ["junk", "1.5", "1.5~x_abc", "1.5~s_a b", "1.5~s_" + "a" * 65, "%C2%B2~s_abc",
-                                    "nan~s_abc", "inf~s_abc"])
+@pytest.mark.parametrize(
+    "before", ["junk", "1.5", "1.5~x_abc", "1.5~s_a b", "1.5~s_" + "a" * 65, "%C2%B2~s_abc", "nan~s_abc", "inf~s_abc"]
+)
 def test_bad_sessions_cursor_is_400(client, before):
     response = client.get(f"/api/sessions?before={before}")
     assert response.status_code == 400 and "before" in response.get_json()["error"]
@@ -174,10 +177,12 @@ def test_before_and_offset_together_is_400(client, store):
 
 # ---------------------------------------------------------------- the model sees the newest messages
 
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """A real server whose only model is a recording fake (OpenAI wire protocol)."""
     from liveserver import LiveServer
+
     fake = FakeProvider(default=Reply(chunks=openai_text("fresh answer")))
     data_dir = str(tmp_path_factory.mktemp("long"))
     server = LiveServer(data_dir, {"OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_MODEL": "m"}).start()

@@ -44,24 +44,31 @@ def types(events):
     return [e.type for e in events]
 
 
-@pytest.mark.parametrize("first_reply", [
-    None,  # refused
-    Reply(end="silent"),
-    Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "5"}),
-    Reply(status=500, body={"error": {"message": "boom"}}),
-    Reply(chunks=["data: {broken\n\n"]),
-    Reply(status=401, body={"error": {"message": "bad key"}}),
-    Reply(status=404, body={"error": {"message": "unknown model"}}),
-    Reply(chunks=openai_text("x")[:1], end="reset"),  # only the role chunk: no output yet
-], ids=["refused", "no-first-byte", "429", "500", "malformed", "401", "404", "reset-before-output"])
+@pytest.mark.parametrize(
+    "first_reply",
+    [
+        None,  # refused
+        Reply(end="silent"),
+        Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "5"}),
+        Reply(status=500, body={"error": {"message": "boom"}}),
+        Reply(chunks=["data: {broken\n\n"]),
+        Reply(status=401, body={"error": {"message": "bad key"}}),
+        Reply(status=404, body={"error": {"message": "unknown model"}}),
+        Reply(chunks=openai_text("x")[:1], end="reset"),  # only the role chunk: no output yet
+    ],
+    ids=["refused", "no-first-byte", "429", "500", "malformed", "401", "404", "reset-before-output"],
+)
 def test_fallback_when_the_first_fails_before_output(pair, first_reply):
     first, second = pair
     url = refused_url() if first_reply is None else first.url
     if first_reply:
         first.script(first_reply)
     second.script(Reply(chunks=openai_text("from ", "backup", usage=USAGE)))
-    router = router_for(make("openai", url + "/v1", name="main"), make("openai", second.url + "/v1", name="spare"),
-                        routes={"smart": ["main/big", "spare/small"]})
+    router = router_for(
+        make("openai", url + "/v1", name="main"),
+        make("openai", second.url + "/v1", name="spare"),
+        routes={"smart": ["main/big", "spare/small"]},
+    )
     events, error = run(router.resolve("smart"))
     assert error is None
     assert types(events)[:2] == ["model_info", "fallback"]
@@ -96,8 +103,11 @@ def test_all_candidates_failing_raises_the_last_error(pair):
     first, second = pair
     first.script(Reply(status=500, body={"error": "a"}))
     second.script(Reply(status=404, body={"error": {"message": "no such model"}}))
-    router = router_for(make("openai", first.url + "/v1", name="a"), make("openai", second.url + "/v1", name="b"),
-                        routes={"r": ["a/x", "b/y"]})
+    router = router_for(
+        make("openai", first.url + "/v1", name="a"),
+        make("openai", second.url + "/v1", name="b"),
+        routes={"r": ["a/x", "b/y"]},
+    )
     events, error = run(router.resolve("r"))
     assert events == [] and error.status == 404
     assert error.message.startswith("All candidates failed: a/x: ") and "b/y: " in error.message
@@ -115,8 +125,11 @@ def test_default_model_is_discovered_once(pair):
 def test_stop_is_not_a_reason_to_fall_back(pair):
     first, second = pair
     first.script(Reply(end="silent"))
-    router = router_for(make("openai", first.url + "/v1", name="a", app_config={"FIRST_TOKEN_TIMEOUT": 30}),
-                        make("openai", second.url + "/v1", name="b"), routes={"r": ["a/x", "b/y"]})
+    router = router_for(
+        make("openai", first.url + "/v1", name="a", app_config={"FIRST_TOKEN_TIMEOUT": 30}),
+        make("openai", second.url + "/v1", name="b"),
+        routes={"r": ["a/x", "b/y"]},
+    )
     cancel = CancelToken()
     threading.Timer(0.3, cancel.cancel).start()
     with pytest.raises(Cancelled):
@@ -128,8 +141,17 @@ def test_metrics_with_usage_and_cost(pair):
     first, _ = pair
     first.script(Reply(chunks=openai_text("a", "b", usage=USAGE)))
     provider = make("openai", first.url + "/v1", name="main")
-    provider.prices = prices_for("main", {"TABLES": {"prices": {
-        "main/big": {"input_per_mtok": 3.0, "output_per_mtok": 15.0}, "other/big": {"input_per_mtok": 99}}}})
+    provider.prices = prices_for(
+        "main",
+        {
+            "TABLES": {
+                "prices": {
+                    "main/big": {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
+                    "other/big": {"input_per_mtok": 99},
+                }
+            }
+        },
+    )
     events, error = run(router_for(provider).resolve("main/big"))
     metrics = events[-1].data["data"]
     assert metrics["input_tokens"] == 1000 and metrics["output_tokens"] == 500
@@ -161,8 +183,16 @@ def test_cost_of_handles_missing_and_bad_prices():
 
 
 def test_prices_for_prefers_the_provider_entry():
-    tables = {"TABLES": {"prices": {"gpt": {"input_per_mtok": 1}, "a/gpt": {"input_per_mtok": 2},
-                                    "b/gpt": {"input_per_mtok": 3}, "a/org/model": {"input_per_mtok": 4}}}}
+    tables = {
+        "TABLES": {
+            "prices": {
+                "gpt": {"input_per_mtok": 1},
+                "a/gpt": {"input_per_mtok": 2},
+                "b/gpt": {"input_per_mtok": 3},
+                "a/org/model": {"input_per_mtok": 4},
+            }
+        }
+    }
     assert prices_for("a", tables) == {"gpt": {"input_per_mtok": 2}, "org/model": {"input_per_mtok": 4}}
     assert prices_for("c", tables) == {"gpt": {"input_per_mtok": 1}}
 
@@ -183,7 +213,7 @@ def test_router_resolution(pair):
 
 def test_config_loads_providers_from_env_and_toml(tmp_path, monkeypatch):
     toml = tmp_path / "odysseus.toml"
-    toml.write_text('''
+    toml.write_text("""
 idle_timeout = 7.5
 
 [[providers]]
@@ -207,9 +237,14 @@ default = ["local/qwen3", "claude/claude-sonnet"]
 [prices."claude/claude-sonnet"]
 input_per_mtok = 3.0
 output_per_mtok = 15.0
-''')
-    env = {"ODYSSEUS_CONFIG": str(toml), "LOCAL_KEY": "k1", "OLLAMA_HOST": "127.0.0.1:11434",
-           "OLLAMA_MODEL": "llama3", "OPENAI_API_KEY": "sk-openai"}
+""")
+    env = {
+        "ODYSSEUS_CONFIG": str(toml),
+        "LOCAL_KEY": "k1",
+        "OLLAMA_HOST": "127.0.0.1:11434",
+        "OLLAMA_MODEL": "llama3",
+        "OPENAI_API_KEY": "sk-openai",
+    }
     monkeypatch.setenv("LOCAL_KEY", "k1")  # api_key_env is read from the process environment
     config = load_config(env)
     by_name = {p.name: p for p in config["PROVIDERS"]}
@@ -231,8 +266,9 @@ output_per_mtok = 15.0
 def test_catalog_lists_reachable_providers_and_caches(pair):
     first, _ = pair
     first.get_json["/v1/models"] = {"data": [{"id": "m1"}]}
-    catalog = ModelCatalog([make("openai", first.url + "/v1", name="up"),
-                            make("openai", refused_url() + "/v1", name="down")], ttl=60)
+    catalog = ModelCatalog(
+        [make("openai", first.url + "/v1", name="up"), make("openai", refused_url() + "/v1", name="down")], ttl=60
+    )
     listing = catalog.list()
     assert [m["id"] for m in listing["models"]] == ["up/m1"]
     assert listing["errors"][0]["provider"] == "down" and listing["errors"][0]["status"] == 503

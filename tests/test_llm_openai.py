@@ -26,8 +26,14 @@ def test_plain_text_with_usage(fake):
     post = fake.posts[0]
     assert post.path == "/v1/chat/completions"
     assert post.headers["Authorization"] == "Bearer sk-test"
-    assert post.body == {"model": "gpt-x", "messages": HELLO, "stream": True,
-                         "stream_options": {"include_usage": True}, "temperature": 0.2, "max_tokens": 50}
+    assert post.body == {
+        "model": "gpt-x",
+        "messages": HELLO,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0.2,
+        "max_tokens": 50,
+    }
 
 
 def test_usage_absent_means_no_usage_event(fake):
@@ -39,9 +45,17 @@ def test_usage_absent_means_no_usage_event(fake):
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 def test_reasoning_fields(fake, field):
-    fake.script(Reply(chunks=[openai_chunk({"role": "assistant", "content": None, field: "Let me"}),
-                              openai_chunk({field: " think."}), openai_chunk({"content": "Answer"}),
-                              openai_chunk({}, "stop"), "data: [DONE]\n\n"]))
+    fake.script(
+        Reply(
+            chunks=[
+                openai_chunk({"role": "assistant", "content": None, field: "Let me"}),
+                openai_chunk({field: " think."}),
+                openai_chunk({"content": "Answer"}),
+                openai_chunk({}, "stop"),
+                "data: [DONE]\n\n",
+            ]
+        )
+    )
     events, error = collect(make("openai", fake.url + "/v1"))
     assert error is None
     assert text(events, thinking=True) == "Let me think."
@@ -65,7 +79,7 @@ def test_reply_starting_inside_think_when_configured(fake):
 
 def test_sse_frames_split_across_writes(fake):
     whole = "".join(openai_text("one ", "two", usage=USAGE))
-    fake.script(Reply(chunks=[whole[i:i + 7] for i in range(0, len(whole), 7)]))
+    fake.script(Reply(chunks=[whole[i : i + 7] for i in range(0, len(whole), 7)]))
     events, error = collect(make("openai", fake.url + "/v1"))
     assert error is None and text(events) == "one two"
 
@@ -79,29 +93,45 @@ def test_close_delimited_body(fake):
 def test_parallel_tool_calls_split_across_many_deltas(fake):
     def tc(index, **kw):
         return openai_chunk({"tool_calls": [{"index": index, **kw}]})
-    fake.script(Reply(chunks=[
-        openai_chunk({"role": "assistant", "content": None}),
-        tc(0, id="call_a", type="function", function={"name": "get_weather", "arguments": ""}),
-        tc(1, id="call_b", type="function", function={"name": "get_time", "arguments": ""}),
-        tc(0, function={"arguments": '{"ci'}), tc(1, function={"arguments": '{"tz": '}),
-        tc(0, function={"arguments": 'ty": "Pa'}), tc(1, function={"arguments": '"UTC"}'}),
-        tc(0, function={"arguments": 'ris"}'}),
-        openai_chunk({}, "tool_calls"), openai_chunk(None, usage=USAGE), "data: [DONE]\n\n"]))
+
+    fake.script(
+        Reply(
+            chunks=[
+                openai_chunk({"role": "assistant", "content": None}),
+                tc(0, id="call_a", type="function", function={"name": "get_weather", "arguments": ""}),
+                tc(1, id="call_b", type="function", function={"name": "get_time", "arguments": ""}),
+                tc(0, function={"arguments": '{"ci'}),
+                tc(1, function={"arguments": '{"tz": '}),
+                tc(0, function={"arguments": 'ty": "Pa'}),
+                tc(1, function={"arguments": '"UTC"}'}),
+                tc(0, function={"arguments": 'ris"}'}),
+                openai_chunk({}, "tool_calls"),
+                openai_chunk(None, usage=USAGE),
+                "data: [DONE]\n\n",
+            ]
+        )
+    )
     events, error = collect(make("openai", fake.url + "/v1"))
     assert error is None
     assert tool_calls(events) == [
         {"id": "call_a", "name": "get_weather", "arguments": {"city": "Paris"}, "index": 0},
-        {"id": "call_b", "name": "get_time", "arguments": {"tz": "UTC"}, "index": 1}]
+        {"id": "call_b", "name": "get_time", "arguments": {"tz": "UTC"}, "index": 1},
+    ]
     assert of_type(events, "finish") == [{"reason": "tool_calls"}]
 
 
 def test_tool_history_and_tools_are_sent_in_openai_shape(fake):
     fake.script(Reply(chunks=openai_text("done")))
     tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
-    messages = [{"role": "user", "content": "add 1 2"},
-                {"role": "assistant", "content": None,
-                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": {"a": 1}}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "3"}]
+    messages = [
+        {"role": "user", "content": "add 1 2"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": {"a": 1}}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "3"},
+    ]
     events, error = collect(make("openai", fake.url + "/v1"), ChatRequest("m", messages, tools=tools))
     assert error is None
     body = fake.posts[0].body
@@ -111,8 +141,15 @@ def test_tool_history_and_tools_are_sent_in_openai_shape(fake):
 
 
 def test_unknown_fields_become_provider_meta(fake):
-    fake.script(Reply(chunks=[openai_chunk({"role": "assistant", "content": "x"}, provider="Acme"),
-                              openai_chunk({}, "stop", x_groq={"id": "q1"}), "data: [DONE]\n\n"]))
+    fake.script(
+        Reply(
+            chunks=[
+                openai_chunk({"role": "assistant", "content": "x"}, provider="Acme"),
+                openai_chunk({}, "stop", x_groq={"id": "q1"}),
+                "data: [DONE]\n\n",
+            ]
+        )
+    )
     events, error = collect(make("openai", fake.url + "/v1"))
     assert error is None
     metas = of_type(events, "provider_meta")
@@ -122,8 +159,11 @@ def test_unknown_fields_become_provider_meta(fake):
 
 
 def test_server_rejecting_stream_options_is_asked_again_without(fake):
-    fake.script(Reply(status=400, body={"error": {"message": "Unrecognized request argument: stream_options"}}),
-                Reply(chunks=openai_text("ok")), Reply(chunks=openai_text("again")))
+    fake.script(
+        Reply(status=400, body={"error": {"message": "Unrecognized request argument: stream_options"}}),
+        Reply(chunks=openai_text("ok")),
+        Reply(chunks=openai_text("again")),
+    )
     provider = make("openai", fake.url + "/v1")
     assert text(collect(provider)[0]) == "ok"
     assert text(collect(provider)[0]) == "again"
@@ -132,17 +172,25 @@ def test_server_rejecting_stream_options_is_asked_again_without(fake):
     assert "stream_options" not in bodies[1] and "stream_options" not in bodies[2]
 
 
-@pytest.mark.parametrize("reply, status, message", [
-    (Reply(end="silent"), 504, "Read timeout"),
-    (Reply(chunks=openai_text("Par", "tial", done=False)[:3], end="stall"), 504, "Read timeout"),
-    (Reply(chunks=openai_text("Par", "tial")[:3], end="reset"), 502, "reset"),
-    (Reply(chunks=openai_text("Par", "tial")[:3], end="cut"), 502, "closed"),
-    (Reply(status=401, body={"error": {"message": "Incorrect API key"}}), 401, "Incorrect API key"),
-    (Reply(status=404, body={"error": {"message": "The model `nope` does not exist"}}), 404, "does not exist"),
-    (Reply(status=429, body={"error": {"message": "Rate limit"}}, headers={"Retry-After": "12"}), 429, "Rate limit"),
-    (Reply(status=500, body={"error": {"message": "boom"}}), 500, "boom"),
-    (Reply(chunks=openai_text("Par", "tial")[:3] + ["data: {\"choices\": [\n\n"]), 502, "Malformed chunk"),
-], ids=["no-first-byte", "stall", "reset", "cut", "401", "404", "429", "500", "malformed"])
+@pytest.mark.parametrize(
+    "reply, status, message",
+    [
+        (Reply(end="silent"), 504, "Read timeout"),
+        (Reply(chunks=openai_text("Par", "tial", done=False)[:3], end="stall"), 504, "Read timeout"),
+        (Reply(chunks=openai_text("Par", "tial")[:3], end="reset"), 502, "reset"),
+        (Reply(chunks=openai_text("Par", "tial")[:3], end="cut"), 502, "closed"),
+        (Reply(status=401, body={"error": {"message": "Incorrect API key"}}), 401, "Incorrect API key"),
+        (Reply(status=404, body={"error": {"message": "The model `nope` does not exist"}}), 404, "does not exist"),
+        (
+            Reply(status=429, body={"error": {"message": "Rate limit"}}, headers={"Retry-After": "12"}),
+            429,
+            "Rate limit",
+        ),
+        (Reply(status=500, body={"error": {"message": "boom"}}), 500, "boom"),
+        (Reply(chunks=openai_text("Par", "tial")[:3] + ['data: {"choices": [\n\n']), 502, "Malformed chunk"),
+    ],
+    ids=["no-first-byte", "stall", "reset", "cut", "401", "404", "429", "500", "malformed"],
+)
 def test_faults(fake, reply, status, message):
     fake.script(reply)
     events, error = collect(make("openai", fake.url + "/v1"))
@@ -176,13 +224,20 @@ def test_provider_option_overrides_timeouts(fake):
     assert collect(provider)[1].status == 504
 
 
-@pytest.mark.parametrize("reply", [Reply(chunks=openai_text(*["tok "] * 50), delay=0.1),
-                                   Reply(chunks=openai_text("a", "b", done=False)[:3], end="stall"),
-                                   Reply(end="silent")], ids=["streaming", "silent-after-output", "silent"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(chunks=openai_text(*["tok "] * 50), delay=0.1),
+        Reply(chunks=openai_text("a", "b", done=False)[:3], end="stall"),
+        Reply(end="silent"),
+    ],
+    ids=["streaming", "silent-after-output", "silent"],
+)
 def test_stop_closes_the_server_connection_promptly(fake, reply):
     fake.script(reply)
-    outcome = stop_while_streaming(make("openai", fake.url + "/v1", {"FIRST_TOKEN_TIMEOUT": 30, "IDLE_TIMEOUT": 30}),
-                                   fake, after=0.5)
+    outcome = stop_while_streaming(
+        make("openai", fake.url + "/v1", {"FIRST_TOKEN_TIMEOUT": 30, "IDLE_TIMEOUT": 30}), fake, after=0.5
+    )
     assert not outcome["thread_alive"]
     assert isinstance(outcome["ended"], Cancelled)
     assert outcome["server_saw_close_after"] is not None and outcome["server_saw_close_after"] < 1.0

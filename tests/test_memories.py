@@ -78,7 +78,9 @@ def test_mark_used_counts_and_stamps(repo):
 
 def test_extraction_answer_parsing_and_dedup():
     assert parse_facts('Sure: ["The user likes tea", "The user lives in Oslo", "third"]') == [
-        "The user likes tea", "The user lives in Oslo"]
+        "The user likes tea",
+        "The user lives in Oslo",
+    ]
     assert parse_facts("nothing here") == [] and parse_facts("[1, 2]") == [] and parse_facts("[broken") == []
     assert is_duplicate("The user likes green tea", ["the user LIKES green tea."])
     assert not is_duplicate("The user lives in Oslo", ["The user likes green tea"])
@@ -95,9 +97,15 @@ def model():
 def server(model, tmp_path_factory):
     from liveserver import LiveServer
 
-    srv = LiveServer(str(tmp_path_factory.mktemp("memories")), {
-        "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test-key-not-secret",
-        "ODYSSEUS_AGENT_TOOLS": "manage_memory", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+    srv = LiveServer(
+        str(tmp_path_factory.mktemp("memories")),
+        {
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": "sk-test-key-not-secret",
+            "ODYSSEUS_AGENT_TOOLS": "manage_memory",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        },
+    ).start()
     yield srv
     srv.stop()
 
@@ -130,8 +138,11 @@ def chat(server, message, **fields):
 
 
 def context_block(request_body):
-    return "\n".join(m["content"] for m in request_body["messages"] if m["role"] == "system"
-                     and "<context source=\"memories\">" in (m["content"] or ""))
+    return "\n".join(
+        m["content"]
+        for m in request_body["messages"]
+        if m["role"] == "system" and '<context source="memories">' in (m["content"] or "")
+    )
 
 
 def test_memories_reach_the_model_and_are_announced_before_the_first_delta(clean, model):
@@ -143,8 +154,10 @@ def test_memories_reach_the_model_and_are_announced_before_the_first_delta(clean
     kinds = types_of(frames)
     assert kinds.index("memories_used") < kinds.index("delta")
     used = next(f["data"]["data"] for f in frames if kinds[frames.index(f)] == "memories_used")
-    assert used == [{"id": pinned["id"], "text": pinned["text"], "category": "style", "type": "pinned"},
-                    {"id": recalled["id"], "text": recalled["text"], "category": "pets", "type": "recalled"}]
+    assert used == [
+        {"id": pinned["id"], "text": pinned["text"], "category": "style", "type": "pinned"},
+        {"id": recalled["id"], "text": recalled["text"], "category": "pets", "type": "recalled"},
+    ]
     block = context_block(model.requests[-1])
     assert "British English" in block and "Rex" in block and "peanuts" not in block
     assert "untrusted" in block.lower()
@@ -198,11 +211,18 @@ def test_use_memory_must_be_a_boolean_and_a_refusal_stores_nothing(clean):
 def test_automatic_extraction_adds_new_facts_once(clean, model):
     remember(clean, "The user likes green tea")
     assert requests.patch(clean.url + "/api/memory/settings", json={"auto_extract": True}, timeout=10).ok
-    model.script(reply("Noted, Oslo is lovely."),
-                 reply('["The user lives in Oslo", "The user likes green tea", "The user has three kids"]'))
+    model.script(
+        reply("Noted, Oslo is lovely."),
+        reply('["The user lives in Oslo", "The user likes green tea", "The user has three kids"]'),
+    )
     chat(clean, "I moved to Oslo last year")
-    rows = wait_for(lambda: [m for m in requests.get(clean.url + "/api/memory", timeout=10).json()["memories"]
-                             if m["source"] == "auto"], timeout=20, what="an extracted memory")
+    rows = wait_for(
+        lambda: [
+            m for m in requests.get(clean.url + "/api/memory", timeout=10).json()["memories"] if m["source"] == "auto"
+        ],
+        timeout=20,
+        what="an extracted memory",
+    )
     assert [m["text"] for m in rows] == ["The user lives in Oslo"]  # at most two; the duplicate is skipped
     assert "I moved to Oslo" in model.requests[-1]["messages"][-1]["content"]
     # a turn with use_memory false is not learnt from
@@ -221,11 +241,15 @@ def test_extraction_is_off_by_default(clean, model):
 
 
 def test_agent_manage_memory_tool_adds_lists_and_cannot_reach_unknown_ids(clean, model):
-    model.script(reply("", [tool("c1", "manage_memory", action="add", text="The user prefers metric units",
-                                 category="preferences")]),
-                 reply("", [tool("c2", "manage_memory", action="delete", id="mem_not_yours")]),
-                 reply("", [tool("c3", "manage_memory", action="list")]),
-                 reply("Saved."))
+    model.script(
+        reply(
+            "",
+            [tool("c1", "manage_memory", action="add", text="The user prefers metric units", category="preferences")],
+        ),
+        reply("", [tool("c2", "manage_memory", action="delete", id="mem_not_yours")]),
+        reply("", [tool("c3", "manage_memory", action="list")]),
+        reply("Saved."),
+    )
     stream = post_chat(clean.url, "remember that I prefer metric units", mode="agent")
     try:
         frames = stream.events()
@@ -237,14 +261,23 @@ def test_agent_manage_memory_tool_adds_lists_and_cannot_reach_unknown_ids(clean,
     assert "The user prefers metric units" in outputs[2]["output"]
     rows = requests.get(clean.url + "/api/memory", timeout=10).json()["memories"]
     assert [(m["text"], m["category"], m["source"]) for m in rows] == [
-        ("The user prefers metric units", "preferences", "auto")]
+        ("The user prefers metric units", "preferences", "auto")
+    ]
 
 
 # ------------------------------------------------------------------ the API
 def test_memory_api_crud_validation_and_unknown_ids(clean):
     url = clean.url + "/api/memory"
-    for bad in [{}, {"text": ""}, {"text": "   "}, {"text": 5}, {"text": "x" * 1001}, {"text": "ok", "pinned": "yes"},
-                {"text": "ok", "category": ["a"]}, {"text": "ok", "category": "c" * 41}]:
+    for bad in [
+        {},
+        {"text": ""},
+        {"text": "   "},
+        {"text": 5},
+        {"text": "x" * 1001},
+        {"text": "ok", "pinned": "yes"},
+        {"text": "ok", "category": ["a"]},
+        {"text": "ok", "category": "c" * 41},
+    ]:
         response = requests.post(url, json=bad, timeout=10)
         assert response.status_code == 400 and response.json()["error"], bad
     assert (
@@ -266,8 +299,12 @@ def test_memory_api_crud_validation_and_unknown_ids(clean):
     assert requests.get(url + "/search", params={"q": "q" * 501}, timeout=10).status_code == 400
     assert requests.patch(url + "/settings", json={"enabled": "off"}, timeout=10).status_code == 400
     assert requests.patch(url + "/settings", json={}, timeout=10).status_code == 400
-    for method, path in [("GET", "/mem_unknown"), ("PATCH", "/mem_unknown"), ("DELETE", "/mem_unknown"),
-                         ("POST", "/mem_unknown/pin")]:
+    for method, path in [
+        ("GET", "/mem_unknown"),
+        ("PATCH", "/mem_unknown"),
+        ("DELETE", "/mem_unknown"),
+        ("POST", "/mem_unknown/pin"),
+    ]:
         response = requests.request(method, url + path, json={"text": "x"}, timeout=10)
         assert response.status_code == 404 and response.json()["error"] == "memory not found"
     assert requests.delete(one, timeout=10).json() == {"deleted": True}

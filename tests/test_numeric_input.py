@@ -12,8 +12,19 @@ from apphelpers import close_app
 from odysseus import create_app
 
 UNICODE_DIGITS = ["%C2%B2", "%D9%A3", "%EF%BC%95", "%E0%A5%AA"]  # ², ٣ (Arabic-Indic), ５ (fullwidth), ४ (Devanagari)
-NOT_NUMBERS = UNICODE_DIGITS + ["99999999999999999999", "-1", "+5", "1.5", "1e3", "%205", "5%20", "0x10", "1_000",
-                                "%0A5", "abc"]
+NOT_NUMBERS = UNICODE_DIGITS + [
+    "99999999999999999999",
+    "-1",
+    "+5",
+    "1.5",
+    "1e3",
+    "%205",
+    "5%20",
+    "0x10",
+    "1_000",
+    "%0A5",
+    "abc",
+]
 DEEP = 100_000
 
 
@@ -26,8 +37,14 @@ def _counts(app):
 def app(tmp_path_factory):
     """One app for the module: every test here sends a rejected request (or counts its own rows), so they
     need no fresh database each, and 180 app start-ups were a quarter of the fast test set."""
-    application = create_app({"DATA_DIR": str(tmp_path_factory.mktemp("numeric")), "DEMO_TOKEN_DELAY": 0.001,
-                              "PROVIDERS": [], "AUTH": "none"})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path_factory.mktemp("numeric")),
+            "DEMO_TOKEN_DELAY": 0.001,
+            "PROVIDERS": [],
+            "AUTH": "none",
+        }
+    )
     yield application
     close_app(application)
 
@@ -98,8 +115,17 @@ def test_unicode_digits_in_a_message_id_are_not_that_message(fresh_app, value):
     assert store.messages.get("local", target)["content"] == f"m{target - 1}"
 
 
-@pytest.mark.parametrize("path", ["/api/chat_stream", "/api/sessions", "/api/agent/chat/stream", "/api/chat/background",
-                                  "/api/agent/profiles", "/api/auth/login"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/chat_stream",
+        "/api/sessions",
+        "/api/agent/chat/stream",
+        "/api/chat/background",
+        "/api/agent/profiles",
+        "/api/auth/login",
+    ],
+)
 @pytest.mark.parametrize("shape", ["array", "object"])
 def test_json_nested_100000_deep(app, client, path, shape):
     before = _counts(app)
@@ -122,15 +148,18 @@ def test_stop_with_a_deep_body(client, session_id):
     _assert_400(client.post(f"/api/chat/stop/{session_id}", data=raw, content_type="application/json"), "nested")
 
 
-@pytest.mark.parametrize("body, content_type", [
-    ('{"message": "hi", "temperature": 1' + "0" * 400 + "}", "application/json"),
-    ('{"message": "hi", "temperature": NaN}', "application/json"),
-    ('{"message": "hi", "temperature": Infinity}', "application/json"),
-    ("message=hi&temperature=%D9%A1", "application/x-www-form-urlencoded"),
-    ("message=hi&temperature=nan", "application/x-www-form-urlencoded"),
-    ("message=hi&temperature=1e0", "application/x-www-form-urlencoded"),
-    ("message=hi&temperature=%201", "application/x-www-form-urlencoded"),
-])
+@pytest.mark.parametrize(
+    "body, content_type",
+    [
+        ('{"message": "hi", "temperature": 1' + "0" * 400 + "}", "application/json"),
+        ('{"message": "hi", "temperature": NaN}', "application/json"),
+        ('{"message": "hi", "temperature": Infinity}', "application/json"),
+        ("message=hi&temperature=%D9%A1", "application/x-www-form-urlencoded"),
+        ("message=hi&temperature=nan", "application/x-www-form-urlencoded"),
+        ("message=hi&temperature=1e0", "application/x-www-form-urlencoded"),
+        ("message=hi&temperature=%201", "application/x-www-form-urlencoded"),
+    ],
+)
 def test_temperature(app, client, body, content_type):
     before = _counts(app)
     _assert_400(client.post("/api/chat_stream", data=body, content_type=content_type), "temperature")
@@ -141,6 +170,9 @@ def test_ascii_numbers_still_work(client, session_id):
     assert client.get(f"/api/sessions/{session_id}/messages?limit=5&before=10").status_code == 200
     assert client.get("/api/sessions?limit=5&offset=0").status_code == 200
     assert client.get("/api/agent/chat/runs?limit=5&offset=3").status_code == 200
-    response = client.post("/api/chat_stream", data="message=hi&temperature=0.5&mode=nope",
-                           content_type="application/x-www-form-urlencoded")
+    response = client.post(
+        "/api/chat_stream",
+        data="message=hi&temperature=0.5&mode=nope",
+        content_type="application/x-www-form-urlencoded",
+    )
     _assert_400(response, "mode")  # the temperature was fine; the mode is what is wrong

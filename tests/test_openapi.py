@@ -23,8 +23,12 @@ IGNORED = {"HEAD", "OPTIONS"}
 
 
 def _registered(app):
-    return {(method, rule.rule) for rule in app.url_map.iter_rules() if rule.rule.startswith("/api/")
-            for method in rule.methods - IGNORED}
+    return {
+        (method, rule.rule)
+        for rule in app.url_map.iter_rules()
+        if rule.rule.startswith("/api/")
+        for method in rule.methods - IGNORED
+    }
 
 
 def test_every_api_route_is_described_and_nothing_else(app):
@@ -65,10 +69,18 @@ def test_public_flags_match_the_server(tmp_path):
 def fuzz_target(tmp_path_factory):
     """A live server in single-user mode with a fast demo model."""
     from liveserver import LiveServer
-    server = LiveServer(str(tmp_path_factory.mktemp("fuzz")), {
-        "ODYSSEUS_AUTH": "none", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.001", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        # research jobs search a loopback port nobody listens on: they fail fast, never leave the machine
-        "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": "http://127.0.0.1:9"}).start()
+
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("fuzz")),
+        {
+            "ODYSSEUS_AUTH": "none",
+            "ODYSSEUS_DEMO_TOKEN_DELAY": "0.001",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            # research jobs search a loopback port nobody listens on: they fail fast, never leave the machine
+            "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
+            "ODYSSEUS_SEARXNG_URL": "http://127.0.0.1:9",
+        },
+    ).start()
     yield server
     server.stop()
 
@@ -76,33 +88,51 @@ def fuzz_target(tmp_path_factory):
 def _existing_ids(base: str) -> dict:
     """Real ids for path parameters, so generated bodies reach past the 404 of an unknown id."""
     origin = {"Origin": base}
-    with requests.post(base + "/api/chat_stream", json={"message": "fuzz me"}, headers=origin, stream=True,
-                       timeout=30) as response:
-        ids = {"session_id": response.headers["X-Odysseus-Session-Id"],
-               "run_id": response.headers["X-Odysseus-Run-Id"]}
+    with requests.post(
+        base + "/api/chat_stream", json={"message": "fuzz me"}, headers=origin, stream=True, timeout=30
+    ) as response:
+        ids = {"session_id": response.headers["X-Odysseus-Session-Id"], "run_id": response.headers["X-Odysseus-Run-Id"]}
         for _ in response.iter_content(chunk_size=None):
             pass
     messages = requests.get(f"{base}/api/sessions/{ids['session_id']}/messages", timeout=10).json()["messages"]
     ids["message_id"] = messages[0]["id"]
-    ids["profile_id"] = requests.post(base + "/api/agent/profiles", json={"name": "fuzz"}, headers=origin,
-                                      timeout=10).json()["id"]
-    ids["agent_id"] = requests.post(base + "/api/agents", json={"name": "fuzz"}, headers=origin,
-                                    timeout=10).json()["agent_id"]
-    specialist = requests.post(base + "/api/agents", json={"name": "fuzz two"}, headers=origin,
-                               timeout=10).json()["agent_id"]
-    ids["workflow_id"] = requests.post(base + "/api/alloy/workflows", headers=origin, timeout=10, json={
-        "name": "fuzz", "members": [{"agent_id": ids["agent_id"], "role": "supervisor"},
-                                    {"agent_id": specialist, "role": "specialist"}]}).json()["workflow"]["id"]
-    ids["job_id"] = requests.post(base + "/api/chat/background", json={"message": "fuzz job"}, headers=origin,
-                                  timeout=10).json()["job_id"]
-    ids["doc_id"] = requests.post(base + "/api/document", json={"title": "fuzz", "content": "a\nb",
-                                                               "session_id": ids["session_id"]},
-                                  headers=origin, timeout=10).json()["id"]
+    ids["profile_id"] = requests.post(
+        base + "/api/agent/profiles", json={"name": "fuzz"}, headers=origin, timeout=10
+    ).json()["id"]
+    ids["agent_id"] = requests.post(base + "/api/agents", json={"name": "fuzz"}, headers=origin, timeout=10).json()[
+        "agent_id"
+    ]
+    specialist = requests.post(base + "/api/agents", json={"name": "fuzz two"}, headers=origin, timeout=10).json()[
+        "agent_id"
+    ]
+    ids["workflow_id"] = requests.post(
+        base + "/api/alloy/workflows",
+        headers=origin,
+        timeout=10,
+        json={
+            "name": "fuzz",
+            "members": [
+                {"agent_id": ids["agent_id"], "role": "supervisor"},
+                {"agent_id": specialist, "role": "specialist"},
+            ],
+        },
+    ).json()["workflow"]["id"]
+    ids["job_id"] = requests.post(
+        base + "/api/chat/background", json={"message": "fuzz job"}, headers=origin, timeout=10
+    ).json()["job_id"]
+    ids["doc_id"] = requests.post(
+        base + "/api/document",
+        json={"title": "fuzz", "content": "a\nb", "session_id": ids["session_id"]},
+        headers=origin,
+        timeout=10,
+    ).json()["id"]
     ids["number"] = 1
-    ids["upload_id"] = requests.post(base + "/api/upload", files={"files": ("fuzz.txt", b"fuzz text")}, headers=origin,
-                                     timeout=10).json()["files"][0]["id"]
-    ids["memory_id"] = requests.post(base + "/api/memory", json={"text": "fuzz memory"}, headers=origin,
-                                     timeout=10).json()["id"]
+    ids["upload_id"] = requests.post(
+        base + "/api/upload", files={"files": ("fuzz.txt", b"fuzz text")}, headers=origin, timeout=10
+    ).json()["files"][0]["id"]
+    ids["memory_id"] = requests.post(
+        base + "/api/memory", json={"text": "fuzz memory"}, headers=origin, timeout=10
+    ).json()["id"]
     ids["token_id"] = "tok_unknown"
     ids["user_id"] = "u_unknown"  # single-user mode has no accounts: the admin routes answer 409
     ids["provider_id"] = "prov_unknown"  # the admin's provider connections: 409 as well
@@ -117,8 +147,9 @@ def test_fuzzing_every_operation_gives_no_server_error(fuzz_target):
     failures = []
     session = requests.Session()
     ids = _existing_ids(base)
-    operations = sorted((result.ok() for result in schema.get_all_operations()),
-                        key=lambda op: op.method.upper() == "DELETE")  # deletes last: they remove the ids
+    operations = sorted(
+        (result.ok() for result in schema.get_all_operations()), key=lambda op: op.method.upper() == "DELETE"
+    )  # deletes last: they remove the ids
     plans = []
     for op in operations:
         names = [p.name for p in op.path_parameters]
@@ -129,14 +160,21 @@ def test_fuzzing_every_operation_gives_no_server_error(fuzz_target):
     for operation, mode, path_parameters in plans:
 
         @given(case=operation.as_strategy(generation_mode=mode, path_parameters=path_parameters))
-        @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-                  phases=[Phase.explicit, Phase.generate],
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         def check(case):
             response = case.call(base_url=base, session=session, headers={"Origin": base}, timeout=30)
             if response.status_code >= 500:
-                failures.append(f"{mode.value}: {case.method} {case.formatted_path} -> {response.status_code}: "
-                                f"{response.text[:200]}")
+                failures.append(
+                    f"{mode.value}: {case.method} {case.formatted_path} -> {response.status_code}: "
+                    f"{response.text[:200]}"
+                )
 
         try:
             check()

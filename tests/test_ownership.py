@@ -59,13 +59,22 @@ ROUTES = [
     Route("stop (header run id)", "POST", "/api/chat/stop/{session}", headers={"X-Odysseus-Run-Id": "{run}"}),
     Route("stop (body run id)", "POST", "/api/chat/stop/{session}", json={"run_id": "{run}"}),
     # The agent API (spec: agent-stream-and-detached-runs.md), active once merged.
-    Route("agent attach", "GET", "/api/agent/chat/stream/attach?run_id={run}", rule="/api/agent/chat/stream/attach",
-          like_unknown=True),
+    Route(
+        "agent attach",
+        "GET",
+        "/api/agent/chat/stream/attach?run_id={run}",
+        rule="/api/agent/chat/stream/attach",
+        like_unknown=True,
+    ),
     Route("agent cancel", "POST", "/api/agent/chat/runs/{run}/cancel", rule="/api/agent/chat/runs/<run_id>/cancel"),
-    Route("agent chat into session", "POST", "/api/agent/chat/stream",
-          json={"message": "pwned", "session_id": "{session}"}, rule="/api/agent/chat/stream"),
-    Route("background job", "GET", "/api/chat/background/{job}", rule="/api/chat/background/<job_id>",
-          needs=("job",)),
+    Route(
+        "agent chat into session",
+        "POST",
+        "/api/agent/chat/stream",
+        json={"message": "pwned", "session_id": "{session}"},
+        rule="/api/agent/chat/stream",
+    ),
+    Route("background job", "GET", "/api/chat/background/{job}", rule="/api/chat/background/<job_id>", needs=("job",)),
     Route("background job cancel", "POST", "/api/chat/background/{job}/cancel", needs=("job",)),
     Route("get profile", "GET", "/api/agent/profiles/{profile}", needs=("profile",)),
     Route("edit profile", "PATCH", "/api/agent/profiles/{profile}", json={"name": "pwned"}, needs=("profile",)),
@@ -73,19 +82,44 @@ ROUTES = [
     Route("get agent", "GET", "/api/agents/{agent}", needs=("agent",)),
     Route("edit agent", "PATCH", "/api/agents/{agent}", json={"name": "pwned"}, needs=("agent",)),
     Route("delete agent", "DELETE", "/api/agents/{agent}", needs=("agent",)),
-    Route("agent turn as victim's agent", "POST", "/api/agent/chat/stream",
-          json={"message": "pwned", "target_agent_id": "{agent}"}, needs=("agent",)),
-    Route("agent turn with victim's profile", "POST", "/api/agent/chat/stream",
-          json={"message": "pwned", "profile_id": "{profile}"}, needs=("profile",)),
+    Route(
+        "agent turn as victim's agent",
+        "POST",
+        "/api/agent/chat/stream",
+        json={"message": "pwned", "target_agent_id": "{agent}"},
+        needs=("agent",),
+    ),
+    Route(
+        "agent turn with victim's profile",
+        "POST",
+        "/api/agent/chat/stream",
+        json={"message": "pwned", "profile_id": "{profile}"},
+        needs=("profile",),
+    ),
     Route("get upload", "GET", "/api/upload/{upload}", needs=("upload",)),
     Route("upload content", "GET", "/api/upload/{upload}/content", needs=("upload",)),
     Route("delete upload", "DELETE", "/api/upload/{upload}", needs=("upload",)),
-    Route("chat with upload", "POST", "/api/chat_stream", json={"message": "pwned", "attachments": ["{upload}"]},
-          needs=("upload",)),
-    Route("agent with upload", "POST", "/api/agent/chat/stream", rule="/api/agent/chat/stream",
-          json={"message": "pwned", "attachments": ["{upload}"]}, needs=("upload",)),
-    Route("background job into session", "POST", "/api/chat/background",
-          json={"message": "pwned", "session_id": "{session}"}),
+    Route(
+        "chat with upload",
+        "POST",
+        "/api/chat_stream",
+        json={"message": "pwned", "attachments": ["{upload}"]},
+        needs=("upload",),
+    ),
+    Route(
+        "agent with upload",
+        "POST",
+        "/api/agent/chat/stream",
+        rule="/api/agent/chat/stream",
+        json={"message": "pwned", "attachments": ["{upload}"]},
+        needs=("upload",),
+    ),
+    Route(
+        "background job into session",
+        "POST",
+        "/api/chat/background",
+        json={"message": "pwned", "session_id": "{session}"},
+    ),
     # editor documents
     Route("get document", "GET", "/api/document/{document}", needs=("document",)),
     Route("save document", "PUT", "/api/document/{document}", json={"content": "pwned"}, needs=("document",)),
@@ -95,39 +129,79 @@ ROUTES = [
     Route("document version", "GET", "/api/document/{document}/version/1", needs=("document",)),
     Route("restore document version", "POST", "/api/document/{document}/restore/1", needs=("document",)),
     Route("list session documents", "GET", "/api/documents/{session}", rule="/api/documents/<session_id>"),
-    Route("create document in session", "POST", "/api/document", json={"title": "pwned", "session_id": "{session}"},
-          rule="/api/document"),
-    Route("chat with victim's document", "POST", "/api/chat_stream",
-          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
-    Route("agent with victim's document", "POST", "/api/agent/chat/stream",
-          json={"message": "pwned", "active_doc_id": "{document}"}, needs=("document",)),
+    Route(
+        "create document in session",
+        "POST",
+        "/api/document",
+        json={"title": "pwned", "session_id": "{session}"},
+        rule="/api/document",
+    ),
+    Route(
+        "chat with victim's document",
+        "POST",
+        "/api/chat_stream",
+        json={"message": "pwned", "active_doc_id": "{document}"},
+        needs=("document",),
+    ),
+    Route(
+        "agent with victim's document",
+        "POST",
+        "/api/agent/chat/stream",
+        json={"message": "pwned", "active_doc_id": "{document}"},
+        needs=("document",),
+    ),
     Route("get memory", "GET", "/api/memory/{memory}", needs=("memory",)),
     Route("edit memory", "PATCH", "/api/memory/{memory}", json={"text": "pwned"}, needs=("memory",)),
     Route("pin memory", "POST", "/api/memory/{memory}/pin", json={"pinned": False}, needs=("memory",)),
     Route("delete memory", "DELETE", "/api/memory/{memory}", needs=("memory",)),
     # research jobs (a job id is a run id)
-    Route("research status", "GET", "/api/research/status/{research}", rule="/api/research/status/<job_id>",
-          needs=("research",)),
+    Route(
+        "research status",
+        "GET",
+        "/api/research/status/{research}",
+        rule="/api/research/status/<job_id>",
+        needs=("research",),
+    ),
     Route("research result", "GET", "/api/research/{research}", needs=("research",)),
     Route("research stream", "GET", "/api/research/stream/{research}", needs=("research",)),
     Route("research stream after cursor", "GET", "/api/research/stream/{research}?after=1", needs=("research",)),
     Route("research cancel", "POST", "/api/research/cancel/{research}", needs=("research",)),
     Route("research delete", "DELETE", "/api/research/{research}", needs=("research",)),
     Route("research status of a chat run", "GET", "/api/research/status/{run}", rule="/api/research/status/<job_id>"),
-    Route("research into session", "POST", "/api/research/start", json={"query": "pwned", "session_id": "{session}"},
-          rule="/api/research/start"),
+    Route(
+        "research into session",
+        "POST",
+        "/api/research/start",
+        json={"query": "pwned", "session_id": "{session}"},
+        rule="/api/research/start",
+    ),
     Route("get workflow", "GET", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
     Route("edit workflow", "PATCH", "/api/alloy/workflows/{workflow}", json={"name": "pwned"}, needs=("workflow",)),
     Route("delete workflow", "DELETE", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
-    Route("agent turn with victim's workflow", "POST", "/api/agent/chat/stream",
-          json={"message": "pwned", "workflow_id": "{workflow}"}, needs=("workflow",)),
-    Route("chat_stream with victim's workflow", "POST", "/api/chat_stream",
-          json={"message": "pwned", "mode": "agent", "workflow_id": "{workflow}"}, needs=("workflow",)),
+    Route(
+        "agent turn with victim's workflow",
+        "POST",
+        "/api/agent/chat/stream",
+        json={"message": "pwned", "workflow_id": "{workflow}"},
+        needs=("workflow",),
+    ),
+    Route(
+        "chat_stream with victim's workflow",
+        "POST",
+        "/api/chat_stream",
+        json={"message": "pwned", "mode": "agent", "workflow_id": "{workflow}"},
+        needs=("workflow",),
+    ),
 ]
 
 # attacker -> the status every route must answer
-ATTACKERS = {"other user (cookie)": 404, "other user (token)": 404, "anonymous": 401,
-             "victim's revoked token": 401, "forged cookie": 401}
+ATTACKERS = {
+    "other user (cookie)": 404,
+    "other user (token)": 404,
+    "anonymous": 401,
+    "victim's revoked token": 401,
+    "forged cookie": 401,
+}
 
 
 def registered_rules() -> set:
@@ -166,52 +240,76 @@ class User:
 
     def start_run(self) -> None:
         """Start a slow demo turn, read its ids from the headers, and drop the connection (it keeps running)."""
-        response = self.http.post(self.base + "/api/chat_stream", json={"message": f"hello {self.secret}"},
-                                  stream=True, timeout=10)
+        response = self.http.post(
+            self.base + "/api/chat_stream", json={"message": f"hello {self.secret}"}, stream=True, timeout=10
+        )
         assert response.status_code == 200
         self.ids.update(session=response.headers["X-Odysseus-Session-Id"], run=response.headers["X-Odysseus-Run-Id"])
         response.close()
         messages = self.get(f"/api/sessions/{self.ids['session']}/messages").json()["messages"]
         self.ids["message"] = str(messages[0]["id"])
         # in its own session: a job sent into the running session would replace that run
-        background = self.http.post(self.base + "/api/chat/background", timeout=10,
-                                    json={"message": f"job {self.secret}"})
+        background = self.http.post(
+            self.base + "/api/chat/background", timeout=10, json={"message": f"job {self.secret}"}
+        )
         if background.ok and isinstance(background.json(), dict) and background.json().get("job_id"):
             self.ids["job"] = background.json()["job_id"]
             self.ids["job_session"] = background.json()["session_id"]
-        profile = self.http.post(self.base + "/api/agent/profiles", timeout=10,
-                                 json={"name": f"{self.name} profile", "system_prompt": self.secret})
+        profile = self.http.post(
+            self.base + "/api/agent/profiles",
+            timeout=10,
+            json={"name": f"{self.name} profile", "system_prompt": self.secret},
+        )
         if profile.status_code == 201:
             self.ids["profile"] = profile.json()["id"]
         # explicit per-user ids: generated names could collide between the two users by chance
-        agent = self.http.post(self.base + "/api/agents", timeout=10,
-                               json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"})
+        agent = self.http.post(
+            self.base + "/api/agents",
+            timeout=10,
+            json={"name": f"{self.name} agent", "agent_id": f"{self.name}_helper"},
+        )
         if agent.status_code == 201:
             self.ids["agent"] = agent.json()["agent_id"]
-        document = self.http.post(self.base + "/api/document", timeout=10,
-                                  json={"title": f"{self.name} doc", "content": self.secret,
-                                        "session_id": self.ids["session"]})
+        document = self.http.post(
+            self.base + "/api/document",
+            timeout=10,
+            json={"title": f"{self.name} doc", "content": self.secret, "session_id": self.ids["session"]},
+        )
         if document.status_code == 201:
             self.ids["document"] = document.json()["id"]
-        upload = self.http.post(self.base + "/api/upload", timeout=10,
-                                files={"files": ("notes.txt", f"private notes {self.secret}".encode())})
+        upload = self.http.post(
+            self.base + "/api/upload",
+            timeout=10,
+            files={"files": ("notes.txt", f"private notes {self.secret}".encode())},
+        )
         if upload.status_code == 200:
             self.ids["upload"] = upload.json()["files"][0]["id"]
-        memory = self.http.post(self.base + "/api/memory", json={"text": f"memory {self.secret}", "pinned": True},
-                                timeout=10)
+        memory = self.http.post(
+            self.base + "/api/memory", json={"text": f"memory {self.secret}", "pinned": True}, timeout=10
+        )
         if memory.status_code == 201:
             self.ids["memory"] = memory.json()["id"]
-        research = self.http.post(self.base + "/api/research/start", timeout=10,
-                                  json={"query": f"research {self.secret}"})
+        research = self.http.post(
+            self.base + "/api/research/start", timeout=10, json={"query": f"research {self.secret}"}
+        )
         if research.status_code == 202:
             self.ids["research"] = research.json()["job_id"]
             self.ids["research_session"] = research.json()["session_id"]
-            second = self.http.post(self.base + "/api/agents", timeout=10,
-                                    json={"name": "helper two", "agent_id": f"{self.name}_second"})
-            workflow = self.http.post(self.base + "/api/alloy/workflows", timeout=10, json={
-                "id": f"{self.name}-team", "name": self.secret, "members": [
-                    {"agent_id": self.ids["agent"], "role": "supervisor"},
-                    {"agent_id": second.json().get("agent_id"), "role": "specialist"}]})
+            second = self.http.post(
+                self.base + "/api/agents", timeout=10, json={"name": "helper two", "agent_id": f"{self.name}_second"}
+            )
+            workflow = self.http.post(
+                self.base + "/api/alloy/workflows",
+                timeout=10,
+                json={
+                    "id": f"{self.name}-team",
+                    "name": self.secret,
+                    "members": [
+                        {"agent_id": self.ids["agent"], "role": "supervisor"},
+                        {"agent_id": second.json().get("agent_id"), "role": "specialist"},
+                    ],
+                },
+            )
             if workflow.status_code == 201:
                 self.ids["workflow"] = workflow.json()["workflow"]["id"]
 
@@ -232,10 +330,19 @@ class User:
             upload.pop("index_status", None), upload.pop("chunk_count", None)  # the indexer moves on meanwhile
         memory = self.get(f"/api/memory/{self.ids['memory']}").json() if "memory" in self.ids else None
         workflow = self.get(f"/api/alloy/workflows/{self.ids['workflow']}").json() if "workflow" in self.ids else None
-        return {"title": session["title"], "messages": [(m["id"], m["role"], m["content"]) for m in messages],
-                "run_id": status["run_id"], "status": status["status"], "profile": profile, "agent": agent,
-                "document": document, "versions": versions, "upload": upload, "memory": memory,
-                "workflow": workflow}
+        return {
+            "title": session["title"],
+            "messages": [(m["id"], m["role"], m["content"]) for m in messages],
+            "run_id": status["run_id"],
+            "status": status["status"],
+            "profile": profile,
+            "agent": agent,
+            "document": document,
+            "versions": versions,
+            "upload": upload,
+            "memory": memory,
+            "workflow": workflow,
+        }
 
 
 def forge_cookie(victim: User) -> str:
@@ -255,19 +362,30 @@ def search_url():
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, search_url):
     """A password-mode server with alice (admin) and bob, each with a run lasting over a minute, stopped at teardown."""
-    server = LiveServer(str(tmp_path_factory.mktemp("accounts")), {
-        "ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "1.0", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        # research jobs search a SearXNG stand-in on loopback (tests/searxng.py), never the internet
-        "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": search_url,
-    }).start()
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("accounts")),
+        {
+            "ODYSSEUS_AUTH": "password",
+            "ODYSSEUS_DEMO_TOKEN_DELAY": "1.0",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            # research jobs search a SearXNG stand-in on loopback (tests/searxng.py), never the internet
+            "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
+            "ODYSSEUS_SEARXNG_URL": search_url,
+        },
+    ).start()
     try:
-        setup = requests.post(server.url + "/api/auth/setup", json={"username": "alice", "password": PASSWORD},
-                              timeout=10)
+        setup = requests.post(
+            server.url + "/api/auth/setup", json={"username": "alice", "password": PASSWORD}, timeout=10
+        )
         assert setup.status_code == 201, setup.text
         admin = requests.Session()
         admin.cookies.update(setup.cookies)
-        created = admin.post(server.url + "/api/auth/users", json={"username": "bob", "password": PASSWORD},
-                             headers={CSRF: setup.json()["csrf_token"]}, timeout=10)
+        created = admin.post(
+            server.url + "/api/auth/users",
+            json={"username": "bob", "password": PASSWORD},
+            headers={CSRF: setup.json()["csrf_token"]},
+            timeout=10,
+        )
         assert created.status_code == 201, created.text
         users = {name: User(server.url, name) for name in ("alice", "bob")}
         for user in users.values():
@@ -279,8 +397,11 @@ def world(tmp_path_factory, search_url):
             assert user.before["status"] == "running"
         yield server, users
         for user in users.values():
-            user.http.post(f"{server.url}/api/chat/stop/{user.ids['session']}",
-                           headers={"X-Odysseus-Run-Id": user.ids["run"]}, timeout=10)
+            user.http.post(
+                f"{server.url}/api/chat/stop/{user.ids['session']}",
+                headers={"X-Odysseus-Run-Id": user.ids["run"]},
+                timeout=10,
+            )
     finally:
         server.stop()
 
@@ -323,16 +444,27 @@ def test_foreign_callers_get_401_or_404_and_change_nothing(world, route, victim_
     if missing:
         pytest.skip(f"could not create the victim's {', '.join(missing)}")
     http = attacker_request(server, users, attacker, victim)
-    response = http.request(route.method, server.url + fill(route.path, victim.ids), json=fill(route.json, victim.ids),
-                            headers=fill(route.headers, victim.ids), stream=True, timeout=10)
+    response = http.request(
+        route.method,
+        server.url + fill(route.path, victim.ids),
+        json=fill(route.json, victim.ids),
+        headers=fill(route.headers, victim.ids),
+        stream=True,
+        timeout=10,
+    )
     try:
         body = response.raw.read(4096, decode_content=True).decode("utf-8", "replace")
     finally:
         response.close()
     if route.like_unknown and ATTACKERS[attacker] == 404:
         unknown_id = "run_" + "u" * 22
-        unknown = http.request(route.method, server.url + fill(route.path, dict(victim.ids, run=unknown_id)),
-                               json=fill(route.json, victim.ids), headers=fill(route.headers, victim.ids), timeout=10)
+        unknown = http.request(
+            route.method,
+            server.url + fill(route.path, dict(victim.ids, run=unknown_id)),
+            json=fill(route.json, victim.ids),
+            headers=fill(route.headers, victim.ids),
+            timeout=10,
+        )
         # nothing tells the victim's id from an unknown one: the same status, headers and bytes (the id echoed)
         assert response.status_code == unknown.status_code == 200
         assert body.replace(victim.ids["run"], unknown_id) == unknown.text
@@ -353,8 +485,11 @@ def test_owner_still_reaches_their_own_run(world, victim_name):
     stream = owner.http.get(f"{server.url}/api/chat/resume/{owner.ids['session']}", stream=True, timeout=10)
     assert stream.status_code == 200 and stream.headers["X-Odysseus-Run-Id"] == owner.ids["run"]
     stream.close()
-    with_token = requests.get(f"{server.url}/api/sessions/{owner.ids['session']}", timeout=10,
-                              headers={"Authorization": f"Bearer {owner.token['token']}"})
+    with_token = requests.get(
+        f"{server.url}/api/sessions/{owner.ids['session']}",
+        timeout=10,
+        headers={"Authorization": f"Bearer {owner.token['token']}"},
+    )
     assert with_token.status_code == 200 and with_token.json()["owner"] == owner.id
 
 
@@ -362,8 +497,11 @@ def test_session_list_shows_only_your_own(world):
     server, users = world
     for user in users.values():
         listed = user.get("/api/sessions").json()["sessions"]
-        own = {user.ids["session"], user.ids.get("job_session", user.ids["session"]),
-               user.ids.get("research_session", user.ids["session"])}
+        own = {
+            user.ids["session"],
+            user.ids.get("job_session", user.ids["session"]),
+            user.ids.get("research_session", user.ids["session"]),
+        }
         assert {s["id"] for s in listed} == own
         assert all(s["owner"] == user.id for s in listed)
     if "/api/agent/chat/runs" in RULES:
@@ -393,8 +531,14 @@ def test_workspace_browse_is_for_admins_only(world):
 
 def test_anonymous_callers_get_401_everywhere(world):
     server, _ = world
-    for method, path in [("GET", "/api/sessions"), ("POST", "/api/sessions"), ("GET", "/api/models"),
-                         ("POST", "/api/chat_stream"), ("GET", "/api/auth/tokens"), ("GET", "/api/auth/users")]:
+    for method, path in [
+        ("GET", "/api/sessions"),
+        ("POST", "/api/sessions"),
+        ("GET", "/api/models"),
+        ("POST", "/api/chat_stream"),
+        ("GET", "/api/auth/tokens"),
+        ("GET", "/api/auth/users"),
+    ]:
         assert requests.request(method, server.url + path, json={}, timeout=10).status_code == 401, path
 
 
@@ -402,13 +546,22 @@ def test_cross_site_cookie_post_is_refused(world):
     server, users = world
     alice = users["alice"]
     count = len(alice.get("/api/sessions").json()["sessions"])
-    foreign = requests.post(server.url + "/api/sessions", json={"title": "csrf"}, cookies=alice.http.cookies,
-                            headers={"Origin": "http://evil.example"}, timeout=10)
+    foreign = requests.post(
+        server.url + "/api/sessions",
+        json={"title": "csrf"},
+        cookies=alice.http.cookies,
+        headers={"Origin": "http://evil.example"},
+        timeout=10,
+    )
     assert foreign.status_code == 403
     bare = requests.post(server.url + "/api/sessions", json={"title": "csrf"}, cookies=alice.http.cookies, timeout=10)
     assert bare.status_code == 403
-    stop = requests.post(f"{server.url}/api/chat/stop/{alice.ids['session']}", cookies=alice.http.cookies,
-                         headers={"Origin": "http://evil.example", "X-Odysseus-Run-Id": alice.ids["run"]}, timeout=10)
+    stop = requests.post(
+        f"{server.url}/api/chat/stop/{alice.ids['session']}",
+        cookies=alice.http.cookies,
+        headers={"Origin": "http://evil.example", "X-Odysseus-Run-Id": alice.ids["run"]},
+        timeout=10,
+    )
     assert stop.status_code == 403
     assert len(alice.get("/api/sessions").json()["sessions"]) == count
     assert alice.snapshot() == alice.before
@@ -430,6 +583,12 @@ def test_single_user_mode_refuses_a_public_bind(server_factory):
 
 def test_cli_serve_refuses_a_public_bind():
     env = {"ODYSSEUS_AUTH": "none", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "odysseus.cli", "serve", "--host", "192.0.2.1"], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "odysseus.cli", "serve", "--host", "192.0.2.1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "not a loopback address" in done.stderr

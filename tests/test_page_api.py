@@ -30,6 +30,7 @@ def chat(client, message, **extra):
 
 # ---------------------------------------------------------------- search
 
+
 def test_search_is_owner_scoped_and_kept_in_sync(app, client):
     store = app.extensions["odysseus.store"]
     mine = chat(client, "Zebras have stripes")
@@ -38,18 +39,21 @@ def test_search_is_owner_scoped_and_kept_in_sync(app, client):
     found = client.get("/api/search?q=zebra").get_json()["results"]
     assert {r["session_id"] for r in found} == {mine}
     first = found[0]
-    assert first["snippet"][first["highlights"][0][0]:first["highlights"][0][1]].lower() == "zebras"
+    assert first["snippet"][first["highlights"][0][0] : first["highlights"][0][1]].lower() == "zebras"
     user_row = next(r for r in found if r["role"] == "user")
     client.patch(f"/api/messages/{user_row['message_id']}", json={"content": "Okapis are shy"}, headers=H)
     assert client.get("/api/search?q=okapi").get_json()["results"][0]["message_id"] == user_row["message_id"]
-    assert all(r["message_id"] != user_row["message_id"]
-               for r in client.get("/api/search?q=zebra").get_json()["results"])
+    assert all(
+        r["message_id"] != user_row["message_id"] for r in client.get("/api/search?q=zebra").get_json()["results"]
+    )
     client.delete(f"/api/sessions/{mine}", headers=H)
     assert client.get("/api/search?q=okapi").get_json()["results"] == []
 
 
-@pytest.mark.parametrize("query", ['"', "NEAR(a b)", "a OR b AND NOT c", "col:zebra", "*", "zebra*\"'()",
-                                   "\u00e9l\u00e8ve", "\x00zebra", "a" * 499])
+@pytest.mark.parametrize(
+    "query",
+    ['"', "NEAR(a b)", "a OR b AND NOT c", "col:zebra", "*", "zebra*\"'()", "\u00e9l\u00e8ve", "\x00zebra", "a" * 499],
+)
 def test_hostile_queries_never_break_the_match_syntax(client, query):
     chat(client, "\u00c9l\u00e8ve zebra")
     response = client.get("/api/search", query_string={"q": query})
@@ -68,6 +72,7 @@ def test_search_input_is_validated(client):
 
 # ---------------------------------------------------------------- export / import
 
+
 def test_export_and_import_round_trip(client):
     sid = chat(client, "Export me please")
     md = client.get(f"/api/sessions/{sid}/export?format=md")
@@ -80,31 +85,49 @@ def test_export_and_import_round_trip(client):
     new = imported.get_json()["id"]
     old_rows = client.get(f"/api/sessions/{sid}/messages").get_json()["messages"]
     new_rows = client.get(f"/api/sessions/{new}/messages").get_json()["messages"]
-    assert [(m["role"], m["content"], m["thinking"]) for m in new_rows] == \
-        [(m["role"], m["content"], m["thinking"]) for m in old_rows]
+    assert [(m["role"], m["content"], m["thinking"]) for m in new_rows] == [
+        (m["role"], m["content"], m["thinking"]) for m in old_rows
+    ]
     assert new_rows[1]["metadata"]["imported"] is True and "run_id" not in new_rows[1]["metadata"]
     assert client.get(f"/api/sessions/{sid}/export?format=pdf").status_code == 400
     assert client.get("/api/sessions/s_nobody/export").status_code == 404
 
 
 def _doc(**changes):
-    doc = {"format": "odysseus.chat", "version": 1, "session": {"title": "t"},
-           "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    doc = {
+        "format": "odysseus.chat",
+        "version": 1,
+        "session": {"title": "t"},
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+    }
     doc.update(changes)
     return doc
 
 
-@pytest.mark.parametrize("doc", [
-    [], "text", _doc(format="other"), _doc(version=2), _doc(version=True), _doc(session=[]),
-    _doc(session={"title": ""}), _doc(messages={}), _doc(messages=[]),
-    _doc(messages=[{"role": "tool", "content": "x"}]), _doc(messages=[{"role": "user", "content": 5}]),
-    _doc(messages=[{"role": "user", "content": "hi", "evil": 1}]), _doc(messages=[{"role": "user", "content": ""}]),
-    _doc(messages=[{"role": "user", "content": "a\x00b"}]), _doc(messages=[{"role": "user", "content": "x" * 200_001}]),
-    _doc(messages=[{"role": "user", "content": "hi"}, "not an object"]),
-    _doc(messages=[{"role": "user", "content": "hi", "metadata": []}]),
-    _doc(messages=[{"role": "user", "content": "hi", "created_at": "yesterday"}]),
-    _doc(messages=[{"role": "user", "content": "hi"}] * 5001),
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        [],
+        "text",
+        _doc(format="other"),
+        _doc(version=2),
+        _doc(version=True),
+        _doc(session=[]),
+        _doc(session={"title": ""}),
+        _doc(messages={}),
+        _doc(messages=[]),
+        _doc(messages=[{"role": "tool", "content": "x"}]),
+        _doc(messages=[{"role": "user", "content": 5}]),
+        _doc(messages=[{"role": "user", "content": "hi", "evil": 1}]),
+        _doc(messages=[{"role": "user", "content": ""}]),
+        _doc(messages=[{"role": "user", "content": "a\x00b"}]),
+        _doc(messages=[{"role": "user", "content": "x" * 200_001}]),
+        _doc(messages=[{"role": "user", "content": "hi"}, "not an object"]),
+        _doc(messages=[{"role": "user", "content": "hi", "metadata": []}]),
+        _doc(messages=[{"role": "user", "content": "hi", "created_at": "yesterday"}]),
+        _doc(messages=[{"role": "user", "content": "hi"}] * 5001),
+    ],
+)
 def test_bad_imports_are_refused_whole(app, client, doc):
     response = client.post("/api/sessions/import", data=json.dumps(doc), content_type="application/json", headers=H)
     assert response.status_code in (400, 413), response.get_data(as_text=True)
@@ -113,8 +136,20 @@ def test_bad_imports_are_refused_whole(app, client, doc):
 
 
 def test_import_keeps_only_display_metadata(client):
-    doc = _doc(messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", "metadata": {
-        "model_info": {"label": "m"}, "agent": {"continuation": {"messages": []}}, "exhibits": [{"id": "x"}]}}])
+    doc = _doc(
+        messages=[
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": "yo",
+                "metadata": {
+                    "model_info": {"label": "m"},
+                    "agent": {"continuation": {"messages": []}},
+                    "exhibits": [{"id": "x"}],
+                },
+            },
+        ]
+    )
     sid = client.post("/api/sessions/import", json=doc, headers=H).get_json()["id"]
     meta = client.get(f"/api/sessions/{sid}/messages").get_json()["messages"][1]["metadata"]
     assert meta == {"model_info": {"label": "m"}, "imported": True}
@@ -122,9 +157,23 @@ def test_import_keeps_only_display_metadata(client):
 
 # ---------------------------------------------------------------- settings and what reaches the model
 
-@pytest.mark.parametrize("body", [{}, [], {"nope": 1}, {"temperature": 2.5}, {"temperature": "hot"},
-                                  {"temperature": True}, {"theme": "pink"}, {"default_mode": "compare"},
-                                  {"memory_enabled": "yes"}, {"system_prompt": 5}, {"system_prompt": "x" * 8001}])
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        [],
+        {"nope": 1},
+        {"temperature": 2.5},
+        {"temperature": "hot"},
+        {"temperature": True},
+        {"theme": "pink"},
+        {"default_mode": "compare"},
+        {"memory_enabled": "yes"},
+        {"system_prompt": 5},
+        {"system_prompt": "x" * 8001},
+    ],
+)
 def test_bad_settings_store_nothing(client, body):
     response = client.patch("/api/user/settings", data=json.dumps(body), content_type="application/json", headers=H)
     assert response.status_code == 400 and response.get_json()["error"]
@@ -133,20 +182,35 @@ def test_bad_settings_store_nothing(client, body):
 
 def test_user_defaults_reach_the_model_and_the_request_wins(tmp_path):
     fake = FakeProvider(default=Reply(chunks=openai_text("ok")))
-    app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "TITLE_MODE": "model",
-                      "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=fake.url + "/v1",
-                                                   default_model="x")]})
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "TITLE_MODE": "model",
+            "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=fake.url + "/v1", default_model="x")],
+        }
+    )
     try:
         client = app.test_client()
         store = app.extensions["odysseus.store"]
-        saved = client.patch("/api/user/settings", json={"system_prompt": "Be terse.", "temperature": 0.2,
-                                                          "memory_enabled": False}, headers=H).get_json()["settings"]
+        saved = client.patch(
+            "/api/user/settings",
+            json={"system_prompt": "Be terse.", "temperature": 0.2, "memory_enabled": False},
+            headers=H,
+        ).get_json()["settings"]
         assert saved["memory_enabled"] is False
-        assert user_defaults(store, "local") == {"system_prompt": "Be terse.", "temperature": 0.2, "model": None,
-                                                 "mode": "chat", "memory_enabled": False}
+        assert user_defaults(store, "local") == {
+            "system_prompt": "Be terse.",
+            "temperature": 0.2,
+            "model": None,
+            "mode": "chat",
+            "memory_enabled": False,
+        }
+
         def sent(text):  # the turn's request (title requests go to the same server)
-            return wait_for(lambda: next((p.body for p in fake.posts
-                                          if p.body["messages"][-1]["content"] == text), None))
+            return wait_for(
+                lambda: next((p.body for p in fake.posts if p.body["messages"][-1]["content"] == text), None)
+            )
 
         chat(client, "first")
         chat(client, "second", temperature=1.5)
@@ -164,11 +228,19 @@ def test_user_defaults_reach_the_model_and_the_request_wins(tmp_path):
 
 # ---------------------------------------------------------------- admin
 
+
 @pytest.fixture
 def accounts_app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "AUTH": "password", "PROVIDERS": [],
-                              "DEMO_TOKEN_DELAY": 0.001, "LOGIN_FREE_FAILURES": 1000,
-                              "LOGIN_FREE_FAILURES_ADDRESS": 1000})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "password",
+            "PROVIDERS": [],
+            "DEMO_TOKEN_DELAY": 0.001,
+            "LOGIN_FREE_FAILURES": 1000,
+            "LOGIN_FREE_FAILURES_ADDRESS": 1000,
+        }
+    )
     yield application
     application.extensions["odysseus.runs"].close()
 
@@ -206,10 +278,14 @@ def test_admin_accounts(accounts_app):
     admin.patch(f"/api/admin/users/{bob['id']}", json={"disabled": False}, headers=H)
     assert anon.get("/api/sessions", headers=bearer).status_code == 200
     # reset password and the admin flag; the last active admin is protected
-    assert admin.post(f"/api/admin/users/{bob['id']}/password", json={"new_password": "short"},
-                      headers=H).status_code == 400
-    assert admin.post(f"/api/admin/users/{bob['id']}/password", json={"new_password": "bob-pass-2"},
-                      headers=H).status_code == 200
+    assert (
+        admin.post(f"/api/admin/users/{bob['id']}/password", json={"new_password": "short"}, headers=H).status_code
+        == 400
+    )
+    assert (
+        admin.post(f"/api/admin/users/{bob['id']}/password", json={"new_password": "bob-pass-2"}, headers=H).status_code
+        == 200
+    )
     assert _signed_in(app, "bob", "bob-pass-1")[1].status_code == 401
     bob_client, ok = _signed_in(app, "bob", "bob-pass-2")
     assert ok.status_code == 200
@@ -219,12 +295,15 @@ def test_admin_accounts(accounts_app):
     assert admin.get("/api/admin/users").status_code == 401  # root was disabled and signed out
     assert bob_client.patch(f"/api/admin/users/{me['id']}", json={"disabled": False}, headers=H).status_code == 200
     listing = bob_client.get("/api/admin/users").get_json()["users"]
-    assert [(u["username"], u["is_admin"], u["disabled"]) for u in listing] == [("root", True, False),
-                                                                                ("bob", True, False)]
+    assert [(u["username"], u["is_admin"], u["disabled"]) for u in listing] == [
+        ("root", True, False),
+        ("bob", True, False),
+    ]
     assert all("password_hash" not in u for u in listing)
 
 
 # ---------------------------------------------------------------- titles
+
 
 def test_clean_title():
     assert clean_title("## **Plan** a _trip_\nsecond line") == "Plan a trip"
@@ -241,9 +320,16 @@ class _Run:
 
 
 def _title_app(tmp_path, fake, **config):
-    return create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "DEMO_TOKEN_DELAY": 0.001, "TITLE_MODE": "model",
-                       "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=fake.url + "/v1",
-                                                    default_model="x")], **config})
+    return create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "DEMO_TOKEN_DELAY": 0.001,
+            "TITLE_MODE": "model",
+            "PROVIDERS": [ProviderConfig(name="m", kind="openai", base_url=fake.url + "/v1", default_model="x")],
+            **config,
+        }
+    )
 
 
 @pytest.mark.slow  # measured 1.9 s: waits out the title timeout
@@ -288,6 +374,7 @@ def test_title_from_the_model_falls_back_on_timeout_and_never_overwrites_a_renam
 
 # ---------------------------------------------------------------- self-test and doctor
 
+
 def test_assess():
     assert diagnostics.assess([0, 0.4, 0.8, 1.2, 1.6], 0.4, 5)["verdict"] == "ok"
     buffered = diagnostics.assess([1.6, 1.6, 1.6, 1.61, 1.61], 0.4, 5)
@@ -302,7 +389,7 @@ def test_self_test_bounds(client, query):
 
 def test_doctor_direct_and_behind_a_buffering_proxy(live, capsys):
     frames = requests.get(live.url + "/api/diagnostics/stream?count=3&interval_ms=50", timeout=10)
-    assert frames.headers["X-Accel-Buffering"] == "no" and frames.text.count("\"type\": \"diagnostic\"") == 3
+    assert frames.headers["X-Accel-Buffering"] == "no" and frames.text.count('"type": "diagnostic"') == 3
     assert cli.main(["doctor", "--url", live.url]) == 0
     assert "streaming: ok" in capsys.readouterr().out
     proxy = BufferingProxy(live.url)

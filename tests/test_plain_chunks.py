@@ -20,15 +20,29 @@ from odysseus.llm.openai_compat import OpenAICompatProvider
 from odysseus.llm.plain_chunks import PlainContent
 
 BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-TEXTS = ["tok ", "é", "😀", 'say "hi"', "back\\slash", "tab\there", "nl\n", "\x01", "</think>", "<think>", "",
-         "\u2028", "plain words", "x" * 300]
+TEXTS = [
+    "tok ",
+    "é",
+    "😀",
+    'say "hi"',
+    "back\\slash",
+    "tab\there",
+    "nl\n",
+    "\x01",
+    "</think>",
+    "<think>",
+    "",
+    "\u2028",
+    "plain words",
+    "x" * 300,
+]
 
 
 class _Body:
     """What ``_events`` reads from a response: the body in reads, and the output mark."""
 
     def __init__(self, raw: bytes, size: int):
-        self.pieces = [raw[i:i + size] for i in range(0, len(raw), size)]
+        self.pieces = [raw[i : i + size] for i in range(0, len(raw), size)]
 
     def chunks(self):
         return iter(self.pieces)
@@ -77,8 +91,9 @@ def _stream(seed: int) -> bytes:
 
 
 def _events(raw: bytes, size: int, think_tags: bool) -> List:
-    cfg = ProviderConfig(name="p", kind="openai", base_url="http://127.0.0.1:9/v1", models=["m"],
-                         options={"think_tags": think_tags})
+    cfg = ProviderConfig(
+        name="p", kind="openai", base_url="http://127.0.0.1:9/v1", models=["m"], options={"think_tags": think_tags}
+    )
     provider = OpenAICompatProvider(cfg, dict(DEFAULTS))
     return list(provider._events(_Body(raw, size), ChatRequest(model="m", messages=[])))
 
@@ -94,21 +109,24 @@ def test_fast_path_yields_exactly_what_full_parsing_yields(seed, monkeypatch):
 
 
 def test_plain_token_chunks_take_the_fast_path():
-    docs = [dict(BASE, choices=[{"index": 0, "delta": {"content": f"t{i} "}, "finish_reason": None}])
-            for i in range(10)]
+    docs = [
+        dict(BASE, choices=[{"index": 0, "delta": {"content": f"t{i} "}, "finish_reason": None}]) for i in range(10)
+    ]
     plain = PlainContent()
     first = json.dumps(docs[0], separators=(",", ":"))
     plain.learn(first, docs[0], None)
     assert [plain.content(json.dumps(d, separators=(",", ":"))) for d in docs[1:]] == [f"t{i} " for i in range(1, 10)]
     assert plain.content(json.dumps(docs[1])) is None  # other spacing: not the template
-    escaped = json.dumps(dict(docs[1], choices=[{"index": 0, "delta": {"content": 'a"b'}, "finish_reason": None}]),
-                         separators=(",", ":"))
+    escaped = json.dumps(
+        dict(docs[1], choices=[{"index": 0, "delta": {"content": 'a"b'}, "finish_reason": None}]), separators=(",", ":")
+    )
     assert plain.content(escaped) is None  # an escape: parsed in full
 
 
 def test_a_look_alike_content_key_is_never_the_template():
-    doc = dict(BASE, choices=[{"index": 0, "delta": {"content": "x"}, "finish_reason": None,
-                               "logprobs": {"content": "x"}}])
+    doc = dict(
+        BASE, choices=[{"index": 0, "delta": {"content": "x"}, "finish_reason": None, "logprobs": {"content": "x"}}]
+    )
     data = json.dumps(doc, separators=(",", ":"))
     plain = PlainContent()
     plain.learn(data, doc, None)

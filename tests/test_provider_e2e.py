@@ -21,6 +21,7 @@ def openai_fake():
 def env_server(openai_fake, tmp_path_factory):
     """App configured by OPENAI_* env variables, with 1 s first-token and idle timeouts."""
     from liveserver import LiveServer
+
     server = LiveServer(
         str(tmp_path_factory.mktemp("e2e")),
         {
@@ -59,17 +60,26 @@ def test_streams_text_reasoning_and_usage(env_server, openai_fake):
     assert saved["content"] == "Hello there" and saved["metadata"]["finish_reason"] == "stop"
 
 
-@pytest.mark.parametrize("reply, expected", [
-    (Reply(chunks=openai_text("Par", "tial", done=False)[:3], end="stall"), {"error": "Read timeout", "status": 504}),
-    (Reply(chunks=openai_text("Par", "tial")[:3], end="reset"), {"status": 502}),
-    (Reply(chunks=openai_text("Par", "tial")[:3] + ["data: {nope\n\n"]), {"status": 502}),
-    (Reply(end="silent"), {"error": "Read timeout", "status": 504}),
-    (Reply(status=401, body={"error": {"message": "bad key"}}), {"status": 401}),
-    (Reply(status=404, body={"error": {"message": "model m not found"}}), {"status": 404}),
-    (Reply(status=429, body={"error": {"message": "slow"}}, headers={"Retry-After": "20"}),
-     {"status": 429, "retry_after": 20.0}),
-    (Reply(status=500, body={"error": {"message": "boom"}}), {"status": 500}),
-], ids=["stall", "reset", "malformed", "no-first-byte", "401", "404", "429", "500"])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        (
+            Reply(chunks=openai_text("Par", "tial", done=False)[:3], end="stall"),
+            {"error": "Read timeout", "status": 504},
+        ),
+        (Reply(chunks=openai_text("Par", "tial")[:3], end="reset"), {"status": 502}),
+        (Reply(chunks=openai_text("Par", "tial")[:3] + ["data: {nope\n\n"]), {"status": 502}),
+        (Reply(end="silent"), {"error": "Read timeout", "status": 504}),
+        (Reply(status=401, body={"error": {"message": "bad key"}}), {"status": 401}),
+        (Reply(status=404, body={"error": {"message": "model m not found"}}), {"status": 404}),
+        (
+            Reply(status=429, body={"error": {"message": "slow"}}, headers={"Retry-After": "20"}),
+            {"status": 429, "retry_after": 20.0},
+        ),
+        (Reply(status=500, body={"error": {"message": "boom"}}), {"status": 500}),
+    ],
+    ids=["stall", "reset", "malformed", "no-first-byte", "401", "404", "429", "500"],
+)
 def test_fault_gives_error_event_and_saves_the_partial(env_server, openai_fake, reply, expected):
     openai_fake.script(reply)
     stream = post_chat(env_server.url, "hi")
@@ -91,6 +101,7 @@ def test_fault_gives_error_event_and_saves_the_partial(env_server, openai_fake, 
 def routed(tmp_path_factory):
     """App from a TOML file: main (openai) -> spare (ollama) route, plus an unreachable anthropic."""
     from liveserver import LiveServer
+
     main, spare, claude, patient = FakeProvider(), FakeProvider(), FakeProvider(), FakeProvider()
     main.get_json["/v1/models"] = {"data": [{"id": "big"}]}
     spare.get_json["/api/tags"] = {"models": [{"name": "small"}]}
@@ -145,8 +156,11 @@ output_per_mtok = 2.0
         fake.close()
 
 
-@pytest.mark.parametrize("main_reply", [Reply(status=503, body={"error": {"message": "loading model"}}),
-                                        Reply(end="silent")], ids=["503", "no-first-byte"])
+@pytest.mark.parametrize(
+    "main_reply",
+    [Reply(status=503, body={"error": {"message": "loading model"}}), Reply(end="silent")],
+    ids=["503", "no-first-byte"],
+)
 def test_fallback_event_when_the_backup_answers(routed, main_reply):
     server, main, spare, _ = routed
     main.script(main_reply)
@@ -195,11 +209,15 @@ def test_anthropic_through_the_app(routed):
     assert claude.posts[-1].body["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "hi"}]}
 
 
-@pytest.mark.parametrize("reply", [
-    Reply(chunks=openai_text(*["tok "] * 200), delay=0.2),
-    Reply(chunks=openai_text("some ", "output", done=False)[:3], end="stall"),
-    Reply(end="silent"),
-], ids=["streaming-slowly", "silent-after-output", "no-first-byte"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(chunks=openai_text(*["tok "] * 200), delay=0.2),
+        Reply(chunks=openai_text("some ", "output", done=False)[:3], end="stall"),
+        Reply(end="silent"),
+    ],
+    ids=["streaming-slowly", "silent-after-output", "no-first-byte"],
+)
 def test_stop_closes_the_provider_connection_within_a_second(routed, reply):
     server = routed[0]
     fake = server.patient
@@ -210,8 +228,9 @@ def test_stop_closes_the_provider_connection_within_a_second(routed, reply):
     record = fake.wait_for_posts(before + 1)[-1]
     time.sleep(0.6)  # the scenario: the provider streams slowly, stalls or stays silent for a while first
     stopped_at = time.monotonic()
-    answer = requests.post(f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id},
-                           timeout=10)
+    answer = requests.post(
+        f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id}, timeout=10
+    )
     assert answer.json() == {"stopped": True}
     # the time is the property, bounded generously for a loaded machine: the stop answers well before
     # STOP_WAIT (5 s), and the provider connection is closed long before the provider would end it (a

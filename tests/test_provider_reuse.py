@@ -38,8 +38,10 @@ class _KeepAlive(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for payload in ({"choices": [{"index": 0, "delta": {"content": "hi"}}]},
-                        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}):
+        for payload in (
+            {"choices": [{"index": 0, "delta": {"content": "hi"}}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ):
             self._chunk(f"data: {json.dumps(payload)}\n\n".encode())
         self._chunk(b"data: [DONE]\n\n")
         if type(self).trailing_delay:
@@ -65,8 +67,9 @@ def keepalive():
 
 
 def _provider(server) -> OpenAICompatProvider:
-    cfg = ProviderConfig(name="local", kind="openai", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
-                         models=["m"])
+    cfg = ProviderConfig(
+        name="local", kind="openai", base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", models=["m"]
+    )
     return OpenAICompatProvider(cfg, dict(DEFAULTS))
 
 

@@ -23,6 +23,7 @@ from httpx_sse import connect_sse
 
 from odysseus.llm.demo import demo_reply
 
+
 def _sseclient_py():
     """The PyPI package ``sseclient-py`` (its module name, ``sseclient``, is shadowed by tests/sseclient.py)."""
     for entry in sys.path:
@@ -42,8 +43,9 @@ ATTEMPTS = 300  # reconnects per stream, at most (the proxy stops cutting after 
 Received = Tuple[Optional[str], str, str]
 
 
-def _httpx_once(method: str, url: str, body: Optional[dict], last_id: Optional[str],
-                got: Callable[[Received], None]) -> bool:
+def _httpx_once(
+    method: str, url: str, body: Optional[dict], last_id: Optional[str], got: Callable[[Received], None]
+) -> bool:
     """One connection with httpx-sse; True when the server answered 204 (nothing more to come)."""
     headers = {"Last-Event-ID": last_id} if last_id else {}
     with httpx.Client(timeout=httpx.Timeout(30.0)) as client:
@@ -56,8 +58,9 @@ def _httpx_once(method: str, url: str, body: Optional[dict], last_id: Optional[s
     return False
 
 
-def _sseclient_once(method: str, url: str, body: Optional[dict], last_id: Optional[str],
-                    got: Callable[[Received], None]) -> bool:
+def _sseclient_once(
+    method: str, url: str, body: Optional[dict], last_id: Optional[str], got: Callable[[Received], None]
+) -> bool:
     """One connection with sseclient-py over a requests stream; True on 204."""
     headers = {"Last-Event-ID": last_id} if last_id else {}
     response = requests.request(method, url, json=body, headers=headers, stream=True, timeout=30)
@@ -72,12 +75,15 @@ def _sseclient_once(method: str, url: str, body: Optional[dict], last_id: Option
     return False
 
 
-CLIENTS = {"httpx-sse": (_httpx_once, (httpx.TransportError,)),
-           "sseclient-py": (_sseclient_once, (requests.RequestException, ValueError))}
+CLIENTS = {
+    "httpx-sse": (_httpx_once, (httpx.TransportError,)),
+    "sseclient-py": (_sseclient_once, (requests.RequestException, ValueError)),
+}
 
 
-def follow(client: str, method: str, url: str, body: Optional[dict], last_id: Optional[str]) -> Tuple[List[Received],
-                                                                                                     Optional[str]]:
+def follow(
+    client: str, method: str, url: str, body: Optional[dict], last_id: Optional[str]
+) -> Tuple[List[Received], Optional[str]]:
     """Read a stream to its end the way an SSE client does, reconnecting after every cut; (events, last id)."""
     once, errors = CLIENTS[client]
     events: List[Received] = []
@@ -122,8 +128,9 @@ def assert_no_duplicate(events: List[Received]) -> None:
 
 @pytest.fixture
 def cut_server(server_factory):
-    server = server_factory({"ODYSSEUS_DEMO_TOKEN_DELAY": "0.004", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-                             "ODYSSEUS_EVICT_GRACE": "60"})
+    server = server_factory(
+        {"ODYSSEUS_DEMO_TOKEN_DELAY": "0.004", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5", "ODYSSEUS_EVICT_GRACE": "60"}
+    )
     proxy = CutProxy(server.port, seed=len(server.url))
     yield server, proxy
     proxy.close()
@@ -143,8 +150,9 @@ def test_real_client_through_random_cuts_across_a_run_switch(cut_server, client)
     assert [d for _, _, d in run1].count("[DONE]") == 1
 
     # run 2 on the same session, started elsewhere; the client resumes the session with its run-1 cursor
-    starter = requests.post(server.url + "/api/chat_stream", json={"message": second, "session_id": session_id},
-                            stream=True, timeout=30)
+    starter = requests.post(
+        server.url + "/api/chat_stream", json={"message": second, "session_id": session_id}, stream=True, timeout=30
+    )
     run_id = starter.headers["X-Odysseus-Run-Id"]
     starter.close()
     run2, last_id2 = follow(client, "GET", f"{proxy.url}/api/chat/resume/{session_id}", None, last_id)
@@ -152,8 +160,7 @@ def test_real_client_through_random_cuts_across_a_run_switch(cut_server, client)
     assert chat_text(run2) == demo_reply(second)
 
     # the agent projection of run 2, attached by id through the same cuts (?after=0, header wins later)
-    agent, _ = follow(client, "GET", f"{proxy.url}/api/agent/chat/stream/attach?run_id={run_id}&after=0", None,
-                      None)
+    agent, _ = follow(client, "GET", f"{proxy.url}/api/agent/chat/stream/attach?run_id={run_id}&after=0", None, None)
     assert_no_duplicate(agent)
     assert agent_text(agent) == demo_reply(second)
     assert [name for _, name, _ in agent][:2] == ["run_started", "start"] and agent[-1][1] == "close"

@@ -36,11 +36,19 @@ def cluster(request, redis_server, model, tmp_path):
     from liveserver import LiveServer
 
     directory = str(tmp_path / "srv")
-    server = LiveServer(directory, {
-        **redis_server.env(directory, workers=request.param), "ODYSSEUS_AUTH": "none",
-        "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "m",
-        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5", "ODYSSEUS_RUN_LEASE_SECONDS": "2", "ODYSSEUS_EVICT_GRACE": "5",
-    }).start(timeout=40)
+    server = LiveServer(
+        directory,
+        {
+            **redis_server.env(directory, workers=request.param),
+            "ODYSSEUS_AUTH": "none",
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": "sk-x",
+            "OPENAI_MODEL": "m",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_RUN_LEASE_SECONDS": "2",
+            "ODYSSEUS_EVICT_GRACE": "5",
+        },
+    ).start(timeout=40)
     wait_for(lambda: len(server.worker_pids()) == request.param, 20, what="all workers up")
     yield server
     server.stop()
@@ -110,8 +118,12 @@ def test_attach_resume_status_and_stop_from_other_workers(cluster, model):
     conn2, _ = pinned(url, [owner_pid])
     attached = stream(conn2, "GET", f"{url}/api/agent/chat/stream/attach", params={"run_id": run_id})
     conn3, _ = pinned(url, [owner_pid])
-    retry = stream(conn3, "POST", url + "/api/chat_stream",
-                   json={"message": "hello", "model": "openai/m", "client_message_id": "cm-x", "session": session_id})
+    retry = stream(
+        conn3,
+        "POST",
+        url + "/api/chat_stream",
+        json={"message": "hello", "model": "openai/m", "client_message_id": "cm-x", "session": session_id},
+    )
     assert retry.headers["X-Odysseus-Run-Id"] == run_id  # attached, not generated twice
 
     conn4, _ = pinned(url, [owner_pid])
@@ -142,11 +154,12 @@ def test_attach_resume_status_and_stop_from_other_workers(cluster, model):
     ids = [f["id"] for f in agent_frames if f["id"] is not None]
     assert ids == sorted(ids) and ids[-1] == full[-1]["id"] + 1  # close is the last event, after the terminal
     assert len(ids) == len(set(ids))  # run_started and start have their own ids: nothing is sent twice
-    assert text_of(full) == "".join(TOKENS)[:len(text_of(full))]
+    assert text_of(full) == "".join(TOKENS)[: len(text_of(full))]
     saved = [m for m in messages(url, session_id) if m["role"] == "assistant"]
     assert len(saved) == 1 and saved[0]["metadata"]["stopped"] is True and saved[0]["content"] == text_of(full)
-    assert conn5.post(f"{url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id},
-                      timeout=10).json() == {"stopped": False}
+    assert conn5.post(
+        f"{url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id}, timeout=10
+    ).json() == {"stopped": False}
     backends = [conn.get(url + "/api/health", timeout=10).json()["run_backend"] for conn in (conn, conn2, conn3)]
     assert sum(b["stream_readers"] for b in backends) >= 3  # the other workers read the Redis Stream...
     assert sum(b["stream_handovers"] for b in backends) == 0  # ...and never needed SQLite for it
@@ -170,13 +183,23 @@ def test_cancel_and_replace_from_other_workers(cluster, model):
     _, owner_pid, second, _ = start_run(url, "first question", session=session_id)
     conn2, _ = pinned(url, [owner_pid])
     model.script(Reply(chunks=openai_text("short answer")))
-    third = stream(conn2, "POST", url + "/api/chat_stream",
-                   json={"message": "second question", "model": "openai/m", "session": session_id})
+    third = stream(
+        conn2,
+        "POST",
+        url + "/api/chat_stream",
+        json={"message": "second question", "model": "openai/m", "session": session_id},
+    )
     assert second.events()[-1]["data"]["data"]["stop_reason"] == "replaced"
     assert text_of(third.events()) == "short answer"
     roles = [(m["role"], m["metadata"].get("stop_reason")) for m in messages(url, session_id)]
-    assert roles == [("user", None), ("assistant", "cancelled"), ("user", None), ("assistant", "replaced"),
-                     ("user", None), ("assistant", None)]
+    assert roles == [
+        ("user", None),
+        ("assistant", "cancelled"),
+        ("user", None),
+        ("assistant", "replaced"),
+        ("user", None),
+        ("assistant", None),
+    ]
 
 
 def test_killed_worker_runs_are_interrupted_once_and_resumable(cluster, model):
@@ -204,7 +227,7 @@ def test_killed_worker_runs_are_interrupted_once_and_resumable(cluster, model):
     assert saved[0]["content"] == text_of(full)  # the partial reply is exactly what readers saw
     replay = stream(conn2, "GET", f"{url}/api/chat/resume/{session_id}", headers={"Last-Event-ID": "3"}).events()
     assert replay == [f for f in full if f["id"] > 3]
-    assert [f["id"] for f in before] == [f["id"] for f in full[:len(before)]]
+    assert [f["id"] for f in before] == [f["id"] for f in full[: len(before)]]
     time.sleep(2.5)  # every survivor's janitor has run its recovery again: still one reply
     assert len([m for m in messages(url, session_id) if m["role"] == "assistant"]) == 1
 
@@ -215,10 +238,18 @@ def test_redis_restart_mid_run_never_hangs(redis_server, model, tmp_path):
 
     own = RedisServer(str(tmp_path / "redis")).start()
     directory = str(tmp_path / "srv")
-    server = LiveServer(directory, {
-        **own.env(directory, workers=2), "ODYSSEUS_AUTH": "none", "OPENAI_BASE_URL": model.url + "/v1",
-        "OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "m", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        "ODYSSEUS_RUN_LEASE_SECONDS": "2"}).start(timeout=40)
+    server = LiveServer(
+        directory,
+        {
+            **own.env(directory, workers=2),
+            "ODYSSEUS_AUTH": "none",
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": "sk-x",
+            "OPENAI_MODEL": "m",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_RUN_LEASE_SECONDS": "2",
+        },
+    ).start(timeout=40)
     try:
         wait_for(lambda: len(server.worker_pids()) == 2, 20, what="workers up")
         _, owner_pid, first, before = start_run(server.url, "through a redis crash")
@@ -247,8 +278,14 @@ def test_redis_restart_mid_run_never_hangs(redis_server, model, tmp_path):
 def test_redis_down_at_start_refuses_to_boot(tmp_path):
     from liveserver import LiveServer, free_port
 
-    server = LiveServer(str(tmp_path / "srv"), {"ODYSSEUS_RUN_BACKEND": "redis", "ODYSSEUS_AUTH": "none",
-                                                "ODYSSEUS_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"})
+    server = LiveServer(
+        str(tmp_path / "srv"),
+        {
+            "ODYSSEUS_RUN_BACKEND": "redis",
+            "ODYSSEUS_AUTH": "none",
+            "ODYSSEUS_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
+        },
+    )
     with pytest.raises(RuntimeError) as failed:
         server.start(timeout=20)
     assert "cannot reach Redis" in str(failed.value)

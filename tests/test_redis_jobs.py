@@ -26,6 +26,7 @@ def _runner(store, ran, hold=0.3):
             ran.append((job["owner"], job_id, consumer))
         time.sleep(hold)  # the scenario: the job holds its worker's slot
         store.jobs.finish(job_id, "done", result="ok")
+
     return run_job
 
 
@@ -36,8 +37,12 @@ def test_one_users_burst_does_not_starve_another_and_every_worker_takes_jobs(red
     ran = []
     run_job = _runner(store, ran)
     prefix = "fair:"
-    pools = [RedisJobPool(client, prefix, 1, lambda job_id, c=consumer: run_job(job_id, c), store, consumer,
-                          lambda: False, 15) for consumer in ("w1", "w2")]
+    pools = [
+        RedisJobPool(
+            client, prefix, 1, lambda job_id, c=consumer: run_job(job_id, c), store, consumer, lambda: False, 15
+        )
+        for consumer in ("w1", "w2")
+    ]
     for i in range(8):
         store.jobs.create(f"job_a{i}", "alice", {"message": "x"})
         pools[0].submit(f"job_a{i}")

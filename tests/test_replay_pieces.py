@@ -23,8 +23,9 @@ def _first_event_seconds(server: LiveServer, session_id: str) -> float:
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
     try:
         started = time.monotonic()
-        sock.sendall(f"GET /api/chat/resume/{session_id} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                     "Connection: close\r\n\r\n".encode())
+        sock.sendall(
+            f"GET /api/chat/resume/{session_id} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+        )
         seen = b""
         first = None
         while True:
@@ -45,16 +46,26 @@ def _first_event_seconds(server: LiveServer, session_id: str) -> float:
 def long_run(tmp_path):
     texts = [f"t{i} " for i in range(TOKENS)]
     fake = FakeProvider(default=Reply(chunks=["".join(openai_text(*texts))]))
-    env = {"OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-x", "OPENAI_MODEL": "m",
-           "ODYSSEUS_RUN_MAX_EVENTS": str(TOKENS + 1000), "ODYSSEUS_RUN_MAX_BYTES": str(64 * 1024 * 1024),
-           "ODYSSEUS_EVICT_GRACE": "600"}
+    env = {
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "OPENAI_API_KEY": "sk-x",
+        "OPENAI_MODEL": "m",
+        "ODYSSEUS_RUN_MAX_EVENTS": str(TOKENS + 1000),
+        "ODYSSEUS_RUN_MAX_BYTES": str(64 * 1024 * 1024),
+        "ODYSSEUS_EVICT_GRACE": "600",
+    }
     server = LiveServer(str(tmp_path), env).start()
     try:
         stream = open_stream("POST", server.url + "/api/chat_stream", json={"message": "long"}, timeout=120)
         session_id = stream.headers["X-Odysseus-Session-Id"]
         assert text_of(stream.events()) == "".join(texts)
-        wait_for(lambda: requests.get(f"{server.url}/api/chat/stream_status/{session_id}",
-                                      timeout=5).json()["status"] == "done", 60, what="run done")
+        wait_for(
+            lambda: (
+                requests.get(f"{server.url}/api/chat/stream_status/{session_id}", timeout=5).json()["status"] == "done"
+            ),
+            60,
+            what="run done",
+        )
         yield server, session_id, "".join(texts), tmp_path, env
     finally:
         server.stop()

@@ -44,11 +44,20 @@ def search(site):
 def server(model, search, tmp_path_factory):
     from liveserver import LiveServer
 
-    srv = LiveServer(str(tmp_path_factory.mktemp("research")), {
-        "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test-key-not-secret", "OPENAI_MODEL": "scripted",
-        "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": search.url,
-        "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        "ODYSSEUS_EVICT_GRACE": "30", "ODYSSEUS_RESEARCH_PROGRESS_INTERVAL": "1"}).start()
+    srv = LiveServer(
+        str(tmp_path_factory.mktemp("research")),
+        {
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": "sk-test-key-not-secret",
+            "OPENAI_MODEL": "scripted",
+            "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
+            "ODYSSEUS_SEARXNG_URL": search.url,
+            "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_EVICT_GRACE": "30",
+            "ODYSSEUS_RESEARCH_PROGRESS_INTERVAL": "1",
+        },
+    ).start()
     yield srv
     srv.stop()
 
@@ -61,8 +70,7 @@ def fresh(model, site, search):
 
 
 def start(server, **body):
-    response = requests.post(server.url + "/api/research/start", json={"query": "Where is Ithaca?", **body},
-                             timeout=10)
+    response = requests.post(server.url + "/api/research/start", json={"query": "Where is Ithaca?", **body}, timeout=10)
     assert response.status_code == 202, response.text
     return response.json()
 
@@ -96,8 +104,14 @@ def test_a_job_from_start_to_result(server, site):
     assert phases.index("analyzing") < phases.index("writing") < phases.index("sources") < phases.index("findings")
     assert all(d["status"] == "running" for d in data[:-1])
     assert "".join(d["delta"] for d in data if d.get("phase") == "report").startswith("## Answer")
-    assert data[-1] == {"status": "done", "final": True, "job_id": job["job_id"], "session_id": job["session_id"],
-                        "message_id": data[-1]["message_id"], "partial": False}
+    assert data[-1] == {
+        "status": "done",
+        "final": True,
+        "job_id": job["job_id"],
+        "session_id": job["session_id"],
+        "message_id": data[-1]["message_id"],
+        "partial": False,
+    }
     result = requests.get(f"{server.url}/api/research/{job['job_id']}", timeout=10).json()
     assert result["status"] == "done" and result["partial"] is False
     assert result["report"].startswith("## Answer") and "## Sources" in result["report"]
@@ -124,16 +138,20 @@ def test_the_job_stream_resumes_after_a_cursor(server, site):
     assert rest[0]["id"] == first[-1]["id"] + 1
     whole = job_frames(server, job["job_id"])  # after the end: the log replays whole
     assert first + rest == whole and whole[-1]["data"]["final"] is True
-    bad = requests.get(f"{server.url}/api/research/stream/{job['job_id']}", headers={"Last-Event-ID": "x"},
-                       timeout=10)
+    bad = requests.get(f"{server.url}/api/research/stream/{job['job_id']}", headers={"Last-Event-ID": "x"}, timeout=10)
     assert bad.status_code == 400 and bad.json()["error"]
 
 
 def test_cancel_keeps_the_findings_and_is_idempotent(server, site):
     site.delays["/p2"] = 30
     job = start(server)
-    wait_for(lambda: requests.get(f"{server.url}/api/research/status/{job['job_id']}", timeout=10)
-             .json()["total_sources"] == 1, timeout=20, what="the first page")
+    wait_for(
+        lambda: (
+            requests.get(f"{server.url}/api/research/status/{job['job_id']}", timeout=10).json()["total_sources"] == 1
+        ),
+        timeout=20,
+        what="the first page",
+    )
     first = requests.post(f"{server.url}/api/research/cancel/{job['job_id']}", timeout=20).json()
     assert first == {"cancelled": True, "job_id": job["job_id"], "status": "cancelled"}
     assert requests.post(f"{server.url}/api/research/cancel/{job['job_id']}", timeout=20).json() == first
@@ -153,8 +171,7 @@ def test_a_failing_synthesis_still_saves_a_partial_report(server, model):
     model.set(write=reply(status=500, error_body='{"error": {"message": "boom"}}'))
     job = start(server)
     frames = job_frames(server, job["job_id"])
-    assert any(f["data"].get("phase") == "warning" and "could not be written" in f["data"]["message"]
-               for f in frames)
+    assert any(f["data"].get("phase") == "warning" and "could not be written" in f["data"]["message"] for f in frames)
     assert frames[-1]["data"]["status"] == "done" and frames[-1]["data"]["partial"] is True
     result = requests.get(f"{server.url}/api/research/{job['job_id']}", timeout=10).json()
     assert result["partial"] is True and "Partial report" in result["report"]
@@ -182,11 +199,18 @@ def test_list_search_and_delete(server, model):
     assert requests.get(f"{server.url}/api/research/{b['job_id']}", timeout=10).status_code == 404
 
 
-@pytest.mark.parametrize("body,message", [
-    ({"query": ""}, "query"), ({"query": 5}, "query"), ({"max_rounds": 21}, "max_rounds"),
-    ({"max_time": 10}, "max_time"), ({"pages_per_round": "many"}, "pages_per_round"),
-    ({"session_id": "sess_nope"}, "not found"), ({"query": "x" * 5000}, "longer"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"query": ""}, "query"),
+        ({"query": 5}, "query"),
+        ({"max_rounds": 21}, "max_rounds"),
+        ({"max_time": 10}, "max_time"),
+        ({"pages_per_round": "many"}, "pages_per_round"),
+        ({"session_id": "sess_nope"}, "not found"),
+        ({"query": "x" * 5000}, "longer"),
+    ],
+)
 def test_bad_requests_store_nothing(server, body, message):
     before = requests.get(server.url + "/api/sessions", timeout=10).json()["sessions"]
     response = requests.post(server.url + "/api/research/start", json={"query": "Where?", **body}, timeout=10)
@@ -195,9 +219,13 @@ def test_bad_requests_store_nothing(server, body, message):
 
 
 def test_unknown_ids_answer_404(server):
-    for method, path in [("GET", "/api/research/run_nope"), ("GET", "/api/research/status/run_nope"),
-                         ("GET", "/api/research/stream/run_nope"), ("POST", "/api/research/cancel/run_nope"),
-                         ("DELETE", "/api/research/run_nope")]:
+    for method, path in [
+        ("GET", "/api/research/run_nope"),
+        ("GET", "/api/research/status/run_nope"),
+        ("GET", "/api/research/stream/run_nope"),
+        ("POST", "/api/research/cancel/run_nope"),
+        ("DELETE", "/api/research/run_nope"),
+    ]:
         response = requests.request(method, server.url + path, timeout=10)
         assert response.status_code == 404 and response.json()["error"], path
 
@@ -212,9 +240,9 @@ def test_chat_projection_order_and_saved_reply(server, site):
     types = types_of(frames)
     first_source = types.index("research_sources")
     assert set(types[:first_source]) == {"research_progress"}
-    assert types[first_source:first_source + 2] == ["research_sources", "research_findings"]
+    assert types[first_source : first_source + 2] == ["research_sources", "research_findings"]
     done = types.index("research_done")
-    assert set(types[first_source + 2:done]) == {"delta"}
+    assert set(types[first_source + 2 : done]) == {"delta"}
     assert types[done:] == ["research_done", "message_saved", "chat_terminal", "[DONE]"]
     progress = [f["data"]["data"] for f in frames if types_of([f]) == ["research_progress"]]
     assert progress[0] == {"phase": "probing"} and any(p["phase"] == "reading" for p in progress)
@@ -232,8 +260,9 @@ def test_chat_projection_order_and_saved_reply(server, site):
 
 
 def test_agent_projection_names_the_same_events(server):
-    stream = open_stream("POST", server.url + "/api/agent/chat/stream", json={"message": "Where is Ithaca?",
-                                                                             "use_research": True})
+    stream = open_stream(
+        "POST", server.url + "/api/agent/chat/stream", json={"message": "Where is Ithaca?", "use_research": True}
+    )
     try:
         frames = stream.events()
     finally:
@@ -243,8 +272,8 @@ def test_agent_projection_names_the_same_events(server):
     first_source = names.index("research_sources")
     assert set(names[2:first_source]) == {"research_progress"}
     done = names.index("research_done")
-    assert names[first_source:first_source + 2] == ["research_sources", "research_findings"]
-    assert set(names[first_source + 2:done]) == {"chunk"}
+    assert names[first_source : first_source + 2] == ["research_sources", "research_findings"]
+    assert set(names[first_source + 2 : done]) == {"chunk"}
     assert names[done:] == ["research_done", "done", "close"]
     assert frames[2]["data"] == {"data": {"phase": "probing"}}
     # attach by run id replays the same named events
@@ -266,10 +295,14 @@ def test_stop_on_the_chat_run_cancels_the_job(server, site):
         for frame in stream.frames():
             seen.append(frame)
             data = frame.get("data")
-            if isinstance(data, dict) and data.get("type") == "research_progress" and \
-                    data["data"].get("phase") == "reading":
-                stopped = requests.post(f"{server.url}/api/chat/stop/{session_id}",
-                                        headers={"X-Odysseus-Run-Id": run_id}, timeout=20)
+            if (
+                isinstance(data, dict)
+                and data.get("type") == "research_progress"
+                and data["data"].get("phase") == "reading"
+            ):
+                stopped = requests.post(
+                    f"{server.url}/api/chat/stop/{session_id}", headers={"X-Odysseus-Run-Id": run_id}, timeout=20
+                )
                 assert stopped.json() == {"stopped": True}
                 break
         rest = [f for f in stream.frames() if "comment" not in f]
@@ -285,12 +318,15 @@ def test_stop_on_the_chat_run_cancels_the_job(server, site):
 
 
 def test_use_research_is_validated(server):
-    response = requests.post(server.url + "/api/chat_stream", json={"message": "x", "use_research": "maybe"},
-                             timeout=10)
+    response = requests.post(
+        server.url + "/api/chat_stream", json={"message": "x", "use_research": "maybe"}, timeout=10
+    )
     assert response.status_code == 400 and "use_research" in response.json()["error"]
-    response = requests.post(server.url + "/api/chat_stream", json={"message": "x", "use_research": True,
-                                                                    "mode": "compare"}, timeout=10)
+    response = requests.post(
+        server.url + "/api/chat_stream", json={"message": "x", "use_research": True, "mode": "compare"}, timeout=10
+    )
     assert response.status_code == 400
-    response = requests.post(server.url + "/api/chat_stream", json={"message": "x", "use_research": True,
-                                                                    "max_rounds": 99}, timeout=10)
+    response = requests.post(
+        server.url + "/api/chat_stream", json={"message": "x", "use_research": True, "max_rounds": 99}, timeout=10
+    )
     assert response.status_code == 400 and "max_rounds" in response.json()["error"]

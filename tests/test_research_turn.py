@@ -72,10 +72,20 @@ def fresh(model, site):
 
 def run(model, search, cancel=None, question="What about alpha?", after=None, **settings):
     """Drive the turn to its end like the engine; returns (events, ctx, error)."""
-    config = {**DEFAULTS, "WEB_SEARCH_BACKEND": "searxng", "SEARXNG_URL": search.url,
-              "FETCH_ALLOWED_NETWORKS": "127.0.0.1/32", "RESEARCH_PROGRESS_INTERVAL": 5.0, **settings}
-    provider = OpenAICompatProvider(ProviderConfig(name="scripted", kind="openai", base_url=model.url + "/v1",
-                                                   api_key="sk-test", default_model="scripted"), config)
+    config = {
+        **DEFAULTS,
+        "WEB_SEARCH_BACKEND": "searxng",
+        "SEARXNG_URL": search.url,
+        "FETCH_ALLOWED_NETWORKS": "127.0.0.1/32",
+        "RESEARCH_PROGRESS_INTERVAL": 5.0,
+        **settings,
+    }
+    provider = OpenAICompatProvider(
+        ProviderConfig(
+            name="scripted", kind="openai", base_url=model.url + "/v1", api_key="sk-test", default_model="scripted"
+        ),
+        config,
+    )
     limits = ResearchLimits.from_request(config, settings.get("request"))
     ctx = RunContext("run_test", "sess_test", "local", cancel or CancelToken())
     events, error = [], None
@@ -134,8 +144,7 @@ def test_phase_order_final_rows_and_cited_report(model, search, site):
     assert [r["total_sources"] for r in reading] == [1, 2] and [r["new_sources"] for r in reading] == [1, 2]
     assert all(r["round"] == 1 and r["url"].startswith(site.url) for r in reading)
     searching = rows(events, "searching")[0]
-    assert searching == {"phase": "searching", "round": 1, "queries": ["alpha query", "beta query"],
-                         "total_sources": 0}
+    assert searching == {"phase": "searching", "round": 1, "queries": ["alpha query", "beta query"], "total_sources": 0}
     assert model.tasks()[:2] == ["probe", "plan"] and model.tasks()[-2:] == ["analyze", "write"]
     write = next(b for b in model.requests if task_of(b) == "write")
     assert "Finding from p1" in user_text(write) and "[1]" in user_text(write)
@@ -158,8 +167,9 @@ def test_max_rounds_pages_per_round_chars_and_concurrency(model, search, site):
     model.set(analyze=lambda body: reply(json.dumps({"continue": True, "queries": [f"q{len(model.requests)}"]})))
     for path in PAGES:
         site.delays[path] = 0.4
-    events, ctx, error = run(model, search, request={"max_rounds": 2, "pages_per_round": 2, "chars_per_page": 500,
-                                                     "concurrent_reads": 2})
+    events, ctx, error = run(
+        model, search, request={"max_rounds": 2, "pages_per_round": 2, "chars_per_page": 500, "concurrent_reads": 2}
+    )
     assert error is None
     analyzing = [r["round"] for r in rows(events, "analyzing")]
     assert analyzing == [1, 2] and ctx.metadata["research"]["stats"]["ended_by"] == "max_rounds"
@@ -177,8 +187,9 @@ def test_max_rounds_pages_per_round_chars_and_concurrency(model, search, site):
 
 def test_min_rounds_outvotes_an_early_stop(model, search):
     search.rows = lambda query: ["/p3"] if query == "alpha query" else ["/p4"] if "more" in query else ["/p1"]
-    model.set(analyze=[reply('{"continue": false, "queries": ["more alpha"]}'),
-                       reply('{"continue": false, "queries": []}')])
+    model.set(
+        analyze=[reply('{"continue": false, "queries": ["more alpha"]}'), reply('{"continue": false, "queries": []}')]
+    )
     events, ctx, error = run(model, search, request={"min_rounds": 2})
     assert error is None
     assert [r["round"] for r in rows(events, "analyzing")] == [1, 2]
@@ -260,9 +271,12 @@ def test_probe_failures_end_the_job_with_an_error(model, search):
 
 
 def test_model_failures_mid_job_are_warnings(model, search, site):
-    model.set(plan=reply(status=500, error_body="x"),
-              extract=lambda body: reply(status=500, error_body="x") if page_url(body).endswith("/p2")
-              else reply('["Finding from p1"]'))
+    model.set(
+        plan=reply(status=500, error_body="x"),
+        extract=lambda body: (
+            reply(status=500, error_body="x") if page_url(body).endswith("/p2") else reply('["Finding from p1"]')
+        ),
+    )
     events, ctx, error = run(model, search)
     assert error is None
     assert search.queries[1] == "What about alpha?"  # no plan: the question itself is searched
@@ -305,10 +319,22 @@ def test_private_addresses_stay_refused_without_the_test_switch(model, search):
 
 
 # ---------------------------------------------------------------- limits, parsers, report
-@pytest.mark.parametrize("field,value", [("max_rounds", 21), ("max_rounds", -1), ("max_rounds", 1.5),
-                                         ("max_time", 59), ("max_time", 3601), ("max_time", "soon"),
-                                         ("max_time", True), ("pages_per_round", 0), ("chars_per_page", 10),
-                                         ("concurrent_reads", 9), ("max_time", float("nan"))])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("max_rounds", 21),
+        ("max_rounds", -1),
+        ("max_rounds", 1.5),
+        ("max_time", 59),
+        ("max_time", 3601),
+        ("max_time", "soon"),
+        ("max_time", True),
+        ("pages_per_round", 0),
+        ("chars_per_page", 10),
+        ("concurrent_reads", 9),
+        ("max_time", float("nan")),
+    ],
+)
 def test_limits_reject_out_of_range_values(field, value):
     with pytest.raises(BadRequest):
         ResearchLimits.from_request(DEFAULTS, {field: value})
@@ -335,8 +361,10 @@ def test_parsers_are_lenient():
 
 
 def test_report_numbers_sources_and_neutralises_links():
-    sources = [{"url": "https://a.example/x", "title": "A [evil](javascript:x)"}, {"url": "https://b.example/y",
-                                                                                   "title": ""}]
+    sources = [
+        {"url": "https://a.example/x", "title": "A [evil](javascript:x)"},
+        {"url": "https://b.example/y", "title": ""},
+    ]
     text = report.finished("Body [1].\n\n## Sources\n1. junk", sources)
     assert text.count("## Sources") == 1 and "junk" not in text
     assert "1. [A (evil)(javascript:x)](https://a.example/x) (a.example)" in text

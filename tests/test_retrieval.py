@@ -18,18 +18,26 @@ from odysseus.llm.base import ProviderConfig
 
 CORPUS = {
     "volcanoes.txt": "Volcanoes erupt when magma rises through the crust. Lava flows from a volcano can travel "
-                     "many kilometres. The volcano Etna in Sicily erupts often.",
+    "many kilometres. The volcano Etna in Sicily erupts often.",
     "baking.md": "Sourdough bread needs a starter. Knead the dough, let it rise overnight, and bake the bread "
-                 "at a high temperature.",
+    "at a high temperature.",
     "finance.csv": "quarter,revenue\nQ1,12 million\nQ2,15 million\n",
     "manual.pdf": sf.pdf("The pump must be primed before first use. Prime the pump with clean water."),
 }
 
 
 def make_app(tmp_path, fake, **config):
-    return create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "RAG_MIN_SCORE": 0.25, **config,
-                       "PROVIDERS": [ProviderConfig(name="fake", kind="openai", base_url=fake.url + "/v1",
-                                                    models=["m"], default_model="m")]})
+    return create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "RAG_MIN_SCORE": 0.25,
+            **config,
+            "PROVIDERS": [
+                ProviderConfig(name="fake", kind="openai", base_url=fake.url + "/v1", models=["m"], default_model="m")
+            ],
+        }
+    )
 
 
 @pytest.fixture
@@ -40,8 +48,11 @@ def app(tmp_path, fake):
 
 
 def upload_all(app, client, files):
-    data = {"files": [(io.BytesIO(body if isinstance(body, bytes) else body.encode()), name)
-                      for name, body in files.items()]}
+    data = {
+        "files": [
+            (io.BytesIO(body if isinstance(body, bytes) else body.encode()), name) for name, body in files.items()
+        ]
+    }
     records = client.post("/api/upload", data=data, content_type="multipart/form-data").get_json()["files"]
     assert app.extensions["odysseus.uploads"].indexer.wait(30)
     return {r["name"]: r["id"] for r in records}
@@ -67,6 +78,7 @@ def events_of(response):
 
 # ---------------------------------------------------------------- chunking
 
+
 def test_chunks_respect_size_sentences_and_overlap():
     sentences = [f"Sentence {i} talks about topic number {i}." for i in range(80)]
     chunks = chunk_text(" ".join(sentences), size=300, overlap=80)
@@ -87,6 +99,7 @@ def test_query_terms_drop_stopwords():
 
 # ---------------------------------------------------------------- ranking
 
+
 def test_bm25_ranking_on_a_small_corpus(app):
     client = app.test_client()
     ids = upload_all(app, client, CORPUS)
@@ -103,14 +116,21 @@ def test_bm25_ranking_on_a_small_corpus(app):
 
 def test_more_specific_chunks_rank_higher(app):
     client = app.test_client()
-    upload_all(app, client, {"a.txt": "Etna is a volcano. Etna erupts. Etna is in Sicily. Etna Etna.",
-                             "b.txt": "A volcano can be dormant for centuries.",
-                             "c.txt": "Sicily is an island with lemons."})
+    upload_all(
+        app,
+        client,
+        {
+            "a.txt": "Etna is a volcano. Etna erupts. Etna is in Sicily. Etna Etna.",
+            "b.txt": "A volcano can be dormant for centuries.",
+            "c.txt": "Sicily is an island with lemons.",
+        },
+    )
     names = [h["name"] for h in search(app, "Etna volcano")]
     assert names[0] == "a.txt" and "b.txt" in names and "c.txt" not in names
 
 
 # ---------------------------------------------------------------- the turn
+
 
 def test_rag_sources_come_before_the_first_delta_and_stay_in_metadata(app, fake):
     client = app.test_client()
@@ -151,8 +171,10 @@ def test_retrieval_is_per_owner_and_deleting_an_upload_removes_its_chunks(app, f
     assert all(h["name"] != "volcanoes.txt" for h in search(app, "volcano erupt"))
     store = app.extensions["odysseus.store"]
     with store.locked.read() as db:
-        assert db.execute("select count(*) from upload_chunks where upload_id = ?",
-                          [ids["volcanoes.txt"]]).fetchone()[0] == 0
+        assert (
+            db.execute("select count(*) from upload_chunks where upload_id = ?", [ids["volcanoes.txt"]]).fetchone()[0]
+            == 0
+        )
         assert (
             db.execute("select count(*) from upload_chunks_fts where upload_chunks_fts match 'etna'").fetchone()[0] == 0
         )
@@ -187,9 +209,12 @@ def test_an_unreadable_pdf_fails_visibly(app):
 # ---------------------------------------------------------------- embeddings
 
 TOPICS = ["volcano", "bread", "money", "pump"]
-SYNONYMS = {"volcano": ["volcano", "lava", "magma", "eruption", "erupt", "crater"],
-            "bread": ["bread", "dough", "loaf", "bake", "sourdough"], "money": ["revenue", "money", "million"],
-            "pump": ["pump", "prime", "water"]}
+SYNONYMS = {
+    "volcano": ["volcano", "lava", "magma", "eruption", "erupt", "crater"],
+    "bread": ["bread", "dough", "loaf", "bake", "sourdough"],
+    "money": ["revenue", "money", "million"],
+    "pump": ["pump", "prime", "water"],
+}
 
 
 def toy_vector(text: str):
@@ -202,8 +227,16 @@ def toy_vector(text: str):
 def embeddings_reply(record):
     if record.path.endswith("/embeddings"):
         inputs = record.body["input"]
-        return Reply(status=200, body={"object": "list", "model": record.body["model"], "data": [
-            {"object": "embedding", "index": i, "embedding": toy_vector(text)} for i, text in enumerate(inputs)]})
+        return Reply(
+            status=200,
+            body={
+                "object": "list",
+                "model": record.body["model"],
+                "data": [
+                    {"object": "embedding", "index": i, "embedding": toy_vector(text)} for i, text in enumerate(inputs)
+                ],
+            },
+        )
     return Reply(chunks=openai_text("ok"))
 
 
@@ -212,8 +245,14 @@ def test_embeddings_find_a_chunk_sharing_no_word_with_the_query(tmp_path):
         app = make_app(tmp_path, server, EMBEDDING_MODEL="fake/embedder", EMBEDDING_WEIGHT=0.6, RAG_MIN_SCORE=0.3)
         try:
             client = app.test_client()
-            upload_all(app, client, {"geo.txt": "Magma and lava came out of the crater.",
-                                     "kitchen.txt": "Knead the dough and shape the loaf."})
+            upload_all(
+                app,
+                client,
+                {
+                    "geo.txt": "Magma and lava came out of the crater.",
+                    "kitchen.txt": "Knead the dough and shape the loaf.",
+                },
+            )
             calls = [r for r in server.posts if r.path == "/v1/embeddings"]
             assert calls and calls[0].body["model"] == "embedder"
             assert sorted(json.dumps(c.body["input"]) for c in calls)  # chunks were embedded

@@ -60,7 +60,7 @@ def test_wait_after_wakes_on_append_and_on_close():
     assert log.wait_after(2, 5) == []  # closed: returns at once
 
 
-GREENLET_CHECK = r'''
+GREENLET_CHECK = r"""
 from gevent import monkey
 monkey.patch_all()
 import time
@@ -100,7 +100,7 @@ assert budget.used == log.bytes
 log.release()
 assert budget.used == 0
 print("ok")
-'''
+"""
 
 
 def test_under_gevent_appends_take_no_lock_and_readers_wake_once_per_burst():

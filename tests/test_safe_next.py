@@ -13,18 +13,39 @@ from odysseus.routes.safe_next import local_target
 
 #: Known open-redirect payloads, as they appear in the query string (already URL-encoded where shown).
 OPEN_REDIRECTS = [
-    "/%09/evil.example/phish", "%09//evil.example", "//evil.example", "///evil.example",
-    "////evil.example", "/\\evil.example", "\\\\evil.example", "/%5Cevil.example", "%5C%5Cevil.example",
-    "/%2F/evil.example", "/%2Fevil.example", "%2F%2Fevil.example", "/%252F%252Fevil.example",
-    "/%25252F%25252Fevil.example", "https://evil.example", "http:evil.example", "HTTPS:%2F%2Fevil.example",
-    "javascript:alert(1)", "JaVaScRiPt%3Aalert(1)", "data:text/html,<script>alert(1)</script>",
-    "evil.example", "%20//evil.example", "/%00/evil.example", "/%1F/evil.example", "/%7F/evil.example",
-    "/%C2%85/evil.example", "/%09%09/evil.example", "/%5C%09/evil.example", "%09/%09/evil.example",
+    "/%09/evil.example/phish",
+    "%09//evil.example",
+    "//evil.example",
+    "///evil.example",
+    "////evil.example",
+    "/\\evil.example",
+    "\\\\evil.example",
+    "/%5Cevil.example",
+    "%5C%5Cevil.example",
+    "/%2F/evil.example",
+    "/%2Fevil.example",
+    "%2F%2Fevil.example",
+    "/%252F%252Fevil.example",
+    "/%25252F%25252Fevil.example",
+    "https://evil.example",
+    "http:evil.example",
+    "HTTPS:%2F%2Fevil.example",
+    "javascript:alert(1)",
+    "JaVaScRiPt%3Aalert(1)",
+    "data:text/html,<script>alert(1)</script>",
+    "evil.example",
+    "%20//evil.example",
+    "/%00/evil.example",
+    "/%1F/evil.example",
+    "/%7F/evil.example",
+    "/%C2%85/evil.example",
+    "/%09%09/evil.example",
+    "/%5C%09/evil.example",
+    "%09/%09/evil.example",
     "/" + "a" * 3000,
 ]
 LINE_BREAKS = ["/%0D/evil.example", "/%0D%0ASet-Cookie:%20x=1", "/a%0Ab", "/%0A/evil.example", "/a%250Ab", "%0D"]
-GOOD = ["/", "/chat", "/?session=s_abc", "/a/b?c=d&e=%2F%2Fnot-a-host#frag", "/path%20with%20spaces",
-        "/%E2%9C%93"]
+GOOD = ["/", "/chat", "/?session=s_abc", "/a/b?c=d&e=%2F%2Fnot-a-host#frag", "/path%20with%20spaces", "/%E2%9C%93"]
 
 
 def _stays_here(location: str) -> bool:
@@ -52,8 +73,9 @@ def test_open_redirect_payloads_fall_back_to_root(none_app, payload):
 @pytest.fixture(scope="module")
 def password_app(tmp_path_factory):
     """One app with an admin account for the module (each case reads the login page signed out)."""
-    application = create_app({"DATA_DIR": str(tmp_path_factory.mktemp("password")), "PROVIDERS": [],
-                              "AUTH": "password"})
+    application = create_app(
+        {"DATA_DIR": str(tmp_path_factory.mktemp("password")), "PROVIDERS": [], "AUTH": "password"}
+    )
     setup_admin(application.test_client())
     yield application
     close_app(application)
@@ -84,6 +106,7 @@ def test_same_site_paths_are_kept(none_app, target):
 def test_every_accepted_target_stays_on_the_site():
     """Fuzz the checker with combinations of the dangerous characters."""
     import itertools
+
     alphabet = ["/", "\\", "\t", "%09", "%2F", "%5C", "%25", ":", "evil.example", "a", " ", "%00", "@", "?", "#"]
     for parts in itertools.product(alphabet, repeat=4):
         raw = "".join(parts)
@@ -97,6 +120,7 @@ def test_every_accepted_target_stays_on_the_site():
 
 def _unquoted(text: str):
     from urllib.parse import unquote
+
     for _ in range(4):
         text = unquote(text)
         yield text

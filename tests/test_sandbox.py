@@ -24,8 +24,13 @@ from odysseus.tools.registry import ToolContext, ToolError
 
 
 def make_ctx(tmp_path, session="s1", **config):
-    return ToolContext(owner="u1", session_id=session, cancel=CancelToken(),
-                       config={"DATA_DIR": str(tmp_path), **config}, workspace_root=str(tmp_path / "workspaces"))
+    return ToolContext(
+        owner="u1",
+        session_id=session,
+        cancel=CancelToken(),
+        config={"DATA_DIR": str(tmp_path), **config},
+        workspace_root=str(tmp_path / "workspaces"),
+    )
 
 
 def close(app):
@@ -34,8 +39,15 @@ def close(app):
 
 # ------------------------------------------------------------------------------------------ fail closed
 def test_a_missing_bwrap_means_no_code_tools_and_the_reason_is_reported(tmp_path):
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none",
-                      "AGENT_TOOLS": "shell,run_python,update_plan", "SANDBOX_BWRAP": str(tmp_path / "no-bwrap")})
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "shell,run_python,update_plan",
+            "SANDBOX_BWRAP": str(tmp_path / "no-bwrap"),
+        }
+    )
     try:
         client = app.test_client()
         health = client.get("/api/health").get_json()["code_tools"]
@@ -72,8 +84,16 @@ def test_unsandboxed_is_refused_in_password_mode(tmp_path):
 
 
 def test_unsandboxed_in_single_user_mode_runs_directly_and_says_so(tmp_path):
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "AGENT_TOOLS": "shell",
-                      "CODE_TOOLS_UNSANDBOXED": True, "SANDBOX_BWRAP": str(tmp_path / "no-bwrap")})
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "shell",
+            "CODE_TOOLS_UNSANDBOXED": True,
+            "SANDBOX_BWRAP": str(tmp_path / "no-bwrap"),
+        }
+    )
     try:
         health = app.test_client().get("/api/health").get_json()["code_tools"]
         assert health["available"] is True and health["sandbox"] == "unsandboxed"
@@ -96,16 +116,25 @@ def test_a_data_dir_under_a_read_only_bind_is_refused(tmp_path):
 
 def test_the_command_line_has_the_isolation_flags(tmp_path):
     argv = sandbox.sandbox_argv(sandbox.SandboxSettings(data_dir=str(tmp_path)), str(tmp_path), ["true"])
-    inner = argv[len(argv) - argv[::-1].index(argv[0]) - 1:]  # the last bwrap is the sandbox itself
-    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--disable-userns",
-                 "--die-with-parent", "--new-session", "--clearenv"):
+    inner = argv[len(argv) - argv[::-1].index(argv[0]) - 1 :]  # the last bwrap is the sandbox itself
+    for flag in (
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ):
         assert flag in inner, flag
     assert inner[inner.index("--uid") + 1] != "0" and inner[inner.index("--chdir") + 1] == "/workspace"
     assert str(tmp_path) not in inner or os.geteuid() != 0  # as root only the outer bwrap names host paths
-    limits = inner[inner.index("--") + 1:]
+    limits = inner[inner.index("--") + 1 :]
     assert limits[0].endswith("prlimit") and "--nproc=64" in limits and limits[-1] == "true"
-    networked = sandbox.sandbox_argv(sandbox.SandboxSettings(data_dir=str(tmp_path)), str(tmp_path), ["true"],
-                                     network=True)
+    networked = sandbox.sandbox_argv(
+        sandbox.SandboxSettings(data_dir=str(tmp_path)), str(tmp_path), ["true"], network=True
+    )
     assert "--unshare-net" not in networked
 
 
@@ -126,8 +155,9 @@ def test_invalid_utf8_is_replaced_not_fatal(tmp_path):
 def test_reading_stops_when_a_grandchild_holds_the_pipe(tmp_path):
     """Unsandboxed (no PID namespace): the process exits, a setsid child keeps stdout open."""
     started = time.monotonic()
-    done = run_bounded(["/bin/sh", "-c", "setsid sleep 30 & echo parent-done"], cancel=CancelToken(),
-                       max_bytes=1000, timeout=20)
+    done = run_bounded(
+        ["/bin/sh", "-c", "setsid sleep 30 & echo parent-done"], cancel=CancelToken(), max_bytes=1000, timeout=20
+    )
     assert time.monotonic() - started < 5
     assert done.exit_code == 0 and done.output == b"parent-done\n" and done.reason == ""
 
@@ -214,17 +244,33 @@ def test_a_server_running_as_an_ordinary_user_gets_the_same_sandbox(tmp_path):
     system_python = "/usr/bin/python3"
     if not os.path.exists(system_python):
         pytest.skip("no /usr/bin/python3")
-    version = subprocess.run([system_python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
-                             text=True).stdout.strip()
+    version = subprocess.run(
+        [system_python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip()
     if version != str(tuple(sys.version_info[:2])):
         pytest.skip("the system python is another version than the venv's")
     site = next(p for p in sys.path if p.endswith("site-packages") and sys.prefix in p)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     scratch = tempfile_dir(tmp_path)
     try:
-        done = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-                               "/usr/bin/env", f"PYTHONPATH={site}:{root}", system_python, "-c", NON_ROOT_CHECK,
-                               scratch], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                "/usr/bin/setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+                "/usr/bin/env",
+                f"PYTHONPATH={site}:{root}",
+                system_python,
+                "-c",
+                NON_ROOT_CHECK,
+                scratch,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode != 0 and "Permission denied" in done.stderr:

@@ -36,11 +36,21 @@ def model():
 def server(model, tmp_path_factory):
     from liveserver import LiveServer
 
-    srv = LiveServer(str(tmp_path_factory.mktemp("sandbox")), {
-        "ODYSSEUS_AUTH": "password", "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": PROVIDER_KEY,
-        "ODYSSEUS_AGENT_TOOLS": "shell,run_python", "ODYSSEUS_AGENT_APPROVAL_TOOLS": "",
-        "ODYSSEUS_CODE_TIMEOUT": "40", "ODYSSEUS_TOOL_TIMEOUT": "60", "ODYSSEUS_SANDBOX_MAX_PROCESSES": "32",
-        "ODYSSEUS_AGENT_MAX_TOOL_CALLS": "50", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+    srv = LiveServer(
+        str(tmp_path_factory.mktemp("sandbox")),
+        {
+            "ODYSSEUS_AUTH": "password",
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": PROVIDER_KEY,
+            "ODYSSEUS_AGENT_TOOLS": "shell,run_python",
+            "ODYSSEUS_AGENT_APPROVAL_TOOLS": "",
+            "ODYSSEUS_CODE_TIMEOUT": "40",
+            "ODYSSEUS_TOOL_TIMEOUT": "60",
+            "ODYSSEUS_SANDBOX_MAX_PROCESSES": "32",
+            "ODYSSEUS_AGENT_MAX_TOOL_CALLS": "50",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        },
+    ).start()
     yield srv
     srv.stop()
 
@@ -96,8 +106,9 @@ def turn(server, user: User, model, calls, session_id=None):
     body = {"mode": "agent"}
     if session_id:
         body["session_id"] = session_id
-    response = user.http.post(server.url + "/api/chat_stream", json={"message": "go", **body}, headers=user.headers,
-                              stream=True, timeout=180)
+    response = user.http.post(
+        server.url + "/api/chat_stream", json={"message": "go", **body}, headers=user.headers, stream=True, timeout=180
+    )
     assert response.status_code == 200, response.text
     stream = Stream(response)
     try:
@@ -207,13 +218,26 @@ def test_the_secret_key_database_environment_and_shadow_stay_out_of_reach(server
         "print('FOUND', found)\n"
     )
     environ = "; ".join(f"tr '\\0' '\\n' < /proc/{pid}/environ" for pid in pids)
-    frames, _ = turn(server, bob, model, [
-        tool("s1", "shell", command="cat ../../../secret_key ../../secret_key /workspace/../secret_key; "
-                                    "cat /etc/shadow; ls /etc; echo END"),
-        tool("s2", "run_python", code=probe),
-        tool("s3", "shell", command=f"{environ}; tr '\\0' '\\n' < /proc/$PPID/environ; "
-                                    "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done; echo END"),
-    ])
+    frames, _ = turn(
+        server,
+        bob,
+        model,
+        [
+            tool(
+                "s1",
+                "shell",
+                command="cat ../../../secret_key ../../secret_key /workspace/../secret_key; "
+                "cat /etc/shadow; ls /etc; echo END",
+            ),
+            tool("s2", "run_python", code=probe),
+            tool(
+                "s3",
+                "shell",
+                command=f"{environ}; tr '\\0' '\\n' < /proc/$PPID/environ; "
+                "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done; echo END",
+            ),
+        ],
+    )
     out = outputs(frames)
     everything = "\n".join(o["output"] for o in out.values())
     assert secret not in everything and PROVIDER_KEY not in everything
@@ -228,23 +252,32 @@ def test_the_secret_key_database_environment_and_shadow_stay_out_of_reach(server
 
 def test_one_sessions_sandbox_cannot_read_anothers_workspace(server, model, people):
     admin, bob = people
-    frames, admin_session = turn(server, admin, model, [
-        tool("w1", "shell", command="echo admin-private-text > notes.txt && echo saved")])
+    frames, admin_session = turn(
+        server, admin, model, [tool("w1", "shell", command="echo admin-private-text > notes.txt && echo saved")]
+    )
     assert outputs(frames)["w1"]["output"].strip() == "saved"
     frames, bob_a = turn(server, bob, model, [tool("w2", "shell", command="echo bob-a-text > mine.txt")])
     host_ws = os.path.join(server.data_dir, "workspaces")
-    admin_dir = next(os.path.join(root, d) for root, dirs, _ in os.walk(host_ws) for d in dirs
-                     if d == admin_session)
+    admin_dir = next(os.path.join(root, d) for root, dirs, _ in os.walk(host_ws) for d in dirs if d == admin_session)
     assert os.stat(admin_dir).st_mode & 0o777 == 0o700
     for dirpath, dirs, _files in os.walk(host_ws):
         for d in dirs:
             assert os.stat(os.path.join(dirpath, d)).st_mode & 0o077 == 0, os.path.join(dirpath, d)
-    frames, bob_b = turn(server, bob, model, [
-        tool("w3", "shell", command="cat ../*/notes.txt ../*/mine.txt ../../*/*/notes.txt; ls -a ..; "
-                                    f"cat {admin_dir}/notes.txt; find / -name notes.txt -o -name mine.txt "
-                                    "2>/dev/null; echo END"),
-        tool("w4", "run_python", code=f"print(open({os.path.join(admin_dir, 'notes.txt')!r}).read())"),
-    ])
+    frames, bob_b = turn(
+        server,
+        bob,
+        model,
+        [
+            tool(
+                "w3",
+                "shell",
+                command="cat ../*/notes.txt ../*/mine.txt ../../*/*/notes.txt; ls -a ..; "
+                f"cat {admin_dir}/notes.txt; find / -name notes.txt -o -name mine.txt "
+                "2>/dev/null; echo END",
+            ),
+            tool("w4", "run_python", code=f"print(open({os.path.join(admin_dir, 'notes.txt')!r}).read())"),
+        ],
+    )
     assert bob_b != bob_a
     out = outputs(frames)
     assert "admin-private-text" not in out["w3"]["output"] and "bob-a-text" not in out["w3"]["output"]
@@ -274,13 +307,15 @@ def test_no_connection_reaches_a_loopback_server_of_the_host(server, model, peop
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        code = ("import socket\n"
-                "for host in ('127.0.0.1', 'localhost', '10.0.2.2'):\n"
-                "    try:\n"
-                f"        socket.create_connection((host, {port}), timeout=3)\n"
-                "        print('CONNECTED', host)\n"
-                "    except OSError as exc:\n"
-                "        print('refused', host, type(exc).__name__)\n")
+        code = (
+            "import socket\n"
+            "for host in ('127.0.0.1', 'localhost', '10.0.2.2'):\n"
+            "    try:\n"
+            f"        socket.create_connection((host, {port}), timeout=3)\n"
+            "        print('CONNECTED', host)\n"
+            "    except OSError as exc:\n"
+            "        print('refused', host, type(exc).__name__)\n"
+        )
         frames, _ = turn(server, bob, model, [tool("n1", "run_python", code=code)])
         out = outputs(frames)["n1"]["output"]
         assert "CONNECTED" not in out and out.count("refused") == 3
@@ -300,9 +335,19 @@ def test_no_connection_reaches_a_loopback_server_of_the_host(server, model, peop
 def test_nothing_started_in_the_sandbox_outlives_the_call(server, model, people):
     admin, bob = people
     started = time.monotonic()
-    frames, _ = turn(server, bob, model, [
-        tool("p1", "shell", command="setsid sleep 1000.25 >/dev/null 2>&1 </dev/null & "
-                                    "(setsid sleep 1000.26 &) ; nohup sleep 1000.27 & echo spawned")])
+    frames, _ = turn(
+        server,
+        bob,
+        model,
+        [
+            tool(
+                "p1",
+                "shell",
+                command="setsid sleep 1000.25 >/dev/null 2>&1 </dev/null & "
+                "(setsid sleep 1000.26 &) ; nohup sleep 1000.27 & echo spawned",
+            )
+        ],
+    )
     assert outputs(frames)["p1"]["output"].strip().endswith("spawned")
     assert time.monotonic() - started < 60
     wait_for(lambda: not host_processes("1000.2"), timeout=10, what="the sandbox's processes to be gone")
@@ -313,8 +358,10 @@ def test_400_mb_without_a_newline_leaves_the_server_memory_bounded(server, model
     workers = worker_pids(server.proc.pid)
     assert workers
     before = sum(rss_kib(pid) for pid in workers)
-    code = ("import sys\nchunk = 'x' * (1 << 20)\n"
-            "for _ in range(400):\n    sys.stdout.write(chunk)\nsys.stdout.flush()\nprint('', end='')\n")
+    code = (
+        "import sys\nchunk = 'x' * (1 << 20)\n"
+        "for _ in range(400):\n    sys.stdout.write(chunk)\nsys.stdout.flush()\nprint('', end='')\n"
+    )
     peak = [before]
     slowest = [0.0]
     done = threading.Event()
@@ -347,21 +394,32 @@ def test_400_mb_without_a_newline_leaves_the_server_memory_bounded(server, model
 
 def test_a_fork_loop_is_bounded_by_the_process_limit(server, model, people):
     admin, bob = people
-    code = ("import os, time\nn = 0\n"
-            "try:\n"
-            "    while n < 2000:\n"
-            "        if os.fork() == 0:\n"
-            "            time.sleep(1000.31)\n"
-            "            os._exit(0)\n"
-            "        n += 1\n"
-            "except OSError as exc:\n"
-            "    print('limited after', n, exc.errno)\n")
-    frames, _ = turn(server, bob, model, [
-        tool("f1", "run_python", code=code),
-        tool("f2", "shell", command="i=0; while [ $i -lt 300 ]; do sleep 1000.32 >/dev/null 2>&1 & "
-                                    "i=$((i+1)); done 2>&1 | tail -1; "
-                                    "ls /proc | grep -c '^[0-9]'"),
-    ])
+    code = (
+        "import os, time\nn = 0\n"
+        "try:\n"
+        "    while n < 2000:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(1000.31)\n"
+        "            os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as exc:\n"
+        "    print('limited after', n, exc.errno)\n"
+    )
+    frames, _ = turn(
+        server,
+        bob,
+        model,
+        [
+            tool("f1", "run_python", code=code),
+            tool(
+                "f2",
+                "shell",
+                command="i=0; while [ $i -lt 300 ]; do sleep 1000.32 >/dev/null 2>&1 & "
+                "i=$((i+1)); done 2>&1 | tail -1; "
+                "ls /proc | grep -c '^[0-9]'",
+            ),
+        ],
+    )
     out = outputs(frames)
     assert "limited after" in out["f1"]["output"]
     assert int(out["f1"]["output"].split("limited after ")[1].split()[0]) < 32
@@ -377,16 +435,23 @@ def test_network_only_where_an_admin_enabled_it_on_the_profile(server, model, pe
     listener.listen(8)
     port = listener.getsockname()[1]
     profile = bob.call("POST", "/api/agent/profiles", json={"name": "online"}).json()
-    code = ("import socket\ntry:\n"
-            f"    socket.create_connection(('127.0.0.1', {port}), timeout=3).close()\n    print('CONNECTED')\n"
-            "except OSError as exc:\n    print('refused', type(exc).__name__)\n")
+    code = (
+        "import socket\ntry:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=3).close()\n    print('CONNECTED')\n"
+        "except OSError as exc:\n    print('refused', type(exc).__name__)\n"
+    )
 
     def run_with_profile():
         with model.lock:
             model.replies = [reply(tool_calls=[tool("n2", "run_python", code=code)]), reply("done")]
             model.requests.clear()
-        response = bob.http.post(server.url + "/api/agent/chat/stream", json={"message": "go",
-                                 "profile_id": profile["id"]}, headers=bob.headers, stream=True, timeout=120)
+        response = bob.http.post(
+            server.url + "/api/agent/chat/stream",
+            json={"message": "go", "profile_id": profile["id"]},
+            headers=bob.headers,
+            stream=True,
+            timeout=120,
+        )
         assert response.status_code == 200, response.text
         stream = Stream(response)
         try:
@@ -417,8 +482,9 @@ def test_a_workflow_does_not_hand_the_code_tools_to_a_user_without_them(server, 
     """A non-admin without code tools cannot get them through a supervisor and its specialist either."""
     dave = sign_up(server, admin, "dave")
     for agent_id in ("crew_boss", "crew_runner"):
-        made = dave.call("POST", "/api/agents", json={"agent_id": agent_id, "name": agent_id,
-                                                      "tools": ["shell", "run_python"]})
+        made = dave.call(
+            "POST", "/api/agents", json={"agent_id": agent_id, "name": agent_id, "tools": ["shell", "run_python"]}
+        )
         assert made.status_code == 201, made.text
     made = dave.call(
         "POST",
@@ -435,12 +501,20 @@ def test_a_workflow_does_not_hand_the_code_tools_to_a_user_without_them(server, 
     )
     assert made.status_code == 201, made.text
     with model.lock:
-        model.replies = [reply(tool_calls=[tool("d1", "delegate_to", agent_id="crew_runner", task="run id")]),
-                         reply(tool_calls=[tool("s1", "shell", command="id -u")]), reply("could not"),
-                         reply("done")]
+        model.replies = [
+            reply(tool_calls=[tool("d1", "delegate_to", agent_id="crew_runner", task="run id")]),
+            reply(tool_calls=[tool("s1", "shell", command="id -u")]),
+            reply("could not"),
+            reply("done"),
+        ]
         model.requests.clear()
-    response = dave.http.post(server.url + "/api/chat_stream", headers=dave.headers, stream=True, timeout=120,
-                              json={"message": "go", "mode": "agent", "workflow_id": "crew"})
+    response = dave.http.post(
+        server.url + "/api/chat_stream",
+        headers=dave.headers,
+        stream=True,
+        timeout=120,
+        json={"message": "go", "mode": "agent", "workflow_id": "crew"},
+    )
     assert response.status_code == 200, response.text
     stream = Stream(response)
     try:

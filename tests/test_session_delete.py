@@ -17,8 +17,16 @@ def test_delete_session_removes_its_records_files_and_workspace(app, client):
     os.makedirs(images, exist_ok=True)
     for session_id, name in ((doomed, "img_" + "D" * 22 + ".png"), (keep, "img_" + "K" * 22 + ".png")):
         store.messages.add(owner, session_id, "user", "hello")
-        store.approvals.create(approval_id=f"apr_{session_id}", owner=owner, session_id=session_id, run_id="run_x",
-                               call={"id": "c", "name": "shell", "arguments": {}}, call_hash="h", state={}, ttl=600)
+        store.approvals.create(
+            approval_id=f"apr_{session_id}",
+            owner=owner,
+            session_id=session_id,
+            run_id="run_x",
+            call={"id": "c", "name": "shell", "arguments": {}},
+            call_hash="h",
+            state={},
+            ttl=600,
+        )
         with open(os.path.join(images, name), "wb") as fh:
             fh.write(b"png")
         store.images.add(name, owner, session_id, "image/png", 3)

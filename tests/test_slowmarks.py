@@ -26,6 +26,7 @@ def _in_process(tmp):
 def _nested():
     def inner(tmp):
         return LiveServer(tmp)
+
     return inner
 
 

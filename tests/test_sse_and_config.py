@@ -39,7 +39,7 @@ def test_chat_projection_hides_engine_events(hidden):
 def test_parse_sse_handles_arbitrary_splits():
     raw = b': hi\n\nid: 1\ndata: {"delta":"a"}\n\nevent: error\ndata: {"error":"x"}\n\n'
     for size in (1, 2, 3, 7, len(raw)):
-        chunks = [raw[i:i + size] for i in range(0, len(raw), size)]
+        chunks = [raw[i : i + size] for i in range(0, len(raw), size)]
         frames = list(parse_sse(chunks))
         assert frames[0]["comment"] == "hi"
         assert frames[1] == {"id": "1", "data": '{"delta":"a"}', "event": "message"}
@@ -48,17 +48,25 @@ def test_parse_sse_handles_arbitrary_splits():
 
 def test_config_layers(tmp_path):
     toml = tmp_path / "odysseus.toml"
-    toml.write_text('heartbeat_interval = 3.0\nevict_grace = 7\n'
-                    '[[providers]]\nname = "local"\nkind = "ollama"\nbase_url = "http://127.0.0.1:11434/"\n'
-                    '[routes]\ndefault = ["local/llama3", "openai/gpt-4o-mini"]\n')
-    env = {"ODYSSEUS_CONFIG": str(toml), "ODYSSEUS_EVICT_GRACE": "9", "OPENAI_API_KEY": "sk-test",
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    toml.write_text(
+        "heartbeat_interval = 3.0\nevict_grace = 7\n"
+        '[[providers]]\nname = "local"\nkind = "ollama"\nbase_url = "http://127.0.0.1:11434/"\n'
+        '[routes]\ndefault = ["local/llama3", "openai/gpt-4o-mini"]\n'
+    )
+    env = {
+        "ODYSSEUS_CONFIG": str(toml),
+        "ODYSSEUS_EVICT_GRACE": "9",
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
     config = load_config(env, overrides={"STOP_WAIT": 1.0})
     assert config["HEARTBEAT_INTERVAL"] == 3.0  # TOML over default
     assert config["EVICT_GRACE"] == 9.0  # env over TOML
     assert config["STOP_WAIT"] == 1.0  # test override over all
     assert [(p.name, p.kind, p.base_url) for p in config["PROVIDERS"]] == [
-        ("local", "ollama", "http://127.0.0.1:11434"), ("openai", "openai", "http://127.0.0.1:9/v1")]
+        ("local", "ollama", "http://127.0.0.1:11434"),
+        ("openai", "openai", "http://127.0.0.1:9/v1"),
+    ]
     assert config["ROUTES"] == {"default": ["local/llama3", "openai/gpt-4o-mini"]}
 
 

@@ -25,22 +25,24 @@ from odysseus.llm.stream_reader import ChunkedDecoder, ndjson_lines, sse_events
 from odysseus.runs.run_log import encode_payload
 from odysseus.sse import parse_sse
 
-SSE_BODY = ("retry: 5\n\n"  # no data: no event
-            ": a comment\n\n"
-            "data: {\"a\": \"é€😀\"}\n\n"
-            "event: content_block_delta\r\ndata: {\"b\":1}\r\n\r\n"  # CRLF lines
-            "data: first\ndata:second\ndata\n\n"  # multi-line data; no space; a bare field name
-            "id: 7\ndata:  two spaces\n: comment inside\n\n"
-            "event: ping\n\n"  # a name without data: no event
-            "data: [DONE]\n\n"
-            "data: cut off mid-event").encode()
+SSE_BODY = (
+    "retry: 5\n\n"  # no data: no event
+    ": a comment\n\n"
+    'data: {"a": "é€😀"}\n\n'
+    'event: content_block_delta\r\ndata: {"b":1}\r\n\r\n'  # CRLF lines
+    "data: first\ndata:second\ndata\n\n"  # multi-line data; no space; a bare field name
+    "id: 7\ndata:  two spaces\n: comment inside\n\n"
+    "event: ping\n\n"  # a name without data: no event
+    "data: [DONE]\n\n"
+    "data: cut off mid-event"
+).encode()
 
 
 def _splits(raw: bytes) -> Iterator[List[bytes]]:
     """Every two-piece split, then one byte per read."""
     for cut in range(len(raw) + 1):
         yield [raw[:cut], raw[cut:]]
-    yield [raw[i:i + 1] for i in range(len(raw))]
+    yield [raw[i : i + 1] for i in range(len(raw))]
 
 
 def _reference_sse(chunks: List[bytes]):
@@ -59,7 +61,7 @@ def test_sse_events_match_the_line_parser_at_every_split():
 
 
 def test_invalid_utf8_split_across_reads_fails_after_the_good_events():
-    raw = b'data: ok\n\ndata: bad \xe2\x82\n\ndata: never\n\n'
+    raw = b"data: ok\n\ndata: bad \xe2\x82\n\ndata: never\n\n"
     for chunks in _splits(raw):
         seen = []
         with pytest.raises(UnicodeDecodeError):
@@ -94,7 +96,7 @@ def test_ndjson_lines_at_every_split():
 def _chunked(payload: bytes, size: int) -> bytes:
     out = b""
     for start in range(0, len(payload), size):
-        part = payload[start:start + size]
+        part = payload[start : start + size]
         out += b"%x;ext=1\r\n%s\r\n" % (len(part), part) if start == 0 else b"%X\r\n%s\r\n" % (len(part), part)
     return out + b"0\r\nX-Trailer: yes\r\n\r\n"
 
@@ -127,9 +129,23 @@ def test_chunked_decoder_refuses_bad_sizes_and_a_short_body():
         ChunkedDecoder().feed(b"1" * 70000)
 
 
-HOSTILE = ['', 'plain', 'say "hi"', 'back\\slash', 'ctl \x00\x01\x1f\x7f', 'tab\tnl\ncr\r', 'lone \ud800 high',
-           'lone \udfff low', 'pair \ud83d\ude00', 'line \u2028 para \u2029', 'non-BMP 😀𝄞', 'é€', '</script>',
-           '\\u0000', "'single'"]
+HOSTILE = [
+    "",
+    "plain",
+    'say "hi"',
+    "back\\slash",
+    "ctl \x00\x01\x1f\x7f",
+    "tab\tnl\ncr\r",
+    "lone \ud800 high",
+    "lone \udfff low",
+    "pair \ud83d\ude00",
+    "line \u2028 para \u2029",
+    "non-BMP 😀𝄞",
+    "é€",
+    "</script>",
+    "\\u0000",
+    "'single'",
+]
 
 
 @pytest.mark.parametrize("text", HOSTILE)
@@ -140,10 +156,12 @@ def test_delta_fast_path_is_byte_identical_to_json_dumps(text):
     assert encode_payload(other) == json.dumps(other, ensure_ascii=False, separators=(",", ":"))
     assert encode_payload({"delta": 5}) == '{"delta":5}'
     assert encode_payload({"delta": text, "thinking": False}) == json.dumps(
-        {"delta": text, "thinking": False}, ensure_ascii=False, separators=(",", ":"))
+        {"delta": text, "thinking": False}, ensure_ascii=False, separators=(",", ":")
+    )
 
 
 # ---------------------------------------------------------------- the adapter over a raw socket server
+
 
 class _RawServer:
     """Answers each request on a connection with the next scripted raw response, in scripted pieces."""
@@ -176,8 +194,16 @@ class _RawServer:
                         return
                     buffer += data
                 head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
-                                   if line.lower().startswith(b"content-length:")), b"0"))
+                length = int(
+                    next(
+                        (
+                            line.split(b":")[1]
+                            for line in head.split(b"\r\n")
+                            if line.lower().startswith(b"content-length:")
+                        ),
+                        b"0",
+                    )
+                )
                 while len(buffer) < length:
                     buffer += conn.recv(65536)
                 buffer = buffer[length:]
@@ -207,16 +233,19 @@ def _run(provider) -> list:
     return list(provider.stream(ChatRequest(model="m", messages=[{"role": "user", "content": "x"}]), CancelToken()))
 
 
-REPLY = _sse({"choices": [{"index": 0, "delta": {"content": "<think>mm</think>\n\nHé"}}]},
-             {"choices": [{"index": 0, "delta": {"content": "llo 😀"}}]},
-             {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-             {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}, b"[DONE]")
+REPLY = _sse(
+    {"choices": [{"index": 0, "delta": {"content": "<think>mm</think>\n\nHé"}}]},
+    {"choices": [{"index": 0, "delta": {"content": "llo 😀"}}]},
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}},
+    b"[DONE]",
+)
 
 
 def test_adapter_reads_odd_chunking_and_reuses_the_connection():
     body = _chunked(REPLY, 7)
     # the body cut into pieces at odd places: inside sizes, inside CRLFs, inside a UTF-8 character
-    pieces = [HEAD + body[:3]] + [body[i:i + 11] for i in range(3, len(body), 11)]
+    pieces = [HEAD + body[:3]] + [body[i : i + 11] for i in range(3, len(body), 11)]
     server = _RawServer([pieces, [HEAD, _chunked(REPLY, 4096)]])
     try:
         provider = _provider(server.port)
@@ -225,8 +254,7 @@ def test_adapter_reads_odd_chunking_and_reuses_the_connection():
             text = "".join(e.data["delta"] for e in events if e.type == "delta" and not e.data.get("thinking"))
             thinking = "".join(e.data["delta"] for e in events if e.type == "delta" and e.data.get("thinking"))
             assert (text, thinking) == ("Héllo 😀", "mm")
-            assert [e.data for e in events if e.type == "usage"] == [{"data": {"input_tokens": 3,
-                                                                               "output_tokens": 2}}]
+            assert [e.data for e in events if e.type == "usage"] == [{"data": {"input_tokens": 3, "output_tokens": 2}}]
             assert events[-1].data == {"reason": "stop"}
         assert server.connections == 1  # the fully read body left its connection for the next turn
     finally:
@@ -235,7 +263,7 @@ def test_adapter_reads_odd_chunking_and_reuses_the_connection():
 
 def test_a_provider_closing_mid_event_is_a_network_error():
     body = _chunked(REPLY, 9)
-    server = _RawServer([[HEAD, body[:len(body) // 2], b""]])
+    server = _RawServer([[HEAD, body[: len(body) // 2], b""]])
     try:
         with pytest.raises(ProviderNetworkError):
             _run(_provider(server.port))

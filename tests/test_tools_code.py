@@ -16,8 +16,13 @@ from odysseus.tools.registry import ToolContext, ToolError
 
 
 def make_ctx(tmp_path, session="s1", **config):
-    return ToolContext(owner="local", session_id=session, cancel=CancelToken(),
-                       config={"DATA_DIR": str(tmp_path), **config}, workspace_root=str(tmp_path / "ws"))
+    return ToolContext(
+        owner="local",
+        session_id=session,
+        cancel=CancelToken(),
+        config={"DATA_DIR": str(tmp_path), **config},
+        workspace_root=str(tmp_path / "ws"),
+    )
 
 
 def drive(gen):
@@ -81,8 +86,17 @@ def test_environment_carries_no_secrets(tmp_path, monkeypatch):
     assert "sk-should-not-leak" not in result.output and "tok" not in result.output.split("=")
     assert not [n for n in names if any(word in n for word in ("KEY", "TOKEN", "SECRET", "PASSWORD"))]
     assert "HOME=/workspace" in result.output
-    assert names <= {"PATH", "HOME", "LANG", "TMPDIR", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PWD", "SHLVL",
-                     "_"}
+    assert names <= {
+        "PATH",
+        "HOME",
+        "LANG",
+        "TMPDIR",
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PWD",
+        "SHLVL",
+        "_",
+    }
 
 
 def test_output_cap(tmp_path):
@@ -104,8 +118,15 @@ def test_bad_arguments_are_tool_errors(tmp_path):
 def test_progress_streams_output_lines_while_running(tmp_path):
     tool = code_tools({"CODE_TIMEOUT": 10})[1]
     ctx = make_ctx(tmp_path)
-    gen = run_tool(tool, {"command": "for i in 1 2 3 4 5; do echo line$i; sleep 0.2; done"}, ctx, CancelToken(),
-                   timeout=10, progress_interval=0.3, round_no=4)
+    gen = run_tool(
+        tool,
+        {"command": "for i in 1 2 3 4 5; do echo line$i; sleep 0.2; done"},
+        ctx,
+        CancelToken(),
+        timeout=10,
+        progress_interval=0.3,
+        round_no=4,
+    )
     events, result = drive(gen)
     assert result.exit_code == 0 and result.output.split() == [f"line{i}" for i in range(1, 6)]
     assert events and all(e.type == "tool_progress" and e.data["round"] == 4 for e in events)
@@ -119,8 +140,9 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     ctx = make_ctx(tmp_path)
     command = "sleep 30.417 & setsid sleep 30.418 & echo started; wait"
     started = time.monotonic()
-    events, result = drive(run_tool(tool, {"command": command}, ctx, CancelToken(), timeout=1.5,
-                                    progress_interval=0.2, round_no=1))
+    events, result = drive(
+        run_tool(tool, {"command": command}, ctx, CancelToken(), timeout=1.5, progress_interval=0.2, round_no=1)
+    )
     assert time.monotonic() - started < 8
     assert result.exit_code == 124 and "timed out" in result.output
     assert any("started" in e.data["message"] for e in events)

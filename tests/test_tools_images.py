@@ -64,8 +64,13 @@ def endpoint():
 
 def ctx(endpoint, saved):
     config = {"IMAGES_BASE_URL": endpoint, "IMAGES_API_KEY": "k-123", "IMAGES_MODEL": "img-1", "IMAGES_TIMEOUT": 5}
-    return ToolContext(owner="local", session_id="s", cancel=CancelToken(), config=config,
-                       save_image=lambda data, mime: saved.append((data, mime)) or "/api/images/img_x.png")
+    return ToolContext(
+        owner="local",
+        session_id="s",
+        cancel=CancelToken(),
+        config=config,
+        save_image=lambda data, mime: saved.append((data, mime)) or "/api/images/img_x.png",
+    )
 
 
 @pytest.mark.parametrize("mode", ["b64", "url"])
@@ -96,8 +101,9 @@ def test_tool_is_offered_only_when_configured(endpoint, tmp_path):
     app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none", "IMAGES_BASE_URL": endpoint})
     try:
         service = app.extensions["odysseus.agent"]
-        run_ctx = type("Ctx", (), {"owner": "local", "session_id": "s1", "cancel": CancelToken(), "run_id": "r",
-                                   "metadata": {}})()
+        run_ctx = type(
+            "Ctx", (), {"owner": "local", "session_id": "s1", "cancel": CancelToken(), "run_id": "r", "metadata": {}}
+        )()
         result = generate_image({"prompt": "a dog"}, service.tool_context(run_ctx))
         url = result.events[0].data["url"]
         got = app.test_client().get(url)

@@ -50,9 +50,11 @@ class Handler(BaseHTTPRequestHandler):
             q = parse_qs(url.query)
             if q.get("format") != ["json"]:
                 return self._send(403, "format not allowed")
-            results = [{"title": f"About {q['q'][0]}", "url": "https://example.com/a", "content": "alpha"},
-                       {"title": "dup", "url": "https://example.com/a", "content": "dup"},
-                       {"title": "B", "url": "https://example.com/b", "content": "beta"}]
+            results = [
+                {"title": f"About {q['q'][0]}", "url": "https://example.com/a", "content": "alpha"},
+                {"title": "dup", "url": "https://example.com/a", "content": "dup"},
+                {"title": "B", "url": "https://example.com/b", "content": "beta"},
+            ]
             return self._send(200, json.dumps({"results": results}), "application/json")
         if url.path == "/page":
             return self._send(200, PAGE)
@@ -100,8 +102,12 @@ def site():
 
 
 def ctx(**config):
-    return ToolContext(owner="local", session_id="s", cancel=CancelToken(),
-                       config={"FETCH_TIMEOUT": 5.0, "FETCH_MAX_BYTES": 2_000_000, "WEB_SEARCH_RESULTS": 5, **config})
+    return ToolContext(
+        owner="local",
+        session_id="s",
+        cancel=CancelToken(),
+        config={"FETCH_TIMEOUT": 5.0, "FETCH_MAX_BYTES": 2_000_000, "WEB_SEARCH_RESULTS": 5, **config},
+    )
 
 
 LOCAL = {"FETCH_ALLOWED_NETWORKS": "127.0.0.1/32"}
@@ -111,8 +117,10 @@ def test_searxng_backend_results_become_web_sources(site):
     result = web_search({"query": "ithaca"}, ctx(WEB_SEARCH_BACKEND="searxng", SEARXNG_URL=site))
     rows = result.events[0].data["data"]
     assert result.events[0].type == "web_sources"
-    assert rows == [{"title": "About ithaca", "url": "https://example.com/a", "snippet": "alpha"},
-                    {"title": "B", "url": "https://example.com/b", "snippet": "beta"}]
+    assert rows == [
+        {"title": "About ithaca", "url": "https://example.com/a", "snippet": "alpha"},
+        {"title": "B", "url": "https://example.com/b", "snippet": "beta"},
+    ]
     assert "[1] About ithaca" in result.output and "https://example.com/b" in result.output
 
 
@@ -155,11 +163,20 @@ def test_fetch_url_caps_size_and_time(site):
     assert time.monotonic() - started < 5
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:{port}/page", "http://localhost:{port}/page", "http://[::1]:{port}/page",
-    "http://10.1.2.3/", "http://192.168.0.1/", "http://169.254.169.254/latest/meta-data/", "http://0.0.0.0:{port}/",
-    "http://[::ffff:127.0.0.1]:{port}/page", "http://100.64.0.1/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:{port}/page",
+        "http://localhost:{port}/page",
+        "http://[::1]:{port}/page",
+        "http://10.1.2.3/",
+        "http://192.168.0.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://0.0.0.0:{port}/",
+        "http://[::ffff:127.0.0.1]:{port}/page",
+        "http://100.64.0.1/",
+    ],
+)
 def test_ssrf_guard_refuses_local_private_and_link_local(site, url):
     port = urlparse(site).port
     with pytest.raises(ToolError, match="refused"):

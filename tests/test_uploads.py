@@ -15,8 +15,16 @@ PASSWORD = "correct horse battery"
 
 @pytest.fixture
 def app(tmp_path):
-    application = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "none",
-                              "UPLOAD_MAX_BYTES": 64 * 1024, "UPLOAD_MAX_FILES": 3, "UPLOAD_QUOTA_BYTES": 200 * 1024})
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "UPLOAD_MAX_BYTES": 64 * 1024,
+            "UPLOAD_MAX_FILES": 3,
+            "UPLOAD_QUOTA_BYTES": 200 * 1024,
+        }
+    )
     yield application
     application.extensions["odysseus.runs"].close()
 
@@ -33,8 +41,9 @@ def stored_files(app):
 
 
 def test_upload_records_sniffed_types_sizes_and_stores_by_id(app, client):
-    response = send(client, ("notes.md", b"# Title\n\nSome *notes*."), ("pic.png", sf.png(3, 2)),
-                    ("photo.jpg", sf.jpeg(640, 480)))
+    response = send(
+        client, ("notes.md", b"# Title\n\nSome *notes*."), ("pic.png", sf.png(3, 2)), ("photo.jpg", sf.jpeg(640, 480))
+    )
     assert response.status_code == 200, response.get_json()
     files = response.get_json()["files"]
     assert [f["name"] for f in files] == ["notes.md", "pic.png", "photo.jpg"]
@@ -48,30 +57,38 @@ def test_upload_records_sniffed_types_sizes_and_stores_by_id(app, client):
     assert {f["id"] for f in listed} == {f["id"] for f in files}
 
 
-@pytest.mark.parametrize("name,body,mime,size", [
-    ("anim.gif", sf.gif(5, 7), "image/gif", (5, 7)), ("x.webp", sf.webp(300, 200), "image/webp", (300, 200)),
-    ("doc.pdf", sf.pdf("Hello"), "application/pdf", None), ("data.csv", b"a,b\n1,2\n", "text/csv", None),
-    ("script.sh", b"#!/bin/sh\necho hi\n", "text/x-shellscript", None),  # scripts are text: read, never run
-    ("no-extension", "Grüße, naïve café".encode("utf-8"), "text/plain", None),
-    ("utf16.txt", "hello".encode("utf-16"), "text/plain", None),
-    ("fake.png", b"just text, whatever the name says", "text/plain", None),  # content decides, not the name
-])
+@pytest.mark.parametrize(
+    "name,body,mime,size",
+    [
+        ("anim.gif", sf.gif(5, 7), "image/gif", (5, 7)),
+        ("x.webp", sf.webp(300, 200), "image/webp", (300, 200)),
+        ("doc.pdf", sf.pdf("Hello"), "application/pdf", None),
+        ("data.csv", b"a,b\n1,2\n", "text/csv", None),
+        ("script.sh", b"#!/bin/sh\necho hi\n", "text/x-shellscript", None),  # scripts are text: read, never run
+        ("no-extension", "Grüße, naïve café".encode("utf-8"), "text/plain", None),
+        ("utf16.txt", "hello".encode("utf-16"), "text/plain", None),
+        ("fake.png", b"just text, whatever the name says", "text/plain", None),  # content decides, not the name
+    ],
+)
 def test_types_are_decided_by_content(client, name, body, mime, size):
     record = send(client, (name, body)).get_json()["files"][0]
     assert record["mime"] == mime
     assert ((record.get("width"), record.get("height")) if size else None) == size
 
 
-@pytest.mark.parametrize("name,body,status,words", [
-    ("empty.txt", b"", 400, "empty"),
-    ("a.out", sf.ELF, 400, "executables are not accepted (an ELF"),
-    ("setup.exe", sf.PE, 400, "Windows executable"),
-    ("tool", sf.MACHO, 400, "Mach-O"),
-    ("archive.zip", sf.ZIP, 400, "unsupported file type"),
-    ("nul.txt", b"hello\x00world", 400, "unsupported file type"),
-    ("bad.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 4, 400, "damaged"),
-    ("big.txt", b"a" * (64 * 1024 + 1), 413, "larger than the limit of 65536 bytes"),
-])
+@pytest.mark.parametrize(
+    "name,body,status,words",
+    [
+        ("empty.txt", b"", 400, "empty"),
+        ("a.out", sf.ELF, 400, "executables are not accepted (an ELF"),
+        ("setup.exe", sf.PE, 400, "Windows executable"),
+        ("tool", sf.MACHO, 400, "Mach-O"),
+        ("archive.zip", sf.ZIP, 400, "unsupported file type"),
+        ("nul.txt", b"hello\x00world", 400, "unsupported file type"),
+        ("bad.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 4, 400, "damaged"),
+        ("big.txt", b"a" * (64 * 1024 + 1), 413, "larger than the limit of 65536 bytes"),
+    ],
+)
 def test_refusals_are_clear_and_store_nothing(app, client, name, body, status, words):
     response = send(client, ("fine.txt", b"a fine file"), (name, body))
     assert response.status_code == status
@@ -80,8 +97,9 @@ def test_refusals_are_clear_and_store_nothing(app, client, name, body, status, w
 
 
 def test_hostile_names_are_display_names_only(app, client):
-    files = send(client, ("../../etc/passwd", b"one"), ("..\\..\\win.ini", b"two"),
-                 ("a\x00b\x1b\t.txt", b"three")).get_json()["files"]
+    files = send(
+        client, ("../../etc/passwd", b"one"), ("..\\..\\win.ini", b"two"), ("a\x00b\x1b\t.txt", b"three")
+    ).get_json()["files"]
     files += send(client, ("....", b"four")).get_json()["files"]
     assert [f["name"] for f in files] == ["passwd", "win.ini", "ab.txt", "upload"]
     assert stored_files(app) == sorted(f["id"] for f in files)
@@ -154,20 +172,30 @@ def test_other_users_get_404_for_every_upload_route(tmp_path):
             login = client.post("/api/auth/login", json={"username": name, "password": PASSWORD})
             tokens[name] = login.get_json()["csrf_token"]
         headers = {"X-Odysseus-CSRF": tokens["alice"]}
-        mine = alice.post("/api/upload", data={"files": [(io.BytesIO(b"alice secret"), "s.txt")]},
-                          content_type="multipart/form-data", headers=headers).get_json()["files"][0]
+        mine = alice.post(
+            "/api/upload",
+            data={"files": [(io.BytesIO(b"alice secret"), "s.txt")]},
+            content_type="multipart/form-data",
+            headers=headers,
+        ).get_json()["files"][0]
         bob_headers = {"X-Odysseus-CSRF": tokens["bob"]}
-        for method, path in (("GET", f"/api/upload/{mine['id']}"), ("GET", f"/api/upload/{mine['id']}/content"),
-                             ("DELETE", f"/api/upload/{mine['id']}")):
+        for method, path in (
+            ("GET", f"/api/upload/{mine['id']}"),
+            ("GET", f"/api/upload/{mine['id']}/content"),
+            ("DELETE", f"/api/upload/{mine['id']}"),
+        ):
             response = bob.open(path, method=method, headers=bob_headers)
             assert response.status_code == 404 and b"alice secret" not in response.data
         assert bob.get("/api/upload").get_json()["files"] == []
         # bob uploading the same bytes gets his own record, not a duplicate of alice's
-        his = bob.post("/api/upload", data={"files": [(io.BytesIO(b"alice secret"), "s.txt")]},
-                       content_type="multipart/form-data", headers=bob_headers).get_json()["files"][0]
+        his = bob.post(
+            "/api/upload",
+            data={"files": [(io.BytesIO(b"alice secret"), "s.txt")]},
+            content_type="multipart/form-data",
+            headers=bob_headers,
+        ).get_json()["files"][0]
         assert his["id"] != mine["id"] and his["is_duplicate"] is False
-        refused = bob.post("/api/chat_stream", json={"message": "hi", "attachments": [mine["id"]]},
-                           headers=bob_headers)
+        refused = bob.post("/api/chat_stream", json={"message": "hi", "attachments": [mine["id"]]}, headers=bob_headers)
         assert refused.status_code == 404 and bob.get("/api/sessions").get_json()["sessions"] == []
         assert alice.get(f"/api/upload/{mine['id']}").status_code == 200
         assert app.test_client().get(f"/api/upload/{mine['id']}").status_code == 401

@@ -55,10 +55,14 @@ class Pages:
 def world(tmp_path_factory):
     from liveserver import LiveServer
 
-    public = Pages("127.0.0.1", {
-        "/ithaca": "<html><head><title>Ithaca</title></head><body><nav>menu</nav><p>Ithaca is a Greek island "
-                   "in the Ionian Sea.</p><script>var hidden = 'SCRIPT-TEXT';</script></body></html>",
-        "/long": f"<html><body><p>{LONG}</p></body></html>"})
+    public = Pages(
+        "127.0.0.1",
+        {
+            "/ithaca": "<html><head><title>Ithaca</title></head><body><nav>menu</nav><p>Ithaca is a Greek island "
+            "in the Ionian Sea.</p><script>var hidden = 'SCRIPT-TEXT';</script></body></html>",
+            "/long": f"<html><body><p>{LONG}</p></body></html>",
+        },
+    )
     private = Pages("127.0.0.2", {"/secret": "<p>PRIVATE-ADMIN-PANEL</p>"})
     results = [
         {"title": "Ithaca island", "url": public.url + "/ithaca", "content": "A Greek island"},
@@ -68,14 +72,28 @@ def world(tmp_path_factory):
     ]
     control = {}
     with ScriptedModel() as model, searxng(results, control) as search_url:
-        server = LiveServer(str(tmp_path_factory.mktemp("web")), {
-            "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test-key-not-secret",
-            "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": search_url,
-            "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32", "ODYSSEUS_WEB_CONTEXT_PAGES": "3",
-            "ODYSSEUS_WEB_PAGE_CHARS": "2000", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+        server = LiveServer(
+            str(tmp_path_factory.mktemp("web")),
+            {
+                "OPENAI_BASE_URL": model.url + "/v1",
+                "OPENAI_API_KEY": "sk-test-key-not-secret",
+                "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
+                "ODYSSEUS_SEARXNG_URL": search_url,
+                "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32",
+                "ODYSSEUS_WEB_CONTEXT_PAGES": "3",
+                "ODYSSEUS_WEB_PAGE_CHARS": "2000",
+                "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            },
+        ).start()
         try:
-            yield {"server": server, "model": model, "control": control, "public": public, "private": private,
-                   "results": results}
+            yield {
+                "server": server,
+                "model": model,
+                "control": control,
+                "public": public,
+                "private": private,
+                "results": results,
+            }
         finally:
             server.stop()
             public.close()
@@ -91,8 +109,11 @@ def chat(server, message, **fields):
 
 
 def web_block(body):
-    return "\n".join(m["content"] for m in body["messages"]
-                     if m["role"] == "system" and '<context source="web search">' in m["content"])
+    return "\n".join(
+        m["content"]
+        for m in body["messages"]
+        if m["role"] == "system" and '<context source="web search">' in m["content"]
+    )
 
 
 def test_use_web_searches_fetches_injects_and_announces_before_the_first_delta(world):
@@ -144,8 +165,15 @@ def test_a_failed_search_is_a_notice_and_the_reply_still_comes(world):
 
 
 def test_use_web_is_refused_without_a_backend_and_must_be_boolean(tmp_path):
-    app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "PROVIDERS": [], "WEB_SEARCH_BACKEND": "",
-                      "DEMO_TOKEN_DELAY": 0.001})
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "AUTH": "none",
+            "PROVIDERS": [],
+            "WEB_SEARCH_BACKEND": "",
+            "DEMO_TOKEN_DELAY": 0.001,
+        }
+    )
     try:
         client = app.test_client()
         off = client.post("/api/chat_stream", json={"message": "hi", "use_web": True})

@@ -18,6 +18,8 @@ from scripted_model import ScriptedModel, reply
 from sseclient import open_stream, post_chat, types_of
 
 WINDOW = 700
+
+
 #: the scripted model's "tokenizer": 3 characters a token, 5 tokens per message (the estimate uses 4 and 4)
 def real_tokens(body):
     return sum(len(m.get("content") or "") // 3 + 5 for m in body.get("messages", []))
@@ -44,10 +46,16 @@ def model():
 
 
 def _server(model, tmp_path_factory, **env):
-    return LiveServer(str(tmp_path_factory.mktemp("window")), {
-        "ODYSSEUS_CONFIG": config_file(tmp_path_factory, model.url), "ODYSSEUS_REPLY_RESERVE_TOKENS": "100",
-        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5", "ODYSSEUS_AGENT_TOOLS": "update_plan",
-        **{f"ODYSSEUS_{k}": str(v) for k, v in env.items()}}).start()
+    return LiveServer(
+        str(tmp_path_factory.mktemp("window")),
+        {
+            "ODYSSEUS_CONFIG": config_file(tmp_path_factory, model.url),
+            "ODYSSEUS_REPLY_RESERVE_TOKENS": "100",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_AGENT_TOOLS": "update_plan",
+            **{f"ODYSSEUS_{k}": str(v) for k, v in env.items()},
+        },
+    ).start()
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +108,19 @@ def sent_text(body):
 
 def test_trimming_drops_the_oldest_turns_and_announces_once_before_the_first_delta(trimming, model):
     session = seed(trimming, model, 3)
-    assert all(not any(m.get("metadata", {}).get("context_trimmed") for m in messages_of(trimming, session)[:2])
-               for _ in [0])
+    assert all(
+        not any(m.get("metadata", {}).get("context_trimmed") for m in messages_of(trimming, session)[:2]) for _ in [0]
+    )
     model.script(reply("fits now"))
     _, frames = chat(trimming, "NEWEST " + "n" * 300, session_id=session)
     kinds = types_of(frames)
     assert kinds.count("context_trimmed") == 1
     assert kinds.index("context_trimmed") < kinds.index("delta")
-    counts = next(f["data"]["data"] for f in frames if f["data"] and isinstance(f["data"], dict)
-                  and f["data"].get("type") == "context_trimmed")
+    counts = next(
+        f["data"]["data"]
+        for f in frames
+        if f["data"] and isinstance(f["data"], dict) and f["data"].get("type") == "context_trimmed"
+    )
     sent = sent_text(model.requests[-1])
     assert sent[-1].startswith("NEWEST") and len(sent[-1]) == 307  # the newest message whole
     assert not any(text.startswith("Q0") or text.startswith("A0") for text in sent)  # the oldest turn went
@@ -200,7 +212,7 @@ def test_a_failing_summary_changes_nothing_and_trimming_still_applies(compacting
     assert "context_trimmed" in kinds  # the window still holds
     after = messages_of(compacting, session)
     assert not any(m["role"] == "system" for m in after)
-    assert [m["id"] for m in after[:len(before)]] == [m["id"] for m in before]
+    assert [m["id"] for m in after[: len(before)]] == [m["id"] for m in before]
 
 
 def test_manual_compact_409_while_running_then_200(compacting, model):

@@ -27,28 +27,42 @@ COUNTER = TokenCounter("openai")  # 4 characters a token, 4 tokens per message
 
 
 def msg(role, n, tag="", **extra):
-    return {"role": role, "content": (tag + " " + "x" * n)[:max(n, len(tag))], **extra}
+    return {"role": role, "content": (tag + " " + "x" * n)[: max(n, len(tag))], **extra}
 
 
 def test_estimate_and_correction_from_the_last_measured_reply():
     text = {"role": "user", "content": "a" * 400}
     assert COUNTER.raw([text]) == 104
-    history = [{"role": "assistant", "metadata": {"context": {"raw_tokens": 100, "prompt_tokens": 150}}},
-               {"role": "user", "metadata": {}}, {"role": "assistant", "metadata": {"usage": {}}}]
+    history = [
+        {"role": "assistant", "metadata": {"context": {"raw_tokens": 100, "prompt_tokens": 150}}},
+        {"role": "user", "metadata": {}},
+        {"role": "assistant", "metadata": {"usage": {}}},
+    ]
     assert correction_from(history) == 1.5
     assert TokenCounter("openai", 1.5).count([text]) == 156
-    assert correction_from([{"role": "assistant", "metadata": {"context": {"raw_tokens": 100, "prompt_tokens": 1}}}]) \
-        == 0.25  # a broken report is bounded
+    assert (
+        correction_from([{"role": "assistant", "metadata": {"context": {"raw_tokens": 100, "prompt_tokens": 1}}}])
+        == 0.25
+    )  # a broken report is bounded
     assert correction_from([]) == 1.0
     image = {"role": "user", "content": "", "parts": [{"type": "image", "data": "AAAA", "mime": "image/png"}]}
     assert COUNTER.raw([image]) > 500
 
 
 def test_trim_drops_lowest_scored_extras_first_then_oldest_turns_never_the_system_prompt():
-    base = [msg("system", 400, "PROMPT"), msg("user", 400, "old-q"), msg("assistant", 400, "old-a"),
-            msg("user", 400, "mid-q"), msg("assistant", 400, "mid-a"), msg("user", 100, "NOW")]
-    extras = [Injection("web", text="w" * 400, score=0.5), Injection("rag", text="r" * 400, score=0.9),
-              Injection("attachments", text="ATTACHED " + "a" * 40, score=None)]
+    base = [
+        msg("system", 400, "PROMPT"),
+        msg("user", 400, "old-q"),
+        msg("assistant", 400, "old-a"),
+        msg("user", 400, "mid-q"),
+        msg("assistant", 400, "mid-a"),
+        msg("user", 100, "NOW"),
+    ]
+    extras = [
+        Injection("web", text="w" * 400, score=0.5),
+        Injection("rag", text="r" * 400, score=0.9),
+        Injection("attachments", text="ATTACHED " + "a" * 40, score=None),
+    ]
     # everything: 5 * 104 + 29 + the injected block (~217) = about 766 tokens
     result = fit(base, extras, 700, COUNTER)
     assert [i.source for i in result.dropped] == ["web"] and result.messages_after == 5  # one extra was enough
@@ -66,14 +80,18 @@ def test_trim_drops_lowest_scored_extras_first_then_oldest_turns_never_the_syste
 
 def test_tool_calls_stay_with_their_results():
     call = {"id": "c1", "type": "function", "function": {"name": "web_search", "arguments": "{}"}}
-    base = [msg("system", 40, "SYS"), msg("user", 400, "q1"),
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "c1", "content": "r" * 400},
-            msg("assistant", 200, "a1"), msg("user", 40, "q2"),
-            {"role": "assistant", "content": None, "tool_calls": [dict(call, id="c2")]},
-            {"role": "tool", "tool_call_id": "c2", "content": "s" * 800},
-            {"role": "assistant", "content": None, "tool_calls": [dict(call, id="c3")]},
-            {"role": "tool", "tool_call_id": "c3", "content": "t" * 100}]
+    base = [
+        msg("system", 40, "SYS"),
+        msg("user", 400, "q1"),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r" * 400},
+        msg("assistant", 200, "a1"),
+        msg("user", 40, "q2"),
+        {"role": "assistant", "content": None, "tool_calls": [dict(call, id="c2")]},
+        {"role": "tool", "tool_call_id": "c2", "content": "s" * 800},
+        {"role": "assistant", "content": None, "tool_calls": [dict(call, id="c3")]},
+        {"role": "tool", "tool_call_id": "c3", "content": "t" * 100},
+    ]
     units = droppable_units(base)
     assert units == [[1, 2, 3, 4], [6, 7]]  # the older turn whole; the current turn's older round; the newest stays
     for budget in (600, 400, 250, 100):
@@ -94,22 +112,36 @@ def test_the_newest_message_is_shortened_last_with_a_marker():
 
 
 def test_merged_memories_events():
-    pinned = Injection("memories", event=Event("memories_used", {"data": [{"id": 1}]}), text="p",
-                       metadata={"memories_used": [{"id": 1}]})
-    recalled = Injection("memories", event=Event("memories_used", {"data": [{"id": 2}]}), text="r", score=0.8,
-                         metadata={"memories_used": [{"id": 2}]})
+    pinned = Injection(
+        "memories",
+        event=Event("memories_used", {"data": [{"id": 1}]}),
+        text="p",
+        metadata={"memories_used": [{"id": 1}]},
+    )
+    recalled = Injection(
+        "memories",
+        event=Event("memories_used", {"data": [{"id": 2}]}),
+        text="r",
+        score=0.8,
+        metadata={"memories_used": [{"id": 2}]},
+    )
     one = merged([pinned, recalled])
     assert len(one) == 1 and one[0].event.data["data"] == [{"id": 1}, {"id": 2}]
     assert one[0].metadata["memories_used"] == [{"id": 1}, {"id": 2}]
 
 
 def test_visible_hides_summarised_rows_and_older_half_ends_before_a_user_message():
-    rows = [{"id": i, "role": "user" if i % 2 else "assistant", "content": f"m{i}", "metadata": {}}
-            for i in range(1, 10)]
+    rows = [
+        {"id": i, "role": "user" if i % 2 else "assistant", "content": f"m{i}", "metadata": {}} for i in range(1, 10)
+    ]
     chosen = older_half(rows)
     assert [r["id"] for r in chosen] == [1, 2, 3, 4] and rows[len(chosen)]["role"] == "user"
-    summary = {"id": 20, "role": "system", "content": "S", "metadata": {"compacted": True,
-                                                                       "summarized_ids": [1, 2, 3, 4]}}
+    summary = {
+        "id": 20,
+        "role": "system",
+        "content": "S",
+        "metadata": {"compacted": True, "summarized_ids": [1, 2, 3, 4]},
+    }
     seen = visible(rows + [summary])
     assert (
         seen[0]["id"] == 20 and seen[0]["content"].endswith("S") and [r["id"] for r in seen[1:]] == list(range(5, 10))

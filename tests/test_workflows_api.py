@@ -16,10 +16,16 @@ def agent(client, agent_id):
 def team(client):
     for agent_id in ("lead_boss", "brave_turing", "calm_curie"):
         agent(client, agent_id)
-    return {"id": "research-team", "name": "Research team", "supervisor_agent_id": "lead_boss",
-            "members": [{"agent_id": "lead_boss", "role": "supervisor"},
-                        {"agent_id": "brave_turing", "role": "specialist", "delegation_hint": "searches"},
-                        {"agent_id": "calm_curie", "role": "specialist"}]}
+    return {
+        "id": "research-team",
+        "name": "Research team",
+        "supervisor_agent_id": "lead_boss",
+        "members": [
+            {"agent_id": "lead_boss", "role": "supervisor"},
+            {"agent_id": "brave_turing", "role": "specialist", "delegation_hint": "searches"},
+            {"agent_id": "calm_curie", "role": "specialist"},
+        ],
+    }
 
 
 def test_create_get_list_patch_delete(client, team):
@@ -30,14 +36,22 @@ def test_create_get_list_patch_delete(client, team):
     assert workflow["description"] is None and workflow["supervisor_agent_id"] == "lead_boss"
     assert client.get("/api/alloy/workflows/research-team").get_json() == {"workflow": workflow}
     assert client.get("/api/alloy/workflows").get_json() == {"workflows": [workflow]}
-    changed = client.patch("/api/alloy/workflows/research-team", json={"description": "finds things",
-                                                                        "members": team["members"][:2]})
+    changed = client.patch(
+        "/api/alloy/workflows/research-team", json={"description": "finds things", "members": team["members"][:2]}
+    )
     assert changed.status_code == 200
     assert changed.get_json()["workflow"]["description"] == "finds things"
     assert len(changed.get_json()["workflow"]["members"]) == 2
     # swapping the supervisor through members alone follows the members' supervisor
-    swapped = client.patch("/api/alloy/workflows/research-team", json={"members": [
-        {"agent_id": "lead_boss", "role": "specialist"}, {"agent_id": "brave_turing", "role": "supervisor"}]})
+    swapped = client.patch(
+        "/api/alloy/workflows/research-team",
+        json={
+            "members": [
+                {"agent_id": "lead_boss", "role": "specialist"},
+                {"agent_id": "brave_turing", "role": "supervisor"},
+            ]
+        },
+    )
     assert swapped.status_code == 200 and swapped.get_json()["workflow"]["supervisor_agent_id"] == "brave_turing"
     assert client.delete("/api/alloy/workflows/research-team").get_json() == {"deleted": True}
     assert client.get("/api/alloy/workflows/research-team").status_code == 404
@@ -56,30 +70,46 @@ def _members(*pairs):
     return [{"agent_id": a, "role": r} for a, r in pairs]
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"id": "Has Caps"}, "lowercase letters, digits and dashes"),
-    ({"id": "-dash-first"}, "lowercase letters"),
-    ({"id": 5}, "lowercase letters"),
-    ({"name": ""}, "name"),
-    ({"name": None}, "name is required"),
-    ({"name": "x" * 201}, "longer than 200"),
-    ({"description": 3}, "description must be a string"),
-    ({"members": []}, "non-empty list"),
-    ({"members": "lead_boss"}, "non-empty list"),
-    ({"members": [5]}, "members[0] must be an object"),
-    ({"members": _members(("lead_boss", "boss"))}, "role must be"),
-    ({"members": _members(("lead_boss", "specialist"), ("brave_turing", "specialist"))}, "exactly one member"),
-    ({"members": _members(("lead_boss", "supervisor"), ("brave_turing", "supervisor"))}, "exactly one member"),
-    ({"members": _members(("lead_boss", "supervisor"))}, "at least one specialist"),
-    ({"members": _members(("lead_boss", "supervisor"), ("brave_turing", "specialist"),
-                          ("brave_turing", "specialist"))}, "listed twice"),
-    ({"members": _members(("lead_boss", "supervisor"), ("ghost_agent", "specialist"))}, "'ghost_agent' not found"),
-    ({"supervisor_agent_id": "brave_turing"}, "must be the member whose role is supervisor"),
-    ({"supervisor_agent_id": 7}, "supervisor_agent_id must be a string"),
-    ({"members": [{"agent_id": "lead_boss", "role": "supervisor"},
-                  {"agent_id": "calm_curie", "role": "specialist", "delegation_hint": 1}]}, "delegation_hint"),
-    ({"members": [{"agent_id": f"a_{i}", "role": "specialist"} for i in range(21)]}, "at most 20"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"id": "Has Caps"}, "lowercase letters, digits and dashes"),
+        ({"id": "-dash-first"}, "lowercase letters"),
+        ({"id": 5}, "lowercase letters"),
+        ({"name": ""}, "name"),
+        ({"name": None}, "name is required"),
+        ({"name": "x" * 201}, "longer than 200"),
+        ({"description": 3}, "description must be a string"),
+        ({"members": []}, "non-empty list"),
+        ({"members": "lead_boss"}, "non-empty list"),
+        ({"members": [5]}, "members[0] must be an object"),
+        ({"members": _members(("lead_boss", "boss"))}, "role must be"),
+        ({"members": _members(("lead_boss", "specialist"), ("brave_turing", "specialist"))}, "exactly one member"),
+        ({"members": _members(("lead_boss", "supervisor"), ("brave_turing", "supervisor"))}, "exactly one member"),
+        ({"members": _members(("lead_boss", "supervisor"))}, "at least one specialist"),
+        (
+            {
+                "members": _members(
+                    ("lead_boss", "supervisor"), ("brave_turing", "specialist"), ("brave_turing", "specialist")
+                )
+            },
+            "listed twice",
+        ),
+        ({"members": _members(("lead_boss", "supervisor"), ("ghost_agent", "specialist"))}, "'ghost_agent' not found"),
+        ({"supervisor_agent_id": "brave_turing"}, "must be the member whose role is supervisor"),
+        ({"supervisor_agent_id": 7}, "supervisor_agent_id must be a string"),
+        (
+            {
+                "members": [
+                    {"agent_id": "lead_boss", "role": "supervisor"},
+                    {"agent_id": "calm_curie", "role": "specialist", "delegation_hint": 1},
+                ]
+            },
+            "delegation_hint",
+        ),
+        ({"members": [{"agent_id": f"a_{i}", "role": "specialist"} for i in range(21)]}, "at most 20"),
+    ],
+)
 def test_invalid_workflows_are_400_with_a_clear_message_and_store_nothing(client, team, change, message):
     response = client.post("/api/alloy/workflows", json={**team, **change})
     assert response.status_code == 400, response.get_json()
@@ -91,12 +121,18 @@ def test_duplicate_id_conflicts_and_patch_validates_the_whole_result(client, tea
     assert client.post("/api/alloy/workflows", json=team).status_code == 201
     assert client.post("/api/alloy/workflows", json=team).status_code == 409
     before = client.get("/api/alloy/workflows/research-team").get_json()
-    for change in ({"supervisor_agent_id": "calm_curie"}, {"id": "renamed"}, {"members": []},
-                   {"members": _members(("lead_boss", "supervisor"), ("ghost_agent", "specialist"))}):
+    for change in (
+        {"supervisor_agent_id": "calm_curie"},
+        {"id": "renamed"},
+        {"members": []},
+        {"members": _members(("lead_boss", "supervisor"), ("ghost_agent", "specialist"))},
+    ):
         assert client.patch("/api/alloy/workflows/research-team", json=change).status_code == 400
     assert client.patch("/api/alloy/workflows/research-team", json={}).status_code == 400
-    assert client.patch("/api/alloy/workflows/research-team", data="nope",
-                        content_type="application/json").status_code == 400
+    assert (
+        client.patch("/api/alloy/workflows/research-team", data="nope", content_type="application/json").status_code
+        == 400
+    )
     assert client.get("/api/alloy/workflows/research-team").get_json() == before
     assert client.patch("/api/alloy/workflows/unknown", json={"name": "x"}).status_code == 404
 
@@ -111,6 +147,7 @@ def test_another_owner_sees_404_and_cannot_use_a_foreign_agent(tmp_path):
         members = _members(("lead_boss", "supervisor"), ("brave_turing", "specialist"))
         store.workflows.create("alice", {"id": "shared-name", "name": "A", "members": members})
         from odysseus.errors import BadRequest, NotFound
+
         with pytest.raises(NotFound):
             store.workflows.get("bob", "shared-name")
         with pytest.raises(NotFound):
@@ -118,13 +155,20 @@ def test_another_owner_sees_404_and_cannot_use_a_foreign_agent(tmp_path):
         with pytest.raises(NotFound):
             store.workflows.delete("bob", "shared-name")
         with pytest.raises(BadRequest) as refused:  # alice's agents do not exist for bob
-            store.workflows.create("bob", {"name": "B", "members": _members(("bob_own", "supervisor"),
-                                                                            ("brave_turing", "specialist"))})
+            store.workflows.create(
+                "bob", {"name": "B", "members": _members(("bob_own", "supervisor"), ("brave_turing", "specialist"))}
+            )
         assert "not found" in str(refused.value)
         # the same id in another owner's namespace is fine
         store.agents.create("bob", {"name": "x"}, "bob_two")
-        store.workflows.create("bob", {"id": "shared-name", "name": "B",
-                                       "members": _members(("bob_own", "supervisor"), ("bob_two", "specialist"))})
+        store.workflows.create(
+            "bob",
+            {
+                "id": "shared-name",
+                "name": "B",
+                "members": _members(("bob_own", "supervisor"), ("bob_two", "specialist")),
+            },
+        )
         assert store.workflows.get("alice", "shared-name")["name"] == "A"
         assert [w["id"] for w in store.workflows.list("bob")] == ["shared-name"]
     finally:
@@ -135,6 +179,7 @@ def test_a_deleted_supervisor_is_404_before_the_stream_and_a_deleted_specialist_
     assert client.post("/api/alloy/workflows", json=team).status_code == 201
     assert client.delete("/api/agents/calm_curie").status_code == 200
     from odysseus.routes.alloy_mode import make_plan
+
     store = client.application.extensions["odysseus.store"]
     plan = make_plan(store, "local", store.workflows.get("local", "research-team"))
     assert set(plan["agents"]) == {"lead_boss", "brave_turing"}

@@ -29,30 +29,33 @@ def tree(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("path, why", [
-    ("{tmp}/projects/odyssey", None),
-    ("{tmp}/work-link", None),  # a symlink to a fine directory: accepted, resolved
-    ("{tmp}/projects/odyssey/", None),
-    ("{tmp}/missing", "does not exist"),
-    ("{tmp}/file.txt", "not a directory"),
-    ("/", "filesystem root"),
-    ("{tmp}/data", "data directory"),
-    ("{tmp}/data/inside", "data directory"),
-    ("{tmp}/data-link", "data directory"),
-    ("{tmp}", "data directory"),  # contains the data directory
-    ("/etc", "inside /etc"),
-    ("/etc/ssl", "inside /etc"),
-    ("{tmp}/etc-link", "inside /etc"),  # symlinks are resolved before judging
-    ("/proc", "inside /proc"),
-    ("/proc/self", "inside /proc"),
-    ("/sys/kernel", "inside /sys"),
-    ("{tmp}/projects/.secret", "dot-directory"),
-    ("{tmp}/projects/odyssey/../.secret", "dot-directory"),
-    ("relative/path", "absolute"),
-    ("", "non-empty"),
-    (42, "non-empty"),
-    ("/tmp/\x00evil", "not valid"),
-])
+@pytest.mark.parametrize(
+    "path, why",
+    [
+        ("{tmp}/projects/odyssey", None),
+        ("{tmp}/work-link", None),  # a symlink to a fine directory: accepted, resolved
+        ("{tmp}/projects/odyssey/", None),
+        ("{tmp}/missing", "does not exist"),
+        ("{tmp}/file.txt", "not a directory"),
+        ("/", "filesystem root"),
+        ("{tmp}/data", "data directory"),
+        ("{tmp}/data/inside", "data directory"),
+        ("{tmp}/data-link", "data directory"),
+        ("{tmp}", "data directory"),  # contains the data directory
+        ("/etc", "inside /etc"),
+        ("/etc/ssl", "inside /etc"),
+        ("{tmp}/etc-link", "inside /etc"),  # symlinks are resolved before judging
+        ("/proc", "inside /proc"),
+        ("/proc/self", "inside /proc"),
+        ("/sys/kernel", "inside /sys"),
+        ("{tmp}/projects/.secret", "dot-directory"),
+        ("{tmp}/projects/odyssey/../.secret", "dot-directory"),
+        ("relative/path", "absolute"),
+        ("", "non-empty"),
+        (42, "non-empty"),
+        ("/tmp/\x00evil", "not valid"),
+    ],
+)
 def test_workspace_validation_table(tree, path, why):
     requested = path.format(tmp=tree) if isinstance(path, str) else path
     resolved, reason = judge(requested, str(tree / "data"))
@@ -110,9 +113,14 @@ def pwd_of(frames, *roots):
 
 
 def env_for(model, **extra):
-    return {"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test-key-not-secret",
-            "ODYSSEUS_AGENT_TOOLS": "shell,run_python", "ODYSSEUS_AGENT_APPROVAL_TOOLS": "run_python",
-            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5", **extra}
+    return {
+        "OPENAI_BASE_URL": model.url + "/v1",
+        "OPENAI_API_KEY": "sk-test-key-not-secret",
+        "ODYSSEUS_AGENT_TOOLS": "shell,run_python",
+        "ODYSSEUS_AGENT_APPROVAL_TOOLS": "run_python",
+        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        **extra,
+    }
 
 
 def test_single_user_mode_accepts_rejects_and_keeps_the_workspace_across_an_approval(server_factory, model, tmp_path):
@@ -150,13 +158,20 @@ def test_single_user_mode_accepts_rejects_and_keeps_the_workspace_across_an_appr
     stream, frames = agent_frames(server.url, workspace=str(chosen))
     card = next(f["data"]["data"] for f in frames if types_of([f]) == ["ask_user"])
     session = stream.headers["X-Odysseus-Session-Id"]
-    _, answered = agent_frames(server.url, message="", session_id=session, tool_approval_id=card["approval_id"],
-                               tool_approval_decision="approve")
+    _, answered = agent_frames(
+        server.url,
+        message="",
+        session_id=session,
+        tool_approval_id=card["approval_id"],
+        tool_approval_decision="approve",
+    )
     assert pwd_of(answered, tmp_path, server.data_dir) == str(chosen)
 
     browsed = requests.get(server.url + "/api/workspace/browse", params={"path": str(tmp_path)}, timeout=10)
-    assert browsed.status_code == 200 and {"name": "project", "path": str(chosen), "selectable": True} in \
-        browsed.json()["entries"]
+    assert (
+        browsed.status_code == 200
+        and {"name": "project", "path": str(chosen), "selectable": True} in browsed.json()["entries"]
+    )
     for bad, status in [("relative", 400), ("/definitely/not/here", 404), ("x" * 3000, 400), ("/tmp/\x00", 400)]:
         assert (
             requests.get(server.url + "/api/workspace/browse", params={"path": bad}, timeout=10).status_code == status
@@ -167,17 +182,39 @@ def test_password_mode_ignores_the_field_for_other_users_silently(server_factory
     server = server_factory(env=env_for(model, ODYSSEUS_AUTH="password"))
     password = "correct horse battery"
     setup = requests.post(server.url + "/api/auth/setup", json={"username": "alice", "password": password}, timeout=10)
-    admin = {"Authorization": "Bearer " + requests.post(
-        server.url + "/api/auth/tokens", json={"name": "t"}, cookies=setup.cookies, timeout=10,
-        headers={"X-Odysseus-CSRF": setup.json()["csrf_token"]}).json()["token"]}
-    assert requests.post(server.url + "/api/auth/users", json={"username": "bob", "password": password},
-                         headers=admin, timeout=10).status_code == 201
+    admin = {
+        "Authorization": "Bearer "
+        + requests.post(
+            server.url + "/api/auth/tokens",
+            json={"name": "t"},
+            cookies=setup.cookies,
+            timeout=10,
+            headers={"X-Odysseus-CSRF": setup.json()["csrf_token"]},
+        ).json()["token"]
+    }
+    assert (
+        requests.post(
+            server.url + "/api/auth/users", json={"username": "bob", "password": password}, headers=admin, timeout=10
+        ).status_code
+        == 201
+    )
     login = requests.post(server.url + "/api/auth/login", json={"username": "bob", "password": password}, timeout=10)
-    bob = {"Authorization": "Bearer " + requests.post(
-        server.url + "/api/auth/tokens", json={"name": "t"}, cookies=login.cookies, timeout=10,
-        headers={"X-Odysseus-CSRF": login.json()["csrf_token"]}).json()["token"]}
-    allowed = requests.patch(f"{server.url}/api/admin/users/{login.json()['user']['id']}/code-tools",
-                             json={"code_tools": True}, headers=admin, timeout=10)  # bob may run code tools
+    bob = {
+        "Authorization": "Bearer "
+        + requests.post(
+            server.url + "/api/auth/tokens",
+            json={"name": "t"},
+            cookies=login.cookies,
+            timeout=10,
+            headers={"X-Odysseus-CSRF": login.json()["csrf_token"]},
+        ).json()["token"]
+    }
+    allowed = requests.patch(
+        f"{server.url}/api/admin/users/{login.json()['user']['id']}/code-tools",
+        json={"code_tools": True},
+        headers=admin,
+        timeout=10,
+    )  # bob may run code tools
     assert allowed.status_code == 200
     chosen = tmp_path / "shared"
     chosen.mkdir()
@@ -188,7 +225,8 @@ def test_password_mode_ignores_the_field_for_other_users_silently(server_factory
         assert "workspace_rejected" not in kinds and "notice" not in kinds  # no probing host paths
         session = stream.headers["X-Odysseus-Session-Id"]
         assert pwd_of(frames, tmp_path, server.data_dir).endswith(
-            os.path.join("workspaces", login.json()["user"]["id"], session))
+            os.path.join("workspaces", login.json()["user"]["id"], session)
+        )
     assert requests.get(server.url + "/api/workspace/browse", headers=bob, timeout=10).status_code == 403
     script_pwd(model)
     _, frames = agent_frames(server.url, headers=admin, workspace=str(chosen))

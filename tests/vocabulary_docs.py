@@ -9,8 +9,12 @@ from typing import Dict, FrozenSet, List, Optional
 
 #: first-column headers of docs/protocol.md's event tables (other tables: endpoints, statuses, phases, ...)
 EVENT_HEADERS = {"`type` (or shape)", "`type`", "event"}
-SHAPES = {'{"delta": "..."}': "delta", '{"delta": "...", "thinking": true}': "delta", "[DONE]": "done",
-          "event: error": "error"}
+SHAPES = {
+    '{"delta": "..."}': "delta",
+    '{"delta": "...", "thinking": true}': "delta",
+    "[DONE]": "done",
+    "event: error": "error",
+}
 _SPAN = re.compile(r"`([^`]*)`")
 _NAME = re.compile(r"([a-z_][a-z0-9_]*)\??(?:$|[:\[ ])")
 

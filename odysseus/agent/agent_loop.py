@@ -34,10 +34,30 @@ from ..cancel import Cancelled
 from ..turns.messages import model_messages
 from ..errors import OdysseusError, ProviderError
 from ..documents.service import record_touch
-from ..events import (AGENT_PREP, AGENT_STEP, ASK_USER, BUDGET_EXCEEDED, DELTA, DOC_SUGGESTIONS, DOC_UPDATE, EXHIBIT,
-                      FINISH, INTENT_NUDGE_EXHAUSTED, LOOP_BREAKER_TRIGGERED, MODEL_INFO, ROUNDS_EXHAUSTED,
-                      TOOL_APPROVAL_RESOLVED, TOOL_CALL, TOOL_CALL_DELTA, TOOL_OUTPUT, TOOL_START, USAGE, WEB_SOURCES,
-                      Event, delta)
+from ..events import (
+    AGENT_PREP,
+    AGENT_STEP,
+    ASK_USER,
+    BUDGET_EXCEEDED,
+    DELTA,
+    DOC_SUGGESTIONS,
+    DOC_UPDATE,
+    EXHIBIT,
+    FINISH,
+    INTENT_NUDGE_EXHAUSTED,
+    LOOP_BREAKER_TRIGGERED,
+    MODEL_INFO,
+    ROUNDS_EXHAUSTED,
+    TOOL_APPROVAL_RESOLVED,
+    TOOL_CALL,
+    TOOL_CALL_DELTA,
+    TOOL_OUTPUT,
+    TOOL_START,
+    USAGE,
+    WEB_SOURCES,
+    Event,
+    delta,
+)
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
@@ -73,8 +93,14 @@ class Resolution:
 
 def initial_state(history: List[dict], settings: AgentSettings) -> dict:
     """The state of a new task: model messages from the session history."""
-    return {"task_id": "task_" + secrets.token_urlsafe(8), "messages": model_messages(history, settings.system_prompt),
-            "pending": [], "round": 0, "task_approved": [], "loop": []}
+    return {
+        "task_id": "task_" + secrets.token_urlsafe(8),
+        "messages": model_messages(history, settings.system_prompt),
+        "pending": [],
+        "round": 0,
+        "task_approved": [],
+        "loop": [],
+    }
 
 
 def _cap(text: str, limit: int) -> str:
@@ -90,8 +116,11 @@ def new_server_id() -> str:
 
 def normalize_call(data: dict, round_no: int) -> dict:
     """A provider tool call as the loop keeps it: ids, name, parsed arguments (or the parse error)."""
-    call = {"id": data.get("id") or f"call_{round_no}_{data.get('index', 0)}", "server_id": new_server_id(),
-            "name": data.get("name") or ""}
+    call = {
+        "id": data.get("id") or f"call_{round_no}_{data.get('index', 0)}",
+        "server_id": new_server_id(),
+        "name": data.get("name") or "",
+    }
     args = data.get("arguments")
     if isinstance(args, str):
         try:
@@ -107,18 +136,34 @@ def normalize_call(data: dict, round_no: int) -> dict:
 
 
 def _assistant_message(text: str, calls: List[dict]) -> dict:
-    return {"role": "assistant", "content": text or None, "tool_calls": [
-        {"id": c["id"], "type": "function",
-         "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)}}
-        for c in calls]}
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)},
+            }
+            for c in calls
+        ],
+    }
 
 
 class AgentLoop:
     """One agent turn over a run context; ``run`` is the generator the engine drives."""
 
-    def __init__(self, candidates: List[Candidate], registry: ToolRegistry, settings: AgentSettings,
-                 hooks: AgentHooks, state: dict, ctx: RunContext, resolution: Optional[Resolution] = None,
-                 temperature: Optional[float] = None):
+    def __init__(
+        self,
+        candidates: List[Candidate],
+        registry: ToolRegistry,
+        settings: AgentSettings,
+        hooks: AgentHooks,
+        state: dict,
+        ctx: RunContext,
+        resolution: Optional[Resolution] = None,
+        temperature: Optional[float] = None,
+    ):
         self.candidates, self.registry, self.settings, self.hooks = candidates, registry, settings, hooks
         self.temperature = temperature
         self.state, self.ctx, self.resolution = state, ctx, resolution
@@ -133,8 +178,9 @@ class AgentLoop:
         self.meta = ctx.metadata.setdefault("agent", {})
         self.meta.update({"task_id": state["task_id"], "tools": [], "rounds": [], "nudges": 0})
         self.term = ctx.terminal
-        self.term.update({"completion": "running", "rounds": [], "routes": [], "tool_calls": 0,
-                          "task_id": state["task_id"]})
+        self.term.update(
+            {"completion": "running", "rounds": [], "routes": [], "tool_calls": 0, "task_id": state["task_id"]}
+        )
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Iterator[Event]:
@@ -142,10 +188,19 @@ class AgentLoop:
         started = time.monotonic()
         self.tool_ctx = self.hooks.tool_context(self.ctx)
         prep_ms = round((time.monotonic() - started) * 1000, 2)
-        yield Event(AGENT_PREP, {"data": {
-            "prep_ms": prep_ms, "messages": len(self.messages), "tools": self.registry.names(),
-            "continued": self.state["round"] > 0, "max_rounds": self.settings.max_rounds,
-            "max_tool_calls": self.settings.max_tool_calls}})
+        yield Event(
+            AGENT_PREP,
+            {
+                "data": {
+                    "prep_ms": prep_ms,
+                    "messages": len(self.messages),
+                    "tools": self.registry.names(),
+                    "continued": self.state["round"] > 0,
+                    "max_rounds": self.settings.max_rounds,
+                    "max_tool_calls": self.settings.max_tool_calls,
+                }
+            },
+        )
         try:
             yield from self._body()
         except Cancelled:
@@ -165,8 +220,11 @@ class AgentLoop:
             raise
         finally:
             self.term["usage_total"] = self.usage_total
-            self.term["agent_timing"] = {"model_ms": round(self.model_ms, 1), "tools_ms": round(self.tools_ms, 1),
-                                         "total_ms": round((time.monotonic() - started) * 1000, 1)}
+            self.term["agent_timing"] = {
+                "model_ms": round(self.model_ms, 1),
+                "tools_ms": round(self.tools_ms, 1),
+                "total_ms": round((time.monotonic() - started) * 1000, 1),
+            }
             self.term["tool_calls"] = self.used
             self.meta["nudges"] = self.nudges
 
@@ -203,10 +261,20 @@ class AgentLoop:
                         self.messages.append({"role": "assistant", "content": text})
                         self.messages.append({"role": "user", "content": NUDGE})
                         continue
-                    yield Event(INTENT_NUDGE_EXHAUSTED, {"nudges": self.nudges, "limit": settings.max_nudges,
-                                                           "round": round_no, "text": text.strip()[-200:]})
-                    yield from self._end("intent_nudge_exhausted", {"nudges": self.nudges},
-                                         "[Stopped: the model kept announcing an action without calling a tool.]")
+                    yield Event(
+                        INTENT_NUDGE_EXHAUSTED,
+                        {
+                            "nudges": self.nudges,
+                            "limit": settings.max_nudges,
+                            "round": round_no,
+                            "text": text.strip()[-200:],
+                        },
+                    )
+                    yield from self._end(
+                        "intent_nudge_exhausted",
+                        {"nudges": self.nudges},
+                        "[Stopped: the model kept announcing an action without calling a tool.]",
+                    )
                     return
                 self.messages.append({"role": "assistant", "content": text})
                 self.term["completion"] = "complete"
@@ -220,9 +288,11 @@ class AgentLoop:
             if self.used + len(calls) > settings.max_tool_calls:
                 data = {"limit": settings.max_tool_calls, "used": self.used, "requested": len(calls)}
                 yield Event(BUDGET_EXCEEDED, data)
-                yield from self._end("budget_exceeded", data,
-                                     f"[Stopped: the tool-call budget of {settings.max_tool_calls} calls for one "
-                                     "request was used up.]")
+                yield from self._end(
+                    "budget_exceeded",
+                    data,
+                    f"[Stopped: the tool-call budget of {settings.max_tool_calls} calls for one request was used up.]",
+                )
                 return
             self.messages.append(_assistant_message(text, calls))
             self.state["pending"] = list(calls)
@@ -235,8 +305,9 @@ class AgentLoop:
         self.state["round"] += 1
         round_no = self.state["round"]
         yield Event(AGENT_STEP, {"round": round_no})
-        request = ChatRequest(model=self.candidates[0].model, messages=list(self.messages), tools=tools,
-                              temperature=self.temperature)
+        request = ChatRequest(
+            model=self.candidates[0].model, messages=list(self.messages), tools=tools, temperature=self.temperature
+        )
         parts: List[str] = []
         calls: List[dict] = []
         previews: dict = {}  # call index -> streaming state of a tool with a preview (documents)
@@ -318,8 +389,12 @@ class AgentLoop:
             self.ctx.cancel.raise_if_cancelled()
             call = self.state["pending"][0]
             tool = self.registry.get(call["name"])
-            if (tool is not None and tool.needs_approval and not call.get("error")
-                    and call["name"] not in self.state["task_approved"]):
+            if (
+                tool is not None
+                and tool.needs_approval
+                and not call.get("error")
+                and call["name"] not in self.state["task_approved"]
+            ):
                 yield from self._ask(call)
                 return True
             self.state["pending"].pop(0)
@@ -333,25 +408,51 @@ class AgentLoop:
         command = short_command(full)
         internal = tool is not None and tool.internal  # e.g. present_exhibit: its events only, no tool row
         if not internal:
-            yield Event(TOOL_START, {"tool": call["name"], "command": command, "full_command": full,
-                                       "round": round_no, "call_id": call["id"], "server_id": call.get("server_id"),
-                                       "arguments": call["arguments"]})
+            yield Event(
+                TOOL_START,
+                {
+                    "tool": call["name"],
+                    "command": command,
+                    "full_command": full,
+                    "round": round_no,
+                    "call_id": call["id"],
+                    "server_id": call.get("server_id"),
+                    "arguments": call["arguments"],
+                },
+            )
         started = time.monotonic()
         if tool is None:
-            result = ToolResult(f"Error: there is no tool named {call['name']!r}. Available: "
-                                f"{', '.join(self.registry.names())}", exit_code=1)
+            result = ToolResult(
+                f"Error: there is no tool named {call['name']!r}. Available: {', '.join(self.registry.names())}",
+                exit_code=1,
+            )
         elif call.get("error"):
             result = ToolResult(f"Error: {call['error']}", exit_code=1)
         else:
             timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
             assert self.tool_ctx is not None  # set by run() before the first round
             try:
-                result = yield from run_tool(tool, call["arguments"], self.tool_ctx, self.ctx.cancel, timeout=timeout,
-                                             progress_interval=self.settings.progress_interval, round_no=round_no)
+                result = yield from run_tool(
+                    tool,
+                    call["arguments"],
+                    self.tool_ctx,
+                    self.ctx.cancel,
+                    timeout=timeout,
+                    progress_interval=self.settings.progress_interval,
+                    round_no=round_no,
+                )
             except Cancelled:  # the run was stopped mid-tool: the saved reply still shows the row
-                self.meta["tools"].append({"call_id": call["id"], "server_id": call.get("server_id"),
-                                           "tool": call["name"], "command": command, "full_command": full,
-                                           "round": round_no, "cancelled": True})
+                self.meta["tools"].append(
+                    {
+                        "call_id": call["id"],
+                        "server_id": call.get("server_id"),
+                        "tool": call["name"],
+                        "command": command,
+                        "full_command": full,
+                        "round": round_no,
+                        "cancelled": True,
+                    }
+                )
                 raise
         self.tools_ms += (time.monotonic() - started) * 1000
         self.used += 1
@@ -363,16 +464,34 @@ class AgentLoop:
                 record_touch(self.ctx.metadata, event)
             yield event
         display = _cap(result.output, self.settings.display_cap)
-        self.messages.append({"role": "tool", "tool_call_id": call["id"],
-                              "content": _cap(result.output, self.settings.output_cap)})
+        self.messages.append(
+            {"role": "tool", "tool_call_id": call["id"], "content": _cap(result.output, self.settings.output_cap)}
+        )
         if internal:
             return
-        yield Event(TOOL_OUTPUT, {"tool": call["name"], "command": command, "output": display,
-                                    "exit_code": result.exit_code, "round": round_no, "call_id": call["id"],
-                                    "server_id": call.get("server_id")})
+        yield Event(
+            TOOL_OUTPUT,
+            {
+                "tool": call["name"],
+                "command": command,
+                "output": display,
+                "exit_code": result.exit_code,
+                "round": round_no,
+                "call_id": call["id"],
+                "server_id": call.get("server_id"),
+            },
+        )
         yield from self._capture_citations(call, result)
-        row = {"call_id": call["id"], "server_id": call.get("server_id"), "tool": call["name"], "command": command,
-               "full_command": full, "output": display, "exit_code": result.exit_code, "round": round_no}
+        row = {
+            "call_id": call["id"],
+            "server_id": call.get("server_id"),
+            "tool": call["name"],
+            "command": command,
+            "full_command": full,
+            "output": display,
+            "exit_code": result.exit_code,
+            "round": round_no,
+        }
         for key in ("plan", "url"):
             if key in result.meta:
                 row[key] = result.meta[key]
@@ -407,13 +526,24 @@ class AgentLoop:
         tool = self.registry.get(call["name"])
         full = tool.full_command(call["arguments"]) if tool else call["name"]
         info = self.hooks.request_approval(self.ctx, call, self.snapshot())
-        data = {"kind": KIND, "approval_id": info["approval_id"], "call": public_call(call),
-                "call_hash": call_hash(call), "tool": call["name"], "command": short_command(full),
-                "full_command": full, "expires_at": info["expires_at"], "decisions": list(DECISIONS),
-                "round": self.state["round"]}
+        data = {
+            "kind": KIND,
+            "approval_id": info["approval_id"],
+            "call": public_call(call),
+            "call_hash": call_hash(call),
+            "tool": call["name"],
+            "command": short_command(full),
+            "full_command": full,
+            "expires_at": info["expires_at"],
+            "decisions": list(DECISIONS),
+            "round": self.state["round"],
+        }
         yield Event(ASK_USER, {"data": data})
-        self.meta["awaiting_approval"] = {"approval_id": info["approval_id"], "call": public_call(call),
-                                          "expires_at": info["expires_at"]}
+        self.meta["awaiting_approval"] = {
+            "approval_id": info["approval_id"],
+            "call": public_call(call),
+            "expires_at": info["expires_at"],
+        }
         self.term["completion"] = "awaiting_approval"
         self.term["approval_id"] = info["approval_id"]
         yield from self._note(f"[Waiting for your approval to run {call['name']}: {short_command(full, 80)}]")
@@ -423,21 +553,41 @@ class AgentLoop:
         res = self.resolution
         assert res is not None  # _body resolves only with an answer
         pending = self.state["pending"]
-        if (not pending or pending[0].get("server_id") != res.call.get("server_id")
-                or call_hash(pending[0]) != call_hash(res.call)):
+        if (
+            not pending
+            or pending[0].get("server_id") != res.call.get("server_id")
+            or call_hash(pending[0]) != call_hash(res.call)
+        ):
             raise OdysseusError("the saved task does not match this approval", status=409)
         call = pending[0]
-        yield Event(TOOL_APPROVAL_RESOLVED, {"decision": res.decision, "approval_id": res.approval_id,
-                                               "call_id": call["id"], "server_id": call.get("server_id"),
-                                               "tool": call["name"]})
-        self.meta["approval"] = {"approval_id": res.approval_id, "decision": res.decision, "call_id": call["id"],
-                                 "server_id": call.get("server_id")}
+        yield Event(
+            TOOL_APPROVAL_RESOLVED,
+            {
+                "decision": res.decision,
+                "approval_id": res.approval_id,
+                "call_id": call["id"],
+                "server_id": call.get("server_id"),
+                "tool": call["name"],
+            },
+        )
+        self.meta["approval"] = {
+            "approval_id": res.approval_id,
+            "decision": res.decision,
+            "call_id": call["id"],
+            "server_id": call.get("server_id"),
+        }
         if res.decision == "deny":
             pending.pop(0)
-            self.messages.append({"role": "tool", "tool_call_id": call["id"],
-                                  "content": "The user denied this tool call; it was not run."})
-            self.meta["tools"].append({"call_id": call["id"], "tool": call["name"], "denied": True,
-                                       "round": self.state["round"]})
+            self.messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "content": "The user denied this tool call; it was not run.",
+                }
+            )
+            self.meta["tools"].append(
+                {"call_id": call["id"], "tool": call["name"], "denied": True, "round": self.state["round"]}
+            )
         else:
             if res.decision == "approve_task" and call["name"] not in self.state["task_approved"]:
                 self.state["task_approved"].append(call["name"])
@@ -466,13 +616,22 @@ class AgentLoop:
     def _rounds_exhausted(self, rounds: int) -> Iterator[Event]:
         self.meta["continuation"] = self.snapshot()
         yield Event(ROUNDS_EXHAUSTED, {"rounds": rounds, "total_rounds": self.state["round"], "can_continue": True})
-        yield from self._end("rounds_exhausted", {"rounds": rounds},
-                             f"[Paused after {rounds} rounds (the round limit). Send continue to pick up "
-                             "where I left off.]")
+        yield from self._end(
+            "rounds_exhausted",
+            {"rounds": rounds},
+            f"[Paused after {rounds} rounds (the round limit). Send continue to pick up where I left off.]",
+        )
 
 
-def agent_turn(candidates: List[Candidate], registry: ToolRegistry, settings: AgentSettings, hooks: AgentHooks,
-               state: dict, resolution: Optional[Resolution] = None, temperature: Optional[float] = None):
+def agent_turn(
+    candidates: List[Candidate],
+    registry: ToolRegistry,
+    settings: AgentSettings,
+    hooks: AgentHooks,
+    state: dict,
+    resolution: Optional[Resolution] = None,
+    temperature: Optional[float] = None,
+):
     """Return a turn generator function for the run engine."""
 
     def turn(ctx: RunContext) -> Iterator[Event]:

@@ -31,15 +31,26 @@ def canonical(value: Any) -> str:
 
 def call_hash(call: dict) -> str:
     """The hash an approval is bound to: server id, provider id, tool name and canonical arguments."""
-    return hashlib.sha256(canonical({"server_id": call.get("server_id"), "id": call.get("id"),
-                                     "name": call.get("name"), "arguments": call.get("arguments")})
-                          .encode("utf-8")).hexdigest()
+    return hashlib.sha256(
+        canonical(
+            {
+                "server_id": call.get("server_id"),
+                "id": call.get("id"),
+                "name": call.get("name"),
+                "arguments": call.get("arguments"),
+            }
+        ).encode("utf-8")
+    ).hexdigest()
 
 
 def public_call(call: dict) -> dict:
     """The call as shown to the user and echoed back in an answer."""
-    return {"call_id": call.get("id"), "server_id": call.get("server_id"), "tool": call.get("name"),
-            "arguments": call.get("arguments")}
+    return {
+        "call_id": call.get("id"),
+        "server_id": call.get("server_id"),
+        "tool": call.get("name"),
+        "arguments": call.get("arguments"),
+    }
 
 
 def new_approval_id() -> str:
@@ -68,8 +79,9 @@ def presented_matches(row_call: dict, presented: Any) -> bool:
     return call_id is None or call_id == row_call.get("id")
 
 
-def check(row: Optional[dict], *, owner: str, session_id: Optional[str], decision: Any,
-          presented: Any = None, now: float) -> None:
+def check(
+    row: Optional[dict], *, owner: str, session_id: Optional[str], decision: Any, presented: Any = None, now: float
+) -> None:
     """Raise the refusal an answer deserves, or return when it may be used.
 
     Order matters: a foreign or unknown id is ``invalid`` without saying which, so ids

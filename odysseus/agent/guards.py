@@ -19,10 +19,14 @@ DEFAULT_SYSTEM_PROMPT = (
     "tool in the same reply. When you have what you need, answer the user directly."
 )
 
-NUDGE = ("You said you would take an action but did not call any tool. If you need a tool, call it now; "
-         "otherwise give your final answer.")
-LAST_ROUND = ("You have repeated the same tool call without making progress. Do not call tools any more: "
-              "answer the user now with what you have.")
+NUDGE = (
+    "You said you would take an action but did not call any tool. If you need a tool, call it now; "
+    "otherwise give your final answer."
+)
+LAST_ROUND = (
+    "You have repeated the same tool call without making progress. Do not call tools any more: "
+    "answer the user now with what you have."
+)
 
 
 def _names(value) -> FrozenSet[str]:
@@ -51,17 +55,19 @@ class AgentSettings:
     @classmethod
     def from_config(cls, config: dict) -> "AgentSettings":
         """Settings from the flat app config (see ``odysseus.config.DEFAULTS``)."""
-        return cls(max_rounds=max(1, int(config.get("AGENT_MAX_ROUNDS", 10))),
-                   max_tool_calls=max(0, int(config.get("AGENT_MAX_TOOL_CALLS", 30))),
-                   loop_repeats=int(config.get("AGENT_LOOP_REPEATS", 3)),
-                   max_nudges=max(0, int(config.get("AGENT_MAX_NUDGES", 2))),
-                   approval_ttl=float(config.get("AGENT_APPROVAL_TTL", 600.0)),
-                   tool_timeout=float(config.get("TOOL_TIMEOUT", 60.0)),
-                   progress_interval=float(config.get("TOOL_PROGRESS_INTERVAL", 1.0)),
-                   output_cap=int(config.get("TOOL_OUTPUT_CAP", 20_000)),
-                   system_prompt=config.get("AGENT_SYSTEM_PROMPT") or DEFAULT_SYSTEM_PROMPT,
-                   approval_tools=_names(config.get("AGENT_APPROVAL_TOOLS")),
-                   auto_capture_citations=bool(config.get("CITATIONS_AUTO_CAPTURE_WEB_SEARCH", True)))
+        return cls(
+            max_rounds=max(1, int(config.get("AGENT_MAX_ROUNDS", 10))),
+            max_tool_calls=max(0, int(config.get("AGENT_MAX_TOOL_CALLS", 30))),
+            loop_repeats=int(config.get("AGENT_LOOP_REPEATS", 3)),
+            max_nudges=max(0, int(config.get("AGENT_MAX_NUDGES", 2))),
+            approval_ttl=float(config.get("AGENT_APPROVAL_TTL", 600.0)),
+            tool_timeout=float(config.get("TOOL_TIMEOUT", 60.0)),
+            progress_interval=float(config.get("TOOL_PROGRESS_INTERVAL", 1.0)),
+            output_cap=int(config.get("TOOL_OUTPUT_CAP", 20_000)),
+            system_prompt=config.get("AGENT_SYSTEM_PROMPT") or DEFAULT_SYSTEM_PROMPT,
+            approval_tools=_names(config.get("AGENT_APPROVAL_TOOLS")),
+            auto_capture_citations=bool(config.get("CITATIONS_AUTO_CAPTURE_WEB_SEARCH", True)),
+        )
 
 
 def call_signature(name: str, arguments) -> str:
@@ -88,7 +94,7 @@ class LoopBreaker:
         self.history.append([round_no, sorted(set(signatures)), new_text])
         if self.repeats < 2 or len(self.history) < self.repeats:
             return None
-        window = self.history[-self.repeats:]
+        window = self.history[-self.repeats :]
         rounds = [w[0] for w in window]
         if rounds != list(range(rounds[0], rounds[0] + self.repeats)):
             return None  # not consecutive (a round without tools came between)
@@ -96,8 +102,7 @@ class LoopBreaker:
         if not common or any(w[2] for w in window[1:]):
             return None
         signature = sorted(common)[0]
-        return {"signature": signature, "tool": signature.split(":", 1)[0], "repeats": self.repeats,
-                "rounds": rounds}
+        return {"signature": signature, "tool": signature.split(":", 1)[0], "repeats": self.repeats, "rounds": rounds}
 
     def reset_streak(self) -> None:
         """A round without tool calls breaks any streak."""
@@ -107,7 +112,9 @@ class LoopBreaker:
 _INTENT = re.compile(
     r"\b(let me(?! know)|let's|i'll|i will|i am going to|i'm going to|i need to|i should|next,? i|now i)\b"
     r"[^.!?\n]{0,80}?\b(search|look|check|run|execute|fetch|open|browse|find|call|use|try|calculate|"
-    r"compute|generate|create|write|read|test|verify|query|download|install|inspect)", re.IGNORECASE)
+    r"compute|generate|create|write|read|test|verify|query|download|install|inspect)",
+    re.IGNORECASE,
+)
 
 
 def announces_action(text: str) -> bool:

@@ -24,8 +24,16 @@ from ..tools.registry import Tool, ToolContext, ToolResult, execute
 ABANDON_GRACE = 2.0
 
 
-def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, *, timeout: float,
-             progress_interval: float, round_no: int) -> Generator[Event, None, ToolResult]:
+def run_tool(
+    tool: Tool,
+    args: dict,
+    ctx: ToolContext,
+    run_cancel: CancelToken,
+    *,
+    timeout: float,
+    progress_interval: float,
+    round_no: int,
+) -> Generator[Event, None, ToolResult]:
     """Yield ``tool_progress`` events while ``tool`` runs; the generator's return value is the ToolResult."""
     child = CancelToken()
     unlink = run_cancel.on_cancel(lambda: child.cancel(run_cancel.reason or "stopped"))
@@ -56,8 +64,11 @@ def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, 
             if now - started >= timeout:
                 child.cancel("timeout")
                 done.wait(ABANDON_GRACE)
-                return ToolResult(f"Error: the tool timed out after {timeout:g} s and was stopped.", exit_code=124,
-                                  meta={"error": "timeout", "timeout": timeout})
+                return ToolResult(
+                    f"Error: the tool timed out after {timeout:g} s and was stopped.",
+                    exit_code=124,
+                    meta={"error": "timeout", "timeout": timeout},
+                )
             wait = max(0.01, min(next_progress, started + timeout) - now)
             try:
                 line = lines.get(timeout=wait)
@@ -75,8 +86,9 @@ def run_tool(tool: Tool, args: dict, ctx: ToolContext, run_cancel: CancelToken, 
                 message = "\n".join(pending[-20:])[-2000:] if pending else f"running ({elapsed:g} s)"
                 pending = []
                 next_progress = now + progress_interval
-                yield Event(TOOL_PROGRESS, {"tool": tool.name, "message": message, "elapsed": elapsed,
-                                              "round": round_no})
+                yield Event(
+                    TOOL_PROGRESS, {"tool": tool.name, "message": message, "elapsed": elapsed, "round": round_no}
+                )
         if run_cancel.cancelled:  # the tool ended because the run was stopped
             raise Cancelled(run_cancel.reason or "stopped")
         return box[0] or ToolResult("Error: the tool produced no result", exit_code=1)

@@ -21,9 +21,23 @@ import time
 from typing import Dict, List, Optional
 
 from ..cancel import CancelToken
-from ..events import (ASK_USER, DELEGATION_CHUNK, DELEGATION_COMPLETE, DELEGATION_EVENTS, DELEGATION_START,
-                      DELEGATION_TOOL_CALL, DELEGATION_TOOL_RESULT, DELTA, EXHIBIT, METRICS, TOOL_APPROVAL_RESOLVED,
-                      TOOL_OUTPUT, TOOL_START, USAGE, Event)
+from ..events import (
+    ASK_USER,
+    DELEGATION_CHUNK,
+    DELEGATION_COMPLETE,
+    DELEGATION_EVENTS,
+    DELEGATION_START,
+    DELEGATION_TOOL_CALL,
+    DELEGATION_TOOL_RESULT,
+    DELTA,
+    EXHIBIT,
+    METRICS,
+    TOOL_APPROVAL_RESOLVED,
+    TOOL_OUTPUT,
+    TOOL_START,
+    USAGE,
+    Event,
+)
 
 PREVIEW = 500
 #: characters of a specialist's streamed text kept in the saved record
@@ -44,9 +58,18 @@ def _text(value) -> str:
 class Delegation:
     """A specialist's child turn: identity, cancel token, timing, and what it produced."""
 
-    def __init__(self, *, call_id: str, target: str, task: str, depth: int, supervisor: str,
-                 parent_delegation_id: Optional[str], delegation_id: Optional[str] = None,
-                 resume: Optional[dict] = None):
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        target: str,
+        task: str,
+        depth: int,
+        supervisor: str,
+        parent_delegation_id: Optional[str],
+        delegation_id: Optional[str] = None,
+        resume: Optional[dict] = None,
+    ):
         self.id = delegation_id or new_delegation_id()
         self.call_id, self.target, self.task, self.depth = call_id, target, task, depth
         self.supervisor, self.parent_delegation_id = supervisor, parent_delegation_id
@@ -74,8 +97,13 @@ class Delegation:
 
     def start_event(self) -> Event:
         """``delegation_start``."""
-        data = {**self.ids, "task": self.task, "depth": self.depth, "tool_call_id": self.call_id,
-                "supervisor_agent_id": self.supervisor}
+        data = {
+            **self.ids,
+            "task": self.task,
+            "depth": self.depth,
+            "tool_call_id": self.call_id,
+            "supervisor_agent_id": self.supervisor,
+        }
         if self.parent_delegation_id:
             data["parent_delegation_id"] = self.parent_delegation_id
         if self.resume is not None:
@@ -84,9 +112,15 @@ class Delegation:
 
     def complete_event(self) -> Event:
         """``delegation_complete`` from the outcome the worker (or the timeout) recorded."""
-        data = {**self.ids, "status": self.status or "failed", "result_preview": self.result[:PREVIEW],
-                "tokens_input": self.tokens_input, "tokens_output": self.tokens_output,
-                "duration_ms": round((time.monotonic() - self.started) * 1000, 1), "tool_call_id": self.call_id}
+        data = {
+            **self.ids,
+            "status": self.status or "failed",
+            "result_preview": self.result[:PREVIEW],
+            "tokens_input": self.tokens_input,
+            "tokens_output": self.tokens_output,
+            "duration_ms": round((time.monotonic() - self.started) * 1000, 1),
+            "tool_call_id": self.call_id,
+        }
         if self.error:
             data["error"] = self.error
         if self.cost is not None:
@@ -108,9 +142,18 @@ class Delegation:
             return [Event(DELEGATION_CHUNK, {**self.ids, "content": data["delta"]})]
         if kind == TOOL_START:
             self.tool_started[data.get("call_id")] = time.monotonic()
-            return [Event(DELEGATION_TOOL_CALL, {**self.ids, "tool": data.get("tool"),
-                                                 "arguments": data.get("arguments", {}),
-                                                 "tool_call_id": data.get("call_id"), "command": data.get("command")})]
+            return [
+                Event(
+                    DELEGATION_TOOL_CALL,
+                    {
+                        **self.ids,
+                        "tool": data.get("tool"),
+                        "arguments": data.get("arguments", {}),
+                        "tool_call_id": data.get("call_id"),
+                        "command": data.get("command"),
+                    },
+                )
+            ]
         if kind == TOOL_OUTPUT:
             began = self.tool_started.pop(data.get("call_id"), time.monotonic())
             return [
@@ -169,8 +212,13 @@ class DelegationBook:
         with self.lock:
             record = self._by_id.get(data.get("delegation_id") or "")
             if event.type == DELEGATION_START or record is None:
-                record = {"delegation_id": data.get("delegation_id"), "target_agent_id": data.get("target_agent_id"),
-                          "status": "running", "content": "", "tools": []}
+                record = {
+                    "delegation_id": data.get("delegation_id"),
+                    "target_agent_id": data.get("target_agent_id"),
+                    "status": "running",
+                    "content": "",
+                    "tools": [],
+                }
                 for key in ("task", "depth", "tool_call_id", "supervisor_agent_id", "parent_delegation_id", "resumed"):
                     if key in data:
                         record[key] = data[key]
@@ -182,16 +230,34 @@ class DelegationBook:
             elif event.type == DELEGATION_TOOL_CALL:
                 record["tools"].append({k: data.get(k) for k in ("tool_call_id", "tool", "arguments", "command")})
             elif event.type == DELEGATION_TOOL_RESULT:
-                row = next((r for r in reversed(record["tools"]) if r.get("tool_call_id") == data.get("tool_call_id")
-                            and "success" not in r), None)
+                row = next(
+                    (
+                        r
+                        for r in reversed(record["tools"])
+                        if r.get("tool_call_id") == data.get("tool_call_id") and "success" not in r
+                    ),
+                    None,
+                )
                 if row is None:
                     row = {"tool_call_id": data.get("tool_call_id"), "tool": data.get("tool")}
                     record["tools"].append(row)
                 row.update({k: data.get(k) for k in ("content", "success", "duration_ms")})
             elif event.type == DELEGATION_COMPLETE:
-                for key in ("status", "error", "result_preview", "tokens_input", "tokens_output", "duration_ms",
-                            "cost", "refused", "task", "depth", "tool_call_id", "supervisor_agent_id",
-                            "parent_delegation_id"):
+                for key in (
+                    "status",
+                    "error",
+                    "result_preview",
+                    "tokens_input",
+                    "tokens_output",
+                    "duration_ms",
+                    "cost",
+                    "refused",
+                    "task",
+                    "depth",
+                    "tool_call_id",
+                    "supervisor_agent_id",
+                    "parent_delegation_id",
+                ):
                     if key in data:
                         record[key] = data[key]
 
@@ -207,6 +273,8 @@ class DelegationBook:
         with self.lock:
             done = list(self.records)
             cost = [r["cost"] for r in done if isinstance(r.get("cost"), (int, float))]
-            return {"input_tokens": sum(r.get("tokens_input") or 0 for r in done),
-                    "output_tokens": sum(r.get("tokens_output") or 0 for r in done),
-                    "cost": round(sum(cost), 8) if cost else None}
+            return {
+                "input_tokens": sum(r.get("tokens_input") or 0 for r in done),
+                "output_tokens": sum(r.get("tokens_output") or 0 for r in done),
+                "cost": round(sum(cost), 8) if cost else None,
+            }

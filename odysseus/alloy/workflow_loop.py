@@ -56,9 +56,19 @@ def _cap(text: str, limit: int) -> str:
 class WorkflowLoop(AgentLoop):
     """An ``AgentLoop`` that may delegate; the supervisor's loop is depth 0."""
 
-    def __init__(self, factory: AgentFactory, book: DelegationBook, setup: AgentSetup, hooks: AgentHooks,
-                 state: dict, ctx: RunContext, resolution: Optional[Resolution] = None, depth: int = 0,
-                 chain: Tuple[str, ...] = (), delegation_id: Optional[str] = None):
+    def __init__(
+        self,
+        factory: AgentFactory,
+        book: DelegationBook,
+        setup: AgentSetup,
+        hooks: AgentHooks,
+        state: dict,
+        ctx: RunContext,
+        resolution: Optional[Resolution] = None,
+        depth: int = 0,
+        chain: Tuple[str, ...] = (),
+        delegation_id: Optional[str] = None,
+    ):
         self.factory, self.book, self.limits = factory, book, factory.limits
         self.agent_id, self.depth, self.chain, self.delegation_id = setup.agent_id, depth, chain, delegation_id
         targets = [t for t in factory.specialists() if t[0] != setup.agent_id and t[0] not in chain]
@@ -69,8 +79,11 @@ class WorkflowLoop(AgentLoop):
         self.supervisor_cost: Optional[float] = None
         if depth == 0:
             workflow = factory.workflow
-            ctx.metadata["alloy"] = {"workflow_id": workflow["id"], "workflow_name": workflow.get("name"),
-                                     "supervisor_agent_id": setup.agent_id}
+            ctx.metadata["alloy"] = {
+                "workflow_id": workflow["id"],
+                "workflow_name": workflow.get("name"),
+                "supervisor_agent_id": setup.agent_id,
+            }
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Iterator[Event]:
@@ -96,14 +109,17 @@ class WorkflowLoop(AgentLoop):
     def _totals(self) -> None:
         """Usage and cost of the supervisor plus every delegation, in the terminal record and metadata."""
         children = self.book.totals()
-        total = {"input_tokens": self.usage_total["input_tokens"] + children["input_tokens"],
-                 "output_tokens": self.usage_total["output_tokens"] + children["output_tokens"]}
+        total = {
+            "input_tokens": self.usage_total["input_tokens"] + children["input_tokens"],
+            "output_tokens": self.usage_total["output_tokens"] + children["output_tokens"],
+        }
         costs = [c for c in (self.supervisor_cost, children["cost"]) if c is not None]
         if costs:
             total["cost"] = round(sum(costs), 8)
         self.term["usage_total"] = total
-        self.ctx.metadata["alloy"].update(usage_total=total, supervisor_usage=dict(self.usage_total),
-                                          delegations=len(self.book.records))
+        self.ctx.metadata["alloy"].update(
+            usage_total=total, supervisor_usage=dict(self.usage_total), delegations=len(self.book.records)
+        )
 
     # ------------------------------------------------------------------ tools
     def _run_pending(self) -> Generator[Event, None, bool]:
@@ -122,8 +138,12 @@ class WorkflowLoop(AgentLoop):
                 continue
             call = pending[0]
             tool = self.registry.get(call["name"])
-            if (tool is not None and tool.needs_approval and not call.get("error")
-                    and call["name"] not in self.state["task_approved"]):
+            if (
+                tool is not None
+                and tool.needs_approval
+                and not call.get("error")
+                and call["name"] not in self.state["task_approved"]
+            ):
                 yield from self._ask(call)
                 return True
             pending.pop(0)
@@ -135,8 +155,10 @@ class WorkflowLoop(AgentLoop):
         if call.get("error"):
             return call["error"]
         if self.depth >= self.limits.max_depth:
-            return (f"the delegation depth limit ({self.limits.max_depth}) is reached: "
-                    f"{self.agent_id} cannot delegate further")
+            return (
+                f"the delegation depth limit ({self.limits.max_depth}) is reached: "
+                f"{self.agent_id} cannot delegate further"
+            )
         args = call["arguments"]
         target, task = args.get("agent_id"), args.get("task")
         if not isinstance(target, str) or not target:
@@ -154,8 +176,9 @@ class WorkflowLoop(AgentLoop):
             return f"{target} is not a specialist of workflow {self.factory.workflow['id']}"
         return None
 
-    def _delegate(self, batch: List[dict],
-                  prepared: Optional[Dict[str, Delegation]] = None) -> Generator[Event, None, bool]:
+    def _delegate(
+        self, batch: List[dict], prepared: Optional[Dict[str, Delegation]] = None
+    ) -> Generator[Event, None, bool]:
         """Run a batch of delegate_to calls; returns True when the turn ended awaiting an approval."""
         prepared = prepared or {}
         results: Dict[str, str] = {}
@@ -168,10 +191,20 @@ class WorkflowLoop(AgentLoop):
             args = call["arguments"]
             if reason is not None:
                 target = args.get("agent_id") if isinstance(args.get("agent_id"), str) else None
-                data = {"delegation_id": new_delegation_id(), "target_agent_id": target, "status": "failed",
-                        "error": reason, "result_preview": "", "tokens_input": 0, "tokens_output": 0,
-                        "duration_ms": 0, "tool_call_id": call["id"], "refused": True, "depth": self.depth + 1,
-                        "supervisor_agent_id": self.agent_id}
+                data = {
+                    "delegation_id": new_delegation_id(),
+                    "target_agent_id": target,
+                    "status": "failed",
+                    "error": reason,
+                    "result_preview": "",
+                    "tokens_input": 0,
+                    "tokens_output": 0,
+                    "duration_ms": 0,
+                    "tool_call_id": call["id"],
+                    "refused": True,
+                    "depth": self.depth + 1,
+                    "supervisor_agent_id": self.agent_id,
+                }
                 if self.delegation_id:
                     data["parent_delegation_id"] = self.delegation_id
                 if isinstance(args.get("task"), str):
@@ -179,14 +212,26 @@ class WorkflowLoop(AgentLoop):
                 yield Event(DELEGATION_COMPLETE, data)
                 results[call["id"]] = f"Error: the delegation was refused: {reason}."
                 continue
-            runs.append(Delegation(call_id=call["id"], target=args["agent_id"], task=args["task"],
-                                   depth=self.depth + 1, supervisor=self.agent_id,
-                                   parent_delegation_id=self.delegation_id))
+            runs.append(
+                Delegation(
+                    call_id=call["id"],
+                    target=args["agent_id"],
+                    task=args["task"],
+                    depth=self.depth + 1,
+                    supervisor=self.agent_id,
+                    parent_delegation_id=self.delegation_id,
+                )
+            )
         paused = yield from self._run_all(runs, results)
         handled = [c for c in batch if paused is None or c["id"] != paused.call_id]
         for call in handled:
-            self.messages.append({"role": "tool", "tool_call_id": call["id"],
-                                  "content": _cap(results[call["id"]], self.settings.output_cap)})
+            self.messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "content": _cap(results[call["id"]], self.settings.output_cap),
+                }
+            )
         self.used += len(handled)
         self.term["tool_calls"] = self.used
         done = {c["id"] for c in handled}
@@ -197,8 +242,7 @@ class WorkflowLoop(AgentLoop):
         return False
 
     # ------------------------------------------------------------------ concurrency
-    def _run_all(self, runs: List[Delegation],
-                 results: Dict[str, str]) -> Generator[Event, None, Optional[Delegation]]:
+    def _run_all(self, runs: List[Delegation], results: Dict[str, str]) -> Generator[Event, None, Optional[Delegation]]:
         """Drive the delegations (at most max_parallel at once), merging their events; returns the paused one."""
         events: "queue.Queue" = queue.Queue()
         waiting = list(runs)
@@ -278,8 +322,9 @@ class WorkflowLoop(AgentLoop):
     def _fail(delegation: Delegation, error: str) -> None:
         delegation.status, delegation.error = "failed", error
         partial = delegation.text.strip()
-        delegation.result = (f"Error: the specialist {delegation.target} failed: {error}."
-                             + (f"\nIts partial output:\n{partial}" if partial else ""))
+        delegation.result = f"Error: the specialist {delegation.target} failed: {error}." + (
+            f"\nIts partial output:\n{partial}" if partial else ""
+        )
 
     def _child(self, delegation: Delegation) -> AgentLoop:
         """The specialist's loop over a child context sharing the run id, session and (linked) cancel."""
@@ -290,8 +335,18 @@ class WorkflowLoop(AgentLoop):
             state, resolution = delegation.resume["state"], self.resolution
         else:
             state, resolution = initial_state([{"role": "user", "content": delegation.task}], setup.settings), None
-        return WorkflowLoop(self.factory, self.book, setup, hooks, state, ctx, resolution, delegation.depth,
-                            self.chain + (self.agent_id,), delegation.id)
+        return WorkflowLoop(
+            self.factory,
+            self.book,
+            setup,
+            hooks,
+            state,
+            ctx,
+            resolution,
+            delegation.depth,
+            self.chain + (self.agent_id,),
+            delegation.id,
+        )
 
     def _forward(self, delegation: Delegation, event: Event) -> Iterator[Event]:
         """A relabelled child event into this loop's stream (an approval card waits for the round's end)."""
@@ -300,8 +355,9 @@ class WorkflowLoop(AgentLoop):
         if event.type == EXHIBIT:
             self._record_exhibit(event.data)
         elif event.type == TOOL_APPROVAL_RESOLVED:
-            self.meta["approval"] = {k: event.data.get(k) for k in ("approval_id", "decision", "call_id",
-                                                                     "delegation_id", "target_agent_id")}
+            self.meta["approval"] = {
+                k: event.data.get(k) for k in ("approval_id", "decision", "call_id", "delegation_id", "target_agent_id")
+            }
         yield event
 
     def _finished(self, delegation: Delegation, results: Dict[str, str], paused: List[Delegation]) -> Iterator[Event]:
@@ -310,8 +366,11 @@ class WorkflowLoop(AgentLoop):
                 paused.append(delegation)
                 return
             tool = (delegation.approval or {}).get("call", {}).get("name", "a tool")
-            self._fail(delegation, f"it needed your approval to run {tool}, which is only possible for one "
-                                   "specialist at a time called by the supervisor directly; delegate it again")
+            self._fail(
+                delegation,
+                f"it needed your approval to run {tool}, which is only possible for one "
+                "specialist at a time called by the supervisor directly; delegate it again",
+            )
         results[delegation.call_id] = delegation.result
         yield delegation.complete_event()
 
@@ -334,21 +393,31 @@ class WorkflowLoop(AgentLoop):
         assert delegation.approval is not None  # only a delegation that asked for an approval pauses
         call = delegation.approval["call"]
         state = self.snapshot()
-        state["alloy"]["paused"] = {"delegation_id": delegation.id, "tool_call_id": delegation.call_id,
-                                    "agent_id": delegation.target, "task": delegation.task,
-                                    "depth": delegation.depth, "state": delegation.approval["state"]}
+        state["alloy"]["paused"] = {
+            "delegation_id": delegation.id,
+            "tool_call_id": delegation.call_id,
+            "agent_id": delegation.target,
+            "task": delegation.task,
+            "depth": delegation.depth,
+            "state": delegation.approval["state"],
+        }
         info = self.hooks.request_approval(self.ctx, call, state)
         card = dict((delegation.ask.data.get("data") if delegation.ask else None) or {})
         card.update(approval_id=info["approval_id"], expires_at=info["expires_at"], **delegation.ids)
         yield Event(ASK_USER, {"data": card})
-        self.meta["awaiting_approval"] = {"approval_id": info["approval_id"], "call": public_call(call),
-                                          "expires_at": info["expires_at"], **delegation.ids}
+        self.meta["awaiting_approval"] = {
+            "approval_id": info["approval_id"],
+            "call": public_call(call),
+            "expires_at": info["expires_at"],
+            **delegation.ids,
+        }
         self.term["completion"] = "awaiting_approval"
         self.term["approval_id"] = info["approval_id"]
         record = self.book.get(delegation.id)
         if record is not None:
-            record.update(status="awaiting_approval", tokens_input=delegation.tokens_input,
-                          tokens_output=delegation.tokens_output)
+            record.update(
+                status="awaiting_approval", tokens_input=delegation.tokens_input, tokens_output=delegation.tokens_output
+            )
         yield from self._note(f"[Waiting for your approval: {delegation.target} wants to run {call.get('name')}]")
 
     def _resolve(self) -> Generator[Event, None, bool]:
@@ -360,16 +429,24 @@ class WorkflowLoop(AgentLoop):
         if not pending or pending[0]["id"] != paused["tool_call_id"]:
             raise OdysseusError("the saved workflow task does not match this approval", status=409)
         call = pending[0]
-        delegation = Delegation(call_id=call["id"], target=paused["agent_id"], task=paused["task"],
-                                depth=paused.get("depth", 1), supervisor=self.agent_id, parent_delegation_id=None,
-                                delegation_id=paused["delegation_id"], resume={"state": paused["state"]})
+        delegation = Delegation(
+            call_id=call["id"],
+            target=paused["agent_id"],
+            task=paused["task"],
+            depth=paused.get("depth", 1),
+            supervisor=self.agent_id,
+            parent_delegation_id=None,
+            delegation_id=paused["delegation_id"],
+            resume={"state": paused["state"]},
+        )
         if (yield from self._delegate([call], {call["id"]: delegation})):
             return True
         return (yield from self._run_pending())
 
 
-def workflow_turn(factory: AgentFactory, setup: AgentSetup, hooks: AgentHooks, state: dict,
-                  resolution: Optional[Resolution] = None):
+def workflow_turn(
+    factory: AgentFactory, setup: AgentSetup, hooks: AgentHooks, state: dict, resolution: Optional[Resolution] = None
+):
     """Return the run engine's turn generator for the workflow's supervisor (``setup``)."""
 
     def turn(ctx: RunContext) -> Iterator[Event]:

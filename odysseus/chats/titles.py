@@ -24,8 +24,10 @@ log = logging.getLogger(__name__)
 
 MAX_TITLE = 60
 DEFAULT_TITLE = "New chat"
-PROMPT = ("Write a title of at most six words for the conversation below. Answer with the title only: "
-          "no quotes, no markdown, no final period.")
+PROMPT = (
+    "Write a title of at most six words for the conversation below. Answer with the title only: "
+    "no quotes, no markdown, no final period."
+)
 _MARKUP = re.compile(r"[*_`#>~|\[\]]+")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _LIST_MARK = re.compile(r"^\s*(?:[-+*]|\d+[.)])\s+")
@@ -48,16 +50,22 @@ def clean_title(text: str) -> str:
     if line.endswith(".") and not line.endswith(".."):
         line = line[:-1]
     if len(line) > MAX_TITLE:
-        cut = line[:MAX_TITLE - 1]
+        cut = line[: MAX_TITLE - 1]
         line = (cut.rsplit(" ", 1)[0] if " " in cut[20:] else cut) + "…"
     return line
 
 
 def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str:
     """A clean title from the model, or "" when it fails, says nothing usable or takes too long."""
-    request = ChatRequest(model=candidates[0].model, temperature=0.2, max_tokens=32, messages=[
-        {"role": "system", "content": PROMPT},
-        {"role": "user", "content": f"User: {first_message[:2000]}\n\nAssistant: {reply[:2000]}"}])
+    request = ChatRequest(
+        model=candidates[0].model,
+        temperature=0.2,
+        max_tokens=32,
+        messages=[
+            {"role": "system", "content": PROMPT},
+            {"role": "user", "content": f"User: {first_message[:2000]}\n\nAssistant: {reply[:2000]}"},
+        ],
+    )
     cancel = CancelToken()
     timer = threading.Timer(timeout, lambda: cancel.cancel("timeout"))
     timer.daemon = True
@@ -81,8 +89,9 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
 class TitleWriter:
     """Subscribes to ``run_finished`` for one app and titles sessions after their first reply."""
 
-    def __init__(self, store, router, manager, config: dict,
-                 spawn: Optional[Callable[[Callable[[], None]], None]] = None):
+    def __init__(
+        self, store, router, manager, config: dict, spawn: Optional[Callable[[Callable[[], None]], None]] = None
+    ):
         self.store, self.router, self.manager = store, router, manager
         self.ask = str(config.get("TITLE_MODE") or "model").strip().lower() != "first_line"
         self.model = str(config.get("TITLE_MODEL") or "")
@@ -123,8 +132,10 @@ class TitleWriter:
         if title == current:
             return title
         with self.store.locked.tx() as db:  # only while nobody renamed it since we looked
-            db.execute("update sessions set title = ? where id = ? and owner = ? and title = ?",
-                       [title, session_id, owner, current])
+            db.execute(
+                "update sessions set title = ? where id = ? and owner = ? and title = ?",
+                [title, session_id, owner, current],
+            )
         return title
 
     def _candidates(self, model: str):

@@ -23,8 +23,17 @@ MAX_TITLE = 200
 #: fields a message of an export may carry; anything else refuses the import
 MESSAGE_FIELDS = {"id", "role", "content", "thinking", "metadata", "created_at", "run_id", "parent_id"}
 #: metadata kept on import: what the page shows about a reply, never run or approval state
-KEPT_METADATA = {"model_info", "usage", "metrics", "status", "stop_reason", "stopped", "partial", "total_time_ms",
-                 "edited_at"}
+KEPT_METADATA = {
+    "model_info",
+    "usage",
+    "metrics",
+    "status",
+    "stop_reason",
+    "stopped",
+    "partial",
+    "total_time_ms",
+    "edited_at",
+}
 
 
 def export_json(session: dict, messages: List[dict]) -> Dict[str, Any]:
@@ -34,15 +43,29 @@ def export_json(session: dict, messages: List[dict]) -> Dict[str, Any]:
     newest message of the branch that was shown.
     """
     return {
-        "format": FORMAT, "version": VERSION, "exported_at": time.time(),
-        "session": {"id": session["id"], "title": session["title"], "created_at": session["created_at"],
-                    "updated_at": session["updated_at"],
-                    **({"branch_head": session["branch_head"]} if session.get("branch_head") is not None else {})},
-        "messages": [{"id": m["id"], "role": m["role"], "content": m.get("content") or "",
-                      "thinking": m.get("thinking") or "", "metadata": m.get("metadata") or {},
-                      "created_at": m.get("created_at"), "run_id": m.get("run_id"),
-                      **({"parent_id": m["parent_id"]} if m.get("parent_id") is not None else {})}
-                     for m in messages],
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": time.time(),
+        "session": {
+            "id": session["id"],
+            "title": session["title"],
+            "created_at": session["created_at"],
+            "updated_at": session["updated_at"],
+            **({"branch_head": session["branch_head"]} if session.get("branch_head") is not None else {}),
+        },
+        "messages": [
+            {
+                "id": m["id"],
+                "role": m["role"],
+                "content": m.get("content") or "",
+                "thinking": m.get("thinking") or "",
+                "metadata": m.get("metadata") or {},
+                "created_at": m.get("created_at"),
+                "run_id": m.get("run_id"),
+                **({"parent_id": m["parent_id"]} if m.get("parent_id") is not None else {}),
+            }
+            for m in messages
+        ],
     }
 
 
@@ -72,8 +95,16 @@ def export_markdown(session: dict, messages: List[dict]) -> str:
         thinking = message.get("thinking") or ""
         if thinking.strip():
             fence = _fence(thinking)
-            lines += ["<details><summary>Reasoning</summary>", "", fence + "text", thinking, fence, "", "</details>",
-                      ""]
+            lines += [
+                "<details><summary>Reasoning</summary>",
+                "",
+                fence + "text",
+                thinking,
+                fence,
+                "",
+                "</details>",
+                "",
+            ]
         lines += [message.get("content") or "", ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -150,10 +181,16 @@ def parse_import(doc: Any, max_chars: int) -> Dict[str, Any]:
         if role == "user" and not texts["content"].strip():
             raise BadRequest(f"{where}.content must not be empty for a user message")
         _number(message.get("created_at"), f"{where}.created_at")
-        parsed.append({"role": role, "content": texts["content"], "thinking": texts["thinking"],
-                       "metadata": _keep_metadata(message.get("metadata"), where),
-                       "id": _optional_id(message.get("id"), f"{where}.id"),
-                       "parent_id": _optional_id(message.get("parent_id"), f"{where}.parent_id")})
+        parsed.append(
+            {
+                "role": role,
+                "content": texts["content"],
+                "thinking": texts["thinking"],
+                "metadata": _keep_metadata(message.get("metadata"), where),
+                "id": _optional_id(message.get("id"), f"{where}.id"),
+                "parent_id": _optional_id(message.get("parent_id"), f"{where}.parent_id"),
+            }
+        )
     head = _optional_id(session.get("branch_head"), "session.branch_head")
     return {"title": title, "messages": parsed, "branch_head": head}
 
@@ -162,6 +199,6 @@ def _optional_id(value: Any, where: str):
     """A message id of the export (links the branches), or None."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not (1 <= value < 2 ** 63):
+    if isinstance(value, bool) or not isinstance(value, int) or not (1 <= value < 2**63):
         raise BadRequest(f"{where} must be a positive whole number")
     return value

@@ -21,8 +21,14 @@ Gather = Callable[[RunContext], List[Injection]]
 Turn = Callable[[RunContext], Iterator[Event]]
 
 
-def with_context(turn: Turn, state: dict, gather: Optional[Gather], window=None,
-                 history: Optional[List[dict]] = None, build: Optional[Callable] = None) -> Turn:
+def with_context(
+    turn: Turn,
+    state: dict,
+    gather: Optional[Gather],
+    window=None,
+    history: Optional[List[dict]] = None,
+    build: Optional[Callable] = None,
+) -> Turn:
     """``turn`` preceded by the context pipeline (``gather`` None: a continued task, nothing gathered).
 
     With ``window`` (``turn_window.TurnWindow``) the messages are compacted (a new task, rebuilt
@@ -34,8 +40,12 @@ def with_context(turn: Turn, state: dict, gather: Optional[Gather], window=None,
         if window is not None:  # the model's window (odysseus.context.turn_window)
             new_task = gather is not None and build is not None
             state["messages"][:] = yield from window.prepare(
-                ctx, history or [], build if new_task else None, injections,
-                base=None if new_task else list(state["messages"]))
+                ctx,
+                history or [],
+                build if new_task else None,
+                injections,
+                base=None if new_task else list(state["messages"]),
+            )
         elif gather is not None:
             yield from announce(injections, ctx)
             state["messages"][:] = apply_injections(state["messages"], injections)

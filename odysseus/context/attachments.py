@@ -148,23 +148,32 @@ class AttachmentSource:
             blocks.append(f"--- attached file: {row['name']} ({row['mime']}) ---\n{text}")
         if used["omitted"]:
             blocks.append("Also attached but omitted (over the attachment budget): " + ", ".join(used["omitted"]))
-            notices.append(f"Omitted for length (attachment budget {self.budget} characters): "
-                           + ", ".join(used["omitted"]))
+            notices.append(
+                f"Omitted for length (attachment budget {self.budget} characters): " + ", ".join(used["omitted"])
+            )
         if used["images_not_sent"]:
-            notices.append("Not sent: this model does not accept images (" + ", ".join(used["images_not_sent"])
-                           + "). Pick a vision model or mark it with vision = true in its provider settings.")
+            notices.append(
+                "Not sent: this model does not accept images ("
+                + ", ".join(used["images_not_sent"])
+                + "). Pick a vision model or mark it with vision = true in its provider settings."
+            )
         if missing:
             notices.append(f"{len(missing)} attachment(s) were deleted before the reply started")
-        main = Injection(self.name, event=Event(ATTACHMENTS, {"data": [chip(row) for row in rows]}),
-                         text=untrusted_block("attachments", "\n\n".join(blocks)) if blocks else "",
-                         parts=parts, metadata={"attachments_used": {k: v for k, v in used.items() if v},
-                                                **({"context_notices": notices} if notices else {})})
+        main = Injection(
+            self.name,
+            event=Event(ATTACHMENTS, {"data": [chip(row) for row in rows]}),
+            text=untrusted_block("attachments", "\n\n".join(blocks)) if blocks else "",
+            parts=parts,
+            metadata={
+                "attachments_used": {k: v for k, v in used.items() if v},
+                **({"context_notices": notices} if notices else {}),
+            },
+        )
         return [main] + [Injection(self.name, notice=note) for note in notices]
 
     def _images_ok(self, request: ContextRequest) -> bool:
         try:
-            candidates = self.resolve(request.data.get("model") if isinstance(request.data.get("model"), str)
-                                      else None)
+            candidates = self.resolve(request.data.get("model") if isinstance(request.data.get("model"), str) else None)
         except Exception:  # noqa: BLE001 - the turn itself reports an unknown model
             return False
         return bool(candidates) and self.accepts(candidates[0])

@@ -8,13 +8,15 @@ from typing import List
 SENTENCE_END = re.compile(r"(?<=[.!?…。])\s+|\n\s*\n+")
 WORD = re.compile(r"\w+", re.UNICODE)
 #: words too common to say anything about which chunk fits (English; other languages pass through)
-STOPWORDS = frozenset("""a about above after again against all am an and any are as at be because been before
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
 being below between both but by can could did do does doing down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
 nor not now of off on once only or other our ours ourselves out over own same she should so some such than that
 the their theirs them themselves then there these they this those through to too under until up very was we
 were what when where which while who whom why will with would you your yours yourself yourselves tell say says
-please show give explain describe know file document""".split())
+please show give explain describe know file document""".split()
+)
 MAX_TERMS = 32
 
 

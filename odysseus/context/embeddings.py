@@ -56,8 +56,9 @@ class Embedder:
         self.headers = {"Content-Type": "application/json", **provider.options.get("headers", {})}
         if provider.api_key:
             if provider.kind == "anthropic":
-                raise OdysseusError("EMBEDDING_MODEL: Anthropic serves no embeddings; name an OpenAI-compatible "
-                                    "or Ollama provider")
+                raise OdysseusError(
+                    "EMBEDDING_MODEL: Anthropic serves no embeddings; name an OpenAI-compatible or Ollama provider"
+                )
             self.headers["Authorization"] = f"Bearer {provider.api_key}"
         self.session = requests.Session()
 
@@ -70,18 +71,20 @@ class Embedder:
         """One vector per text, in order; EmbeddingError on any failure."""
         out: List[List[float]] = []
         for start in range(0, len(texts), self.batch):
-            out.extend(self._request(texts[start:start + self.batch]))
+            out.extend(self._request(texts[start : start + self.batch]))
         return out
 
     def _request(self, texts: List[str]) -> List[List[float]]:
         try:
-            response = self.session.post(self.url, json={"model": self.model, "input": texts},
-                                         headers=self.headers, timeout=self.timeout)
+            response = self.session.post(
+                self.url, json={"model": self.model, "input": texts}, headers=self.headers, timeout=self.timeout
+            )
         except requests.RequestException as exc:
             raise EmbeddingError(f"embeddings server {self.provider.name} unreachable: {exc}") from exc
         if response.status_code >= 400:
-            raise EmbeddingError(f"embeddings server {self.provider.name} answered {response.status_code}: "
-                                 f"{response.text[:200]}")
+            raise EmbeddingError(
+                f"embeddings server {self.provider.name} answered {response.status_code}: {response.text[:200]}"
+            )
         try:
             doc = response.json()
             if "embeddings" in doc:  # Ollama /api/embed
@@ -92,8 +95,9 @@ class Embedder:
         except (ValueError, KeyError, TypeError) as exc:
             raise EmbeddingError(f"embeddings server {self.provider.name} sent an unusable answer") from exc
         if len(vectors) != len(texts) or any(not v for v in vectors):
-            raise EmbeddingError(f"embeddings server {self.provider.name} sent {len(vectors)} vectors "
-                                 f"for {len(texts)} texts")
+            raise EmbeddingError(
+                f"embeddings server {self.provider.name} sent {len(vectors)} vectors for {len(texts)} texts"
+            )
         return vectors
 
 
@@ -111,5 +115,6 @@ def embedder_from_config(config: dict) -> Optional[Embedder]:
         provider, model = providers[0], spec
     if not model:
         raise OdysseusError(f"EMBEDDING_MODEL {spec!r} names no model")
-    return Embedder(provider, model, float(config.get("EMBEDDING_TIMEOUT", 30.0)),
-                    int(config.get("EMBEDDING_BATCH", 32)))
+    return Embedder(
+        provider, model, float(config.get("EMBEDDING_TIMEOUT", 30.0)), int(config.get("EMBEDDING_BATCH", 32))
+    )

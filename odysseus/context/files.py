@@ -27,10 +27,15 @@ from ..errors import BadRequest
 
 T = TypeVar("T")
 
-EXECUTABLES = ((b"\x7fELF", "an ELF executable"), (b"MZ", "a Windows executable"),
-               (b"\xfe\xed\xfa\xce", "a Mach-O executable"), (b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
-               (b"\xce\xfa\xed\xfe", "a Mach-O executable"), (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
-               (b"\xca\xfe\xba\xbe", "a Mach-O universal binary or Java class"))
+EXECUTABLES = (
+    (b"\x7fELF", "an ELF executable"),
+    (b"MZ", "a Windows executable"),
+    (b"\xfe\xed\xfa\xce", "a Mach-O executable"),
+    (b"\xfe\xed\xfa\xcf", "a Mach-O executable"),
+    (b"\xce\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xcf\xfa\xed\xfe", "a Mach-O executable"),
+    (b"\xca\xfe\xba\xbe", "a Mach-O universal binary or Java class"),
+)
 TEXT_MIMES = {
     ".md": "text/markdown",
     ".markdown": "text/markdown",
@@ -112,9 +117,9 @@ def _jpeg(data: bytes) -> Optional[Tuple[int, int]]:
         if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
             i += 1 if marker == 0xFF else 2
             continue
-        length = struct.unpack(">H", data[i + 2:i + 4])[0]
+        length = struct.unpack(">H", data[i + 2 : i + 4])[0]
         if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF):
-            height, width = struct.unpack(">HH", data[i + 5:i + 9])
+            height, width = struct.unpack(">HH", data[i + 5 : i + 9])
             return width, height
         i += 2 + length
     return None
@@ -133,8 +138,12 @@ def _webp(data: bytes) -> Optional[Tuple[int, int]]:
     return None
 
 
-IMAGES = ((b"\x89PNG\r\n\x1a\n", "image/png", _png), (b"\xff\xd8\xff", "image/jpeg", _jpeg),
-          (b"GIF87a", "image/gif", _gif), (b"GIF89a", "image/gif", _gif))
+IMAGES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png", _png),
+    (b"\xff\xd8\xff", "image/jpeg", _jpeg),
+    (b"GIF87a", "image/gif", _gif),
+    (b"GIF89a", "image/gif", _gif),
+)
 
 
 def decode_text(data: bytes) -> Optional[str]:

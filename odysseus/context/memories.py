@@ -46,8 +46,9 @@ class MemorySource:
         """Pinned memories then recalled ones, as ``memories_used`` rows, within the character budget."""
         config = self.config
         rows = [used_row(m, "pinned") for m in self.repo.pinned(owner, int(config["MEMORY_PINNED_LIMIT"]))]
-        recalled = self.repo.recall(owner, message, int(config["MEMORY_RECALL_LIMIT"]),
-                                    float(config["MEMORY_RECALL_MIN_SCORE"]))
+        recalled = self.repo.recall(
+            owner, message, int(config["MEMORY_RECALL_LIMIT"]), float(config["MEMORY_RECALL_MIN_SCORE"])
+        )
         rows += [used_row(m, "recalled") for m in recalled]
         budget, kept = int(config["MEMORY_CONTEXT_CHARS"]), []
         for row in rows:
@@ -77,10 +78,19 @@ class MemorySource:
             if not chosen:
                 continue
             lines = defang("\n".join(f"- ({row['category']}) {row['text']}" for row in chosen))
-            text = untrusted_block("memories", "Facts the user asked to be remembered about them and their "
-                                               "preferences (use when relevant):\n" + lines)
-            out.append(Injection(SOURCE, event=Event(MEMORIES_USED, {"data": chosen}), text=text, score=score,
-                                 metadata={"memories_used": chosen}))
+            text = untrusted_block(
+                "memories",
+                "Facts the user asked to be remembered about them and their preferences (use when relevant):\n" + lines,
+            )
+            out.append(
+                Injection(
+                    SOURCE,
+                    event=Event(MEMORIES_USED, {"data": chosen}),
+                    text=text,
+                    score=score,
+                    metadata={"memories_used": chosen},
+                )
+            )
         return out
 
 

@@ -97,8 +97,14 @@ class Retriever:
         for (chunk_id, upload_id, number, text, name, _blob), cosine in sims:
             hit = hits.get(chunk_id)
             if hit is None:
-                hit = hits[chunk_id] = {"id": chunk_id, "upload_id": upload_id, "chunk": number, "text": text,
-                                        "name": name, "lexical": 0.0}
+                hit = hits[chunk_id] = {
+                    "id": chunk_id,
+                    "upload_id": upload_id,
+                    "chunk": number,
+                    "text": text,
+                    "name": name,
+                    "lexical": 0.0,
+                }
             hit["cosine"] = max(0.0, cosine)
             hit["score"] = (1 - self.weight) * hit["lexical"] + self.weight * hit["cosine"]
 
@@ -137,10 +143,25 @@ class RetrievalSource:
             used += len(text)
         if not chosen:
             return []
-        sources = [{"filename": hit["name"], "snippet": snippet(hit["text"]), "score": round(hit["score"], 4),
-                    "upload_id": hit["upload_id"], "chunk": hit["chunk"]} for hit, _ in chosen]
-        body = "\n\n".join(f"[{n}] {hit['name']} (part {hit['chunk'] + 1})\n{text}"
-                           for n, (hit, text) in enumerate(chosen, 1))
-        return [Injection(self.name, event=Event(RAG_SOURCES, {"data": sources}),
-                          text=untrusted_block("retrieval from the user's files", body),
-                          score=max(s["score"] for s in sources), metadata={"rag_sources": sources})]
+        sources = [
+            {
+                "filename": hit["name"],
+                "snippet": snippet(hit["text"]),
+                "score": round(hit["score"], 4),
+                "upload_id": hit["upload_id"],
+                "chunk": hit["chunk"],
+            }
+            for hit, _ in chosen
+        ]
+        body = "\n\n".join(
+            f"[{n}] {hit['name']} (part {hit['chunk'] + 1})\n{text}" for n, (hit, text) in enumerate(chosen, 1)
+        )
+        return [
+            Injection(
+                self.name,
+                event=Event(RAG_SOURCES, {"data": sources}),
+                text=untrusted_block("retrieval from the user's files", body),
+                score=max(s["score"] for s in sources),
+                metadata={"rag_sources": sources},
+            )
+        ]

@@ -48,11 +48,15 @@ class Fit:
 
     def counts(self, context_length: int) -> dict:
         """The ``context_trimmed`` payload."""
-        return {"messages_before": self.messages_before, "messages_after": self.messages_after,
-                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
-                "context_length": context_length,
-                "dropped_sources": [inj.source for inj in self.dropped],
-                "shortened_chars": self.shortened_chars}
+        return {
+            "messages_before": self.messages_before,
+            "messages_after": self.messages_after,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "context_length": context_length,
+            "dropped_sources": [inj.source for inj in self.dropped],
+            "shortened_chars": self.shortened_chars,
+        }
 
 
 def conversation_count(messages: List[dict]) -> int:
@@ -95,8 +99,7 @@ def _shorten(message: dict, cut: int) -> Tuple[dict, int]:
     if keep >= len(content):
         return message, 0
     removed = len(content) - keep
-    marker = (f"\n\n[... the last {removed} characters of this message were cut to fit the model's "
-              "context window ...]")
+    marker = f"\n\n[... the last {removed} characters of this message were cut to fit the model's context window ...]"
     return dict(message, content=content[:keep] + marker), removed
 
 
@@ -104,12 +107,12 @@ def fit(base: List[dict], injections: List[Injection], budget: int, counter: Tok
     """Fit ``base`` (the conversation) plus ``injections`` into ``budget`` tokens."""
     kept = list(injections)
     messages = list(base)
-    result = Fit(messages=apply_injections(messages, kept), kept=kept,
-                 messages_before=conversation_count(base))
+    result = Fit(messages=apply_injections(messages, kept), kept=kept, messages_before=conversation_count(base))
     total = result.tokens_before = counter.count(result.messages)
     # 1. extras, lowest score first
-    for injection in sorted((i for i in kept if i.score is not None and (i.text or i.parts)),
-                            key=lambda i: i.score or 0.0):  # None filtered out above
+    for injection in sorted(
+        (i for i in kept if i.score is not None and (i.text or i.parts)), key=lambda i: i.score or 0.0
+    ):  # None filtered out above
         if total <= budget:
             break
         kept.remove(injection)
@@ -129,7 +132,7 @@ def fit(base: List[dict], injections: List[Injection], budget: int, counter: Tok
     last = _last_user(messages)
     if total > budget and last < len(messages):
         shortened, result.shortened_chars = _shorten(messages[last], counter.chars_for(total - budget) + 120)
-        messages = messages[:last] + [shortened] + messages[last + 1:]
+        messages = messages[:last] + [shortened] + messages[last + 1 :]
     result.messages = apply_injections(messages, kept)
     result.tokens_after = counter.count(result.messages)
     result.messages_after = conversation_count(messages)

@@ -47,20 +47,34 @@ def merged(injections: List[Injection]) -> List[Injection]:
     """Injections of one source whose events share a type, folded into one (e.g. pinned + recalled memories)."""
     out: List[Injection] = []
     for injection in injections:
-        twin = next((o for o in out if injection.event is not None and o.event is not None
-                     and o.source == injection.source and o.event.type == injection.event.type
-                     and isinstance(o.event.data.get("data"), list)
-                     and isinstance(injection.event.data.get("data"), list)), None)
+        twin = next(
+            (
+                o
+                for o in out
+                if injection.event is not None
+                and o.event is not None
+                and o.source == injection.source
+                and o.event.type == injection.event.type
+                and isinstance(o.event.data.get("data"), list)
+                and isinstance(injection.event.data.get("data"), list)
+            ),
+            None,
+        )
         if twin is None or twin.event is None or injection.event is None:  # (both events are set on a twin)
             out.append(injection)
             continue
         data = twin.event.data["data"] + injection.event.data["data"]
         metadata = dict(twin.metadata)
         for key, value in injection.metadata.items():
-            metadata[key] = metadata[key] + value if isinstance(value, list) and isinstance(
-                metadata.get(key), list) else value
-        out[out.index(twin)] = replace(twin, event=Event(twin.event.type, {**twin.event.data, "data": data}),
-                                       metadata=metadata, notice=twin.notice or injection.notice)
+            metadata[key] = (
+                metadata[key] + value if isinstance(value, list) and isinstance(metadata.get(key), list) else value
+            )
+        out[out.index(twin)] = replace(
+            twin,
+            event=Event(twin.event.type, {**twin.event.data, "data": data}),
+            metadata=metadata,
+            notice=twin.notice or injection.notice,
+        )
     return out
 
 
@@ -80,16 +94,28 @@ def announce(kept: List[Injection], dropped: List[Injection], ctx) -> Iterator[E
 class TurnWindow:
     """The window of one turn's model route (made per request by the routes; no Flask here)."""
 
-    def __init__(self, book: WindowBook, compactor: Compactor, candidates: List[Any],
-                 max_tokens: Optional[int] = None, summary_candidates: Optional[List[Any]] = None):
+    def __init__(
+        self,
+        book: WindowBook,
+        compactor: Compactor,
+        candidates: List[Any],
+        max_tokens: Optional[int] = None,
+        summary_candidates: Optional[List[Any]] = None,
+    ):
         self.book = book
         self.compactor = compactor
         self.candidates = candidates
         self.max_tokens = max_tokens
         self.summary_candidates = summary_candidates or candidates
 
-    def prepare(self, ctx, history: List[dict], build: Optional[Build], injections: List[Injection],
-                base: Optional[List[dict]] = None):
+    def prepare(
+        self,
+        ctx,
+        history: List[dict],
+        build: Optional[Build],
+        injections: List[Injection],
+        base: Optional[List[dict]] = None,
+    ):
         """Yield the context events; return the messages to send (see the module docstring)."""
         candidate = self.candidates[0]
         length, source = self.book.length(candidate)
@@ -99,8 +125,9 @@ class TurnWindow:
         if base is None:
             assert build is not None, "prepare() needs build or base"
             base = build(rows)
-        total = conversation_count([r for r in history if r.get("role") in ("user", "assistant")]) or \
-            conversation_count(base)
+        total = conversation_count(
+            [r for r in history if r.get("role") in ("user", "assistant")]
+        ) or conversation_count(base)
         compacted: Optional[Event] = None
         if build is not None and self.compactor.threshold > 0:
             compacted, rows, base = yield from self._maybe_compact(ctx, history, rows, base, build, counter, length)
@@ -134,20 +161,33 @@ class TurnWindow:
         if not chosen:
             return None, rows, base
         try:
-            summary = self.compactor.compact(ctx.owner, ctx.session_id, chosen, self.summary_candidates, length,
-                                             ctx.cancel)
+            summary = self.compactor.compact(
+                ctx.owner, ctx.session_id, chosen, self.summary_candidates, length, ctx.cancel
+            )
         except Cancelled:
             raise
         except CompactionFailed as exc:
             log.info("compaction of %s failed: %s", ctx.session_id, exc)
-            yield Event(NOTICE, {"message": f"Older messages could not be summarised ({exc.message}); "
-                                            "they were trimmed to fit instead.", "source": "compaction"})
+            yield Event(
+                NOTICE,
+                {
+                    "message": f"Older messages could not be summarised ({exc.message}); "
+                    "they were trimmed to fit instead.",
+                    "source": "compaction",
+                },
+            )
             return None, rows, base
         new_rows = visible(history + [summary])
         new_base = build(new_rows)
-        data = {"messages_before": conversation_count(base), "messages_after": conversation_count(new_base),
-                "tokens_before": tokens, "tokens_after": counter.count(new_base), "message_id": summary["id"],
-                "summarized_ids": summary["metadata"]["summarized_ids"], "summary": summary["content"]}
+        data = {
+            "messages_before": conversation_count(base),
+            "messages_after": conversation_count(new_base),
+            "tokens_before": tokens,
+            "tokens_after": counter.count(new_base),
+            "message_id": summary["id"],
+            "summarized_ids": summary["metadata"]["summarized_ids"],
+            "summary": summary["content"],
+        }
         ctx.metadata["compacted"] = {k: v for k, v in data.items() if k != "summary"}
         return Event(COMPACTED, {"context_length": length, "data": data}), new_rows, new_base
 

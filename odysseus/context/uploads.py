@@ -35,8 +35,12 @@ class Incoming:
 
 def valid_id(upload_id: str) -> bool:
     """Whether ``upload_id`` could be one of ours (so it is safe as a file name)."""
-    return (isinstance(upload_id, str) and upload_id.startswith("up_") and 3 < len(upload_id) <= 64
-            and set(upload_id[3:]) <= ID_CHARS)
+    return (
+        isinstance(upload_id, str)
+        and upload_id.startswith("up_")
+        and 3 < len(upload_id) <= 64
+        and set(upload_id[3:]) <= ID_CHARS
+    )
 
 
 def _inspect(data: bytes, name: str) -> Tuple[str, Sniffed]:
@@ -98,10 +102,21 @@ class UploadService:
             fh.write(data)
         os.replace(tmp, self.path(upload_id))
         indexable = kind.kind in ("text", "pdf")
-        row = self.store.uploads.add({
-            "id": upload_id, "owner": owner, "name": name, "mime": kind.mime, "kind": kind.kind, "size": len(data),
-            "sha256": sha, "width": kind.width, "height": kind.height,
-            "index_status": "pending" if indexable else "none", "chunk_count": 0})
+        row = self.store.uploads.add(
+            {
+                "id": upload_id,
+                "owner": owner,
+                "name": name,
+                "mime": kind.mime,
+                "kind": kind.kind,
+                "size": len(data),
+                "sha256": sha,
+                "width": kind.width,
+                "height": kind.height,
+                "index_status": "pending" if indexable else "none",
+                "chunk_count": 0,
+            }
+        )
         if indexable:
             self.indexer.submit(upload_id)
         return public_upload(row, is_duplicate=False)

@@ -70,8 +70,9 @@ class WebSource:
         if request.mode != "chat" or not request_flag(request.data, "use_web"):
             return []
         cancel = request.cancel or CancelToken()
-        tool_ctx = ToolContext(owner=request.owner, session_id=request.session_id or "", cancel=cancel,
-                               config=dict(self.config))
+        tool_ctx = ToolContext(
+            owner=request.owner, session_id=request.session_id or "", cancel=cancel, config=dict(self.config)
+        )
         query = " ".join(request.message.split())[:QUERY_CHARS]
         try:
             result = web_search({"query": query}, tool_ctx)
@@ -95,11 +96,20 @@ class WebSource:
                 blocks.append(block)
             if budget <= 0:
                 break
-        text = untrusted_block("web search", "Web search results for the user's message (cite the URLs "
-                                             "you use):\n\n" + defang("\n\n".join(blocks)))
+        text = untrusted_block(
+            "web search",
+            "Web search results for the user's message (cite the URLs you use):\n\n" + defang("\n\n".join(blocks)),
+        )
         sources = [{"url": r["url"], "title": r["title"], "snippet": r["snippet"]} for r in rows]
-        return [Injection(SOURCE, event=Event(WEB_SOURCES, {"data": sources}), text=text, score=0.5,
-                          metadata={"web_sources": sources})]
+        return [
+            Injection(
+                SOURCE,
+                event=Event(WEB_SOURCES, {"data": sources}),
+                text=text,
+                score=0.5,
+                metadata={"web_sources": sources},
+            )
+        ]
 
     def _pages(self, rows: List[dict], tool_ctx: ToolContext) -> Dict[str, str]:
         """url -> readable text of each page that could be fetched (at once, each within FETCH_TIMEOUT)."""

@@ -101,9 +101,14 @@ class WorkspaceSource:
         if resolved is None:
             shown = requested if isinstance(requested, str) else str(requested)
             message = f"The workspace was not used ({why}); the session workspace is used instead."
-            return [Injection(SOURCE, event=Event(WORKSPACE_REJECTED, {"data": {"path": shown[:MAX_PATH]}}),
-                              notice=message, metadata={"workspace_rejected": {"path": shown[:MAX_PATH],
-                                                                               "notice": message}})]
+            return [
+                Injection(
+                    SOURCE,
+                    event=Event(WORKSPACE_REJECTED, {"data": {"path": shown[:MAX_PATH]}}),
+                    notice=message,
+                    metadata={"workspace_rejected": {"path": shown[:MAX_PATH], "notice": message}},
+                )
+            ]
         return [Injection(SOURCE, metadata={SOURCE: resolved})]
 
 
@@ -129,8 +134,13 @@ def browse(path: str, data_dir: str, limit: int) -> dict:
             entries.append({"name": entry.name, "path": full, "selectable": ok is not None})
     parent = os.path.dirname(resolved)
     here, _ = judge(resolved, data_dir)
-    return {"path": resolved, "parent": parent if parent != resolved else None, "selectable": here is not None,
-            "entries": entries, "truncated": truncated}
+    return {
+        "path": resolved,
+        "parent": parent if parent != resolved else None,
+        "selectable": here is not None,
+        "entries": entries,
+        "truncated": truncated,
+    }
 
 
 def init_app(app) -> None:

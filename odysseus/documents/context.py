@@ -34,7 +34,7 @@ def numbered(content: str, budget: int) -> str:
             out.append(f"[... {len(lines) - index + 1} more lines not shown ...]")
             break
         if used + len(text) + 1 > budget:  # one enormous first line: cut inside it
-            out.append(text[:max(0, budget)] + " [... cut ...]")
+            out.append(text[: max(0, budget)] + " [... cut ...]")
             if len(lines) > 1:
                 out.append(f"[... {len(lines) - 1} more lines not shown ...]")
             break
@@ -45,8 +45,10 @@ def numbered(content: str, budget: int) -> str:
 
 def context_message(doc: dict, budget: int) -> dict:
     """The system message that shows the model the active document."""
-    head = (f"{TOOL_GUIDE}\n\nActive document: id {doc['id']}, title {doc['title']!r}, language "
-            f"{doc['language']}, version {doc['version_count']}, {doc['content'].count(chr(10)) + 1} lines.")
+    head = (
+        f"{TOOL_GUIDE}\n\nActive document: id {doc['id']}, title {doc['title']!r}, language "
+        f"{doc['language']}, version {doc['version_count']}, {doc['content'].count(chr(10)) + 1} lines."
+    )
     body = numbered(doc["content"], budget) if doc["content"] else "(empty)"
     return {"role": "system", "content": f"{head}\n{BEGIN}\n{body}\n{END}"}
 

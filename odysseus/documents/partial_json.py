@@ -162,7 +162,7 @@ class PartialFields:
             self._emit(_SIMPLE_ESCAPES[ch])
             return i
         need = 6 - len(esc)  # "\\u" + 4 hex digits
-        take = text[i:i + need]
+        take = text[i : i + need]
         esc += take
         i += len(take)
         if len(esc) < 6:

@@ -28,8 +28,15 @@ FREE_BYTES = 256 * 1024
 class DocumentPreview:
     """The preview of one streaming call; ``kind`` is ``create`` or ``update``."""
 
-    def __init__(self, kind: str, *, interval: float, max_chars: int,
-                 active: Callable[[], Optional[dict]] = lambda: None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        interval: float,
+        max_chars: int,
+        active: Callable[[], Optional[dict]] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.kind = kind
         self.interval = interval
         self.max_chars = max_chars
@@ -84,8 +91,10 @@ class DocumentPreview:
                 return None
             title, language = doc["title"], doc["language"]
         self.opened = True
-        return Event(DOC_STREAM_OPEN, {"title": " ".join((title or "").split())[:200] or "Untitled",
-                                       "language": normalise_language(language)})
+        return Event(
+            DOC_STREAM_OPEN,
+            {"title": " ".join((title or "").split())[:200] or "Untitled", "language": normalise_language(language)},
+        )
 
     def _due(self, length: int) -> bool:
         if length == self.sent_len or length > self.max_chars:

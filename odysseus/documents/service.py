@@ -13,8 +13,27 @@ from typing import Iterable, List, Optional, Tuple
 from ..errors import BadRequest, PayloadTooLarge
 from ..events import DOC_SUGGESTIONS, DOC_UPDATE, Event
 
-LANGUAGES = ("python", "javascript", "typescript", "html", "css", "markdown", "json", "yaml", "bash", "sql", "rust",
-             "go", "java", "c", "cpp", "xml", "toml", "csv", "text")
+LANGUAGES = (
+    "python",
+    "javascript",
+    "typescript",
+    "html",
+    "css",
+    "markdown",
+    "json",
+    "yaml",
+    "bash",
+    "sql",
+    "rust",
+    "go",
+    "java",
+    "c",
+    "cpp",
+    "xml",
+    "toml",
+    "csv",
+    "text",
+)
 TITLE_MAX = 200
 SUMMARY_MAX = 500
 MAX_EDITS = 200
@@ -38,15 +57,31 @@ def clean_title(value) -> str:
 
 def doc_update_event(doc: dict) -> Event:
     """``doc_update`` for an accepted write."""
-    return Event(DOC_UPDATE, {"doc_id": doc["id"], "content": doc["content"], "version": doc["version_count"],
-                              "title": doc["title"], "language": doc["language"]})
+    return Event(
+        DOC_UPDATE,
+        {
+            "doc_id": doc["id"],
+            "content": doc["content"],
+            "version": doc["version_count"],
+            "title": doc["title"],
+            "language": doc["language"],
+        },
+    )
 
 
 def public(doc: dict) -> dict:
     """A document as the API shows it."""
-    return {"id": doc["id"], "session_id": doc.get("session_id"), "title": doc["title"], "language": doc["language"],
-            "content": doc["content"], "version": doc["version_count"], "active": bool(doc.get("active")),
-            "created_at": doc["created_at"], "updated_at": doc["updated_at"]}
+    return {
+        "id": doc["id"],
+        "session_id": doc.get("session_id"),
+        "title": doc["title"],
+        "language": doc["language"],
+        "content": doc["content"],
+        "version": doc["version_count"],
+        "active": bool(doc.get("active")),
+        "created_at": doc["created_at"],
+        "updated_at": doc["updated_at"],
+    }
 
 
 class Documents:
@@ -72,9 +107,15 @@ class Documents:
     # ------------------------------------------------------------------ writes
     def create(self, owner: str, session_id: Optional[str], title, language, content, *, source: str) -> dict:
         """A new document (version 1); in a session it becomes the active one."""
-        return self.repo.create(owner, session_id, clean_title(title), normalise_language(language),
-                                self.check_content(content), source=source,
-                                summary="Created by the assistant" if source == "ai" else "Created")
+        return self.repo.create(
+            owner,
+            session_id,
+            clean_title(title),
+            normalise_language(language),
+            self.check_content(content),
+            source=source,
+            summary="Created by the assistant" if source == "ai" else "Created",
+        )
 
     def write(
         self, owner: str, doc_id: str, content, *, source: str, summary: Optional[str] = None
@@ -84,14 +125,21 @@ class Documents:
         if summary is not None and (not isinstance(summary, str) or len(summary) > SUMMARY_MAX):
             raise BadRequest(f"summary must be a string of at most {SUMMARY_MAX} characters")
         summary = summary or ("Updated by the assistant" if source == "ai" else "Edited")
-        return self.repo.write(owner, doc_id, content, source=source, summary=summary,
-                               fold_seconds=self.fold_seconds if source == "user" else 0.0)
+        return self.repo.write(
+            owner,
+            doc_id,
+            content,
+            source=source,
+            summary=summary,
+            fold_seconds=self.fold_seconds if source == "user" else 0.0,
+        )
 
     def restore(self, owner: str, doc_id: str, number: int) -> dict:
         """A new version with version ``number``'s content, "Restored from vN"."""
         old = self.repo.version(owner, doc_id, number)
-        doc, _ = self.repo.write(owner, doc_id, old["content"], source="user", summary=f"Restored from v{number}",
-                                 force=True)
+        doc, _ = self.repo.write(
+            owner, doc_id, old["content"], source="user", summary=f"Restored from v{number}", force=True
+        )
         return doc
 
     def edit(self, owner: str, doc_id: str, edits) -> Tuple[Optional[dict], int, List[str]]:
@@ -112,8 +160,13 @@ class Documents:
                 applied += 1
         if not applied:
             return None, 0, skipped
-        doc, _ = self.write(owner, doc_id, content, source="ai",
-                            summary=f"Edited by the assistant ({applied} change{'s' if applied != 1 else ''})")
+        doc, _ = self.write(
+            owner,
+            doc_id,
+            content,
+            source="ai",
+            summary=f"Edited by the assistant ({applied} change{'s' if applied != 1 else ''})",
+        )
         return doc, applied, skipped
 
     def suggestions(self, doc: dict, items) -> Tuple[List[dict], List[str]]:
@@ -129,8 +182,14 @@ class Documents:
             elif find not in doc["content"]:
                 skipped.append(f"#{number}: the find text does not occur in the document")
             else:
-                kept.append({"id": f"sugg-{len(kept) + 1}", "find": find, "replace": replace,
-                             "reason": reason.strip()[:SUMMARY_MAX]})
+                kept.append(
+                    {
+                        "id": f"sugg-{len(kept) + 1}",
+                        "find": find,
+                        "replace": replace,
+                        "reason": reason.strip()[:SUMMARY_MAX],
+                    }
+                )
         return kept, skipped
 
 
@@ -152,7 +211,14 @@ def record_touch(metadata: dict, event: Event) -> None:
     data = event.data
     touched = metadata.setdefault("documents", [])
     if event.type == DOC_UPDATE:
-        touched.append({"doc_id": data["doc_id"], "version": data["version"], "title": data["title"],
-                        "language": data["language"], "action": "create" if data["version"] == 1 else "update"})
+        touched.append(
+            {
+                "doc_id": data["doc_id"],
+                "version": data["version"],
+                "title": data["title"],
+                "language": data["language"],
+                "action": "create" if data["version"] == 1 else "update",
+            }
+        )
     elif event.type == DOC_SUGGESTIONS:
         touched.append({"doc_id": data["doc_id"], "action": "suggest", "suggestions": data["suggestions"]})

@@ -60,14 +60,18 @@ def document_tools(docs: Documents, active: ActiveDocument) -> List[Tool]:
 
     def create(args: dict, ctx: ToolContext) -> ToolResult:
         try:
-            doc = docs.create(ctx.owner, ctx.session_id, args.get("title"), args.get("language"), args.get("content"),
-                              source="ai")
+            doc = docs.create(
+                ctx.owner, ctx.session_id, args.get("title"), args.get("language"), args.get("content"), source="ai"
+            )
         except OdysseusError as exc:
             raise _refused(exc) from None
         active.created_id = doc["id"]
-        return ToolResult(f"Created document {doc['title']!r} (id {doc['id']}, {doc['language']}, version 1, "
-                          f"{_lines(doc['content'])} lines). It is now the active document.",
-                          events=[doc_update_event(doc)], meta={"doc_id": doc["id"]})
+        return ToolResult(
+            f"Created document {doc['title']!r} (id {doc['id']}, {doc['language']}, version 1, "
+            f"{_lines(doc['content'])} lines). It is now the active document.",
+            events=[doc_update_event(doc)],
+            meta={"doc_id": doc["id"]},
+        )
 
     def update(args: dict, ctx: ToolContext) -> ToolResult:
         doc = active.require(ctx)
@@ -76,9 +80,12 @@ def document_tools(docs: Documents, active: ActiveDocument) -> List[Tool]:
         except OdysseusError as exc:
             raise _refused(exc) from None
         note = "" if changed else " (the content was unchanged; no new version)"
-        return ToolResult(f"Updated document {doc['title']!r} to version {doc['version_count']} "
-                          f"({_lines(doc['content'])} lines){note}.", events=[doc_update_event(doc)],
-                          meta={"doc_id": doc["id"]})
+        return ToolResult(
+            f"Updated document {doc['title']!r} to version {doc['version_count']} "
+            f"({_lines(doc['content'])} lines){note}.",
+            events=[doc_update_event(doc)],
+            meta={"doc_id": doc["id"]},
+        )
 
     def edit(args: dict, ctx: ToolContext) -> ToolResult:
         doc = active.require(ctx)
@@ -89,9 +96,12 @@ def document_tools(docs: Documents, active: ActiveDocument) -> List[Tool]:
         notes = ("; skipped " + "; ".join(skipped)) if skipped else ""
         if edited is None:
             raise ToolError(f"no edit applied, the document is unchanged{notes}")
-        return ToolResult(f"Applied {applied} edit{'s' if applied != 1 else ''}, skipped {len(skipped)}{notes}. "
-                          f"Document {edited['title']!r} is now version {edited['version_count']}.",
-                          events=[doc_update_event(edited)], meta={"doc_id": edited["id"]})
+        return ToolResult(
+            f"Applied {applied} edit{'s' if applied != 1 else ''}, skipped {len(skipped)}{notes}. "
+            f"Document {edited['title']!r} is now version {edited['version_count']}.",
+            events=[doc_update_event(edited)],
+            meta={"doc_id": edited["id"]},
+        )
 
     def suggest(args: dict, ctx: ToolContext) -> ToolResult:
         doc = active.require(ctx)
@@ -102,41 +112,78 @@ def document_tools(docs: Documents, active: ActiveDocument) -> List[Tool]:
         notes = ("; skipped " + "; ".join(skipped)) if skipped else ""
         if not kept:
             raise ToolError(f"no usable suggestion{notes}")
-        return ToolResult(f"Offered {len(kept)} suggestion{'s' if len(kept) != 1 else ''} "
-                          f"({', '.join(s['id'] for s in kept)}) to the user; the document is unchanged until they "
-                          f"accept{notes}.", events=[suggestions_event(doc, kept)], meta={"doc_id": doc["id"]})
+        return ToolResult(
+            f"Offered {len(kept)} suggestion{'s' if len(kept) != 1 else ''} "
+            f"({', '.join(s['id'] for s in kept)}) to the user; the document is unchanged until they "
+            f"accept{notes}.",
+            events=[suggestions_event(doc, kept)],
+            meta={"doc_id": doc["id"]},
+        )
 
     def preview(kind: str):
         def make(ctx: ToolContext) -> DocumentPreview:
-            return DocumentPreview(kind, interval=docs.preview_interval, max_chars=docs.max_bytes,
-                                   active=lambda: active.get(ctx.owner, ctx.session_id))
+            return DocumentPreview(
+                kind,
+                interval=docs.preview_interval,
+                max_chars=docs.max_bytes,
+                active=lambda: active.get(ctx.owner, ctx.session_id),
+            )
+
         return make
 
-    edit_item = {"type": "object", "properties": {"find": {"type": "string"}, "replace": {"type": "string"}},
-                 "required": ["find", "replace"]}
-    suggestion = {"type": "object", "properties": {"find": {"type": "string"}, "replace": {"type": "string"},
-                                                   "reason": {"type": "string"}},
-                  "required": ["find", "replace", "reason"]}
+    edit_item = {
+        "type": "object",
+        "properties": {"find": {"type": "string"}, "replace": {"type": "string"}},
+        "required": ["find", "replace"],
+    }
+    suggestion = {
+        "type": "object",
+        "properties": {"find": {"type": "string"}, "replace": {"type": "string"}, "reason": {"type": "string"}},
+        "required": ["find", "replace", "reason"],
+    }
     return [
-        Tool("create_document", "Create a new editor document shown beside the chat; it becomes the active "
-             "document. Put the whole text in content.",
-             {"type": "object", "properties": {"title": {"type": "string"},
-                                               "language": {"type": "string", "enum": list(LANGUAGES)},
-                                               "content": {"type": "string"}},
-              "required": ["title", "content"]},
-             create, describe=lambda a: f"create_document {str(a.get('title') or '')[:80]!r}",
-             preview=preview("create")),
-        Tool("update_document", "Replace the whole content of the active document (a new version).",
-             {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
-             update, describe=lambda a: f"update_document ({_lines(str(a.get('content') or ''))} lines)",
-             preview=preview("update")),
-        Tool("edit_document", "Edit the active document: each find text is replaced by its replace text at its "
-             "first occurrence. Prefer this for small changes.",
-             {"type": "object", "properties": {"edits": {"type": "array", "items": edit_item}}, "required": ["edits"]},
-             edit, describe=lambda a: f"edit_document ({len(a.get('edits') or [])} edits)"),
-        Tool("suggest_document", "Propose changes to the active document without writing them; the user accepts "
-             "or rejects each one.",
-             {"type": "object", "properties": {"suggestions": {"type": "array", "items": suggestion}},
-              "required": ["suggestions"]},
-             suggest, describe=lambda a: f"suggest_document ({len(a.get('suggestions') or [])} suggestions)"),
+        Tool(
+            "create_document",
+            "Create a new editor document shown beside the chat; it becomes the active "
+            "document. Put the whole text in content.",
+            {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "language": {"type": "string", "enum": list(LANGUAGES)},
+                    "content": {"type": "string"},
+                },
+                "required": ["title", "content"],
+            },
+            create,
+            describe=lambda a: f"create_document {str(a.get('title') or '')[:80]!r}",
+            preview=preview("create"),
+        ),
+        Tool(
+            "update_document",
+            "Replace the whole content of the active document (a new version).",
+            {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+            update,
+            describe=lambda a: f"update_document ({_lines(str(a.get('content') or ''))} lines)",
+            preview=preview("update"),
+        ),
+        Tool(
+            "edit_document",
+            "Edit the active document: each find text is replaced by its replace text at its "
+            "first occurrence. Prefer this for small changes.",
+            {"type": "object", "properties": {"edits": {"type": "array", "items": edit_item}}, "required": ["edits"]},
+            edit,
+            describe=lambda a: f"edit_document ({len(a.get('edits') or [])} edits)",
+        ),
+        Tool(
+            "suggest_document",
+            "Propose changes to the active document without writing them; the user accepts or rejects each one.",
+            {
+                "type": "object",
+                "properties": {"suggestions": {"type": "array", "items": suggestion}},
+                "required": ["suggestions"],
+            },
+            suggest,
+            describe=lambda a: f"suggest_document ({len(a.get('suggestions') or [])} suggestions)",
+        ),
     ]

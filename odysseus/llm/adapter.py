@@ -106,22 +106,32 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content
-                       if isinstance(part, dict) and part.get("type") in ("text", None))
+        return "".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") in ("text", None)
+        )
     return str(content)
 
 
 def image_parts(message: dict) -> List[dict]:
     """The provider-neutral image parts ``{"type": "image", "mime", "data": <base64>}`` of a message
     (added by ``odysseus.context``; each adapter translates them to its own wire shape)."""
-    return [part for part in message.get("parts") or []
-            if isinstance(part, dict) and part.get("type") == "image" and part.get("data")]
+    return [
+        part
+        for part in message.get("parts") or []
+        if isinstance(part, dict) and part.get("type") == "image" and part.get("data")
+    ]
 
 
 def normalise_finish(reason: Optional[str], had_tool_calls: bool) -> Optional[str]:
     """OpenAI vocabulary; ``tool_calls`` whenever the model asked for tools."""
-    mapped = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
-              "pause_turn": "stop", "refusal": "content_filter"}.get(reason or "", reason)
+    mapped = {
+        "end_turn": "stop",
+        "stop_sequence": "stop",
+        "max_tokens": "length",
+        "tool_use": "tool_calls",
+        "pause_turn": "stop",
+        "refusal": "content_filter",
+    }.get(reason or "", reason)
     if had_tool_calls and mapped in (None, "stop"):
         return "tool_calls"
     return mapped

@@ -26,9 +26,16 @@ from .stream_reader import sse_events
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 #: Anthropic error types -> the HTTP status the API uses for them.
-ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
-                "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429, "api_error": 500,
-                "overloaded_error": 529}
+ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
 
 
 def _tool_result_content(content) -> str:
@@ -55,19 +62,35 @@ def wire_messages(messages: List[dict]) -> tuple:
             if text:
                 system.append(text)
         elif role == "tool":
-            add("user", [{"type": "tool_result", "tool_use_id": message.get("tool_call_id") or "",
-                          "content": _tool_result_content(message.get("content"))}])
+            add(
+                "user",
+                [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": message.get("tool_call_id") or "",
+                        "content": _tool_result_content(message.get("content")),
+                    }
+                ],
+            )
         elif role == "assistant":
             blocks: List[dict] = [{"type": "text", "text": text}] if text else []
             for call in message.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 args = parse_arguments(fn.get("arguments"))
-                blocks.append({"type": "tool_use", "id": call.get("id") or "", "name": fn.get("name", ""),
-                               "input": args if isinstance(args, dict) else {"value": args}})
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.get("id") or "",
+                        "name": fn.get("name", ""),
+                        "input": args if isinstance(args, dict) else {"value": args},
+                    }
+                )
             add("assistant", blocks)
         else:
-            images = [{"type": "image", "source": {"type": "base64", "media_type": part["mime"], "data": part["data"]}}
-                      for part in image_parts(message)]
+            images = [
+                {"type": "image", "source": {"type": "base64", "media_type": part["mime"], "data": part["data"]}}
+                for part in image_parts(message)
+            ]
             add("user", images + ([{"type": "text", "text": text}] if text else []))
     return "\n\n".join(system), out
 
@@ -107,8 +130,12 @@ class AnthropicProvider(HTTPProvider):
     def body(self, request: ChatRequest) -> dict:
         """The Messages request body."""
         system, messages = wire_messages(request.messages)
-        body: dict = {"model": request.model, "messages": messages, "stream": True,
-                      "max_tokens": request.max_tokens or self.max_tokens}
+        body: dict = {
+            "model": request.model,
+            "messages": messages,
+            "stream": True,
+            "max_tokens": request.max_tokens or self.max_tokens,
+        }
         if system:
             body["system"] = system
         if request.temperature is not None:
@@ -142,15 +169,21 @@ class AnthropicProvider(HTTPProvider):
             if kind == "error":
                 err = doc.get("error") or {}
                 status = ERROR_STATUS.get(err.get("type") or "", 502)
-                raise ProviderHTTPError(f"Provider {self.name} reported {err.get('type', 'an error')}: "
-                                        f"{err.get('message', '')}".rstrip(": "), status=status, provider=self.name)
+                raise ProviderHTTPError(
+                    f"Provider {self.name} reported {err.get('type', 'an error')}: {err.get('message', '')}".rstrip(
+                        ": "
+                    ),
+                    status=status,
+                    provider=self.name,
+                )
             if kind == "message_start":
                 message = doc.get("message") or {}
                 raw = message.get("usage") or {}
                 input_tokens = raw.get("input_tokens", input_tokens)
                 output_tokens = raw.get("output_tokens", output_tokens)
-                extra_usage.update({k: v for k, v in raw.items()
-                                    if k not in ("input_tokens", "output_tokens") and v is not None})
+                extra_usage.update(
+                    {k: v for k, v in raw.items() if k not in ("input_tokens", "output_tokens") and v is not None}
+                )
                 yield self.meta(fields={k: message[k] for k in ("id", "model") if message.get(k)})
             elif kind == "content_block_start":
                 block = dict(doc.get("content_block") or {})
@@ -200,8 +233,7 @@ class AnthropicProvider(HTTPProvider):
             else:
                 yield self.meta(event=doc)
         if not stopped:
-            raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done",
-                                       provider=self.name)
+            raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done", provider=self.name)
         if input_tokens is not None or output_tokens is not None:
             yield usage(input_tokens, output_tokens, **extra_usage)
         if reason:

@@ -64,4 +64,3 @@ class ProviderConfig:
     def public(self) -> dict:
         """A description safe to show a client (no secrets)."""
         return {"name": self.name, "kind": self.kind, "models": list(self.models)}
-

@@ -29,8 +29,10 @@ class ModelCatalog:
 
     def _collect(self) -> dict:
         results: List[dict] = [{} for _ in self.providers]
-        threads = [threading.Thread(target=self._list_one, args=(p, r), daemon=True)
-                   for p, r in zip(self.providers, results, strict=True)]
+        threads = [
+            threading.Thread(target=self._list_one, args=(p, r), daemon=True)
+            for p, r in zip(self.providers, results, strict=True)
+        ]
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + self.wait
@@ -39,13 +41,24 @@ class ModelCatalog:
         models, errors = [], []
         for provider, result in zip(self.providers, results, strict=True):
             for name in result.get("models", []):
-                models.append({"id": f"{provider.name}/{name}", "provider": provider.name, "model": name,
-                               "kind": provider.kind,
-                               "default": name == getattr(provider, "default_model", None)})
+                models.append(
+                    {
+                        "id": f"{provider.name}/{name}",
+                        "provider": provider.name,
+                        "model": name,
+                        "kind": provider.kind,
+                        "default": name == getattr(provider, "default_model", None),
+                    }
+                )
             if "models" not in result:
-                errors.append({"provider": provider.name, "kind": provider.kind,
-                               "error": result.get("error", "timed out listing models"),
-                               "status": result.get("status")})
+                errors.append(
+                    {
+                        "provider": provider.name,
+                        "kind": provider.kind,
+                        "error": result.get("error", "timed out listing models"),
+                        "status": result.get("status"),
+                    }
+                )
         return {"models": models, "errors": errors}
 
     def list(self, refresh: bool = False) -> dict:

@@ -52,8 +52,9 @@ def _text(data: dict, key: str, limit: int, what: str) -> Optional[str]:
 def check_name(value: Any) -> str:
     """A connection name: 1-64 of letters, digits, ``_.-``, starting with a letter or digit."""
     if not isinstance(value, str) or not NAME.fullmatch(value):
-        raise BadRequest("name must be 1-64 characters: letters, digits, '_', '.', '-' (starting with a letter"
-                         " or digit)")
+        raise BadRequest(
+            "name must be 1-64 characters: letters, digits, '_', '.', '-' (starting with a letter or digit)"
+        )
     if value.lower() in RESERVED_NAMES:
         raise BadRequest(f"the name {value!r} is reserved")
     return value
@@ -144,10 +145,15 @@ def validate(data: dict, partial: bool = False) -> Dict[str, Any]:
 
 def to_config(row: dict) -> ProviderConfig:
     """The ProviderConfig a stored (or probed) connection stands for."""
-    return ProviderConfig(name=row["name"], kind=row["kind"], base_url=row.get("base_url") or None,
-                          api_key=row.get("api_key") or None, models=list(row.get("models") or []),
-                          default_model=row.get("default_model") or None,
-                          options={"source": "database", "connection_id": row.get("id")})
+    return ProviderConfig(
+        name=row["name"],
+        kind=row["kind"],
+        base_url=row.get("base_url") or None,
+        api_key=row.get("api_key") or None,
+        models=list(row.get("models") or []),
+        default_model=row.get("default_model") or None,
+        options={"source": "database", "connection_id": row.get("id")},
+    )
 
 
 def _explain(exc: ProviderError) -> str:
@@ -162,11 +168,20 @@ def _explain(exc: ProviderError) -> str:
     return exc.message
 
 
-def probe(cfg: ProviderConfig, app_config: dict, model: Optional[str] = None,
-          timeout: float = PROBE_TIMEOUT) -> Dict[str, Any]:
+def probe(
+    cfg: ProviderConfig, app_config: dict, model: Optional[str] = None, timeout: float = PROBE_TIMEOUT
+) -> Dict[str, Any]:
     """Send one token's worth of request; ``{"ok": True, "model", "latency_ms"}`` or ``{"ok": False, "error"}``."""
-    cfg = replace(cfg, options={**cfg.options, "connect_timeout": timeout, "first_token_timeout": timeout,
-                                "idle_timeout": timeout, "list_timeout": timeout})
+    cfg = replace(
+        cfg,
+        options={
+            **cfg.options,
+            "connect_timeout": timeout,
+            "first_token_timeout": timeout,
+            "idle_timeout": timeout,
+            "list_timeout": timeout,
+        },
+    )
     started = time.monotonic()
     provider = build_provider(cfg, app_config)
     try:
@@ -188,8 +203,11 @@ def probe(cfg: ProviderConfig, app_config: dict, model: Optional[str] = None,
     except ProviderError as exc:
         return {"ok": False, "error": redact(_explain(exc), cfg.api_key), "model": model}
     except Exception as exc:  # an adapter bug must still answer the screen, without the key
-        return {"ok": False, "error": redact(f"unexpected failure: {exc.__class__.__name__}", cfg.api_key),
-                "model": model}
+        return {
+            "ok": False,
+            "error": redact(f"unexpected failure: {exc.__class__.__name__}", cfg.api_key),
+            "model": model,
+        }
     finally:
         transport = getattr(provider, "transport", None)
         if transport is not None:

@@ -1,4 +1,4 @@
-'''The offline demo model: deterministic, clearly labelled, paced like a real model.
+"""The offline demo model: deterministic, clearly labelled, paced like a real model.
 
 It needs no network, so a fresh install can show the whole product working. In chat
 mode every reply shows markdown with a code block, a table and math. In agent mode
@@ -6,7 +6,7 @@ mode every reply shows markdown with a code block, a table and math. In agent mo
 a plan (``update_plan``) and an exhibit (``present_exhibit``), then one ``run_python``
 call that prints something (it needs the user's approval), the plan completed, then a closing answer.
 The reply depends only on the request's messages, so tests can predict it.
-'''
+"""
 
 from __future__ import annotations
 
@@ -65,14 +65,29 @@ def tokenize(text: str) -> List[str]:
     return _WORD.findall(text)
 
 
-DEMO_PLAN = [("Make a plan", "completed"), ("Show an exhibit", "completed"),
-             ("Run a little Python (asks you first)", "in_progress"), ("Sum up", "pending")]
+DEMO_PLAN = [
+    ("Make a plan", "completed"),
+    ("Show an exhibit", "completed"),
+    ("Run a little Python (asks you first)", "in_progress"),
+    ("Sum up", "pending"),
+]
 DEMO_EXHIBIT = {
-    "id": "exh_demo_tour", "title": "What agent mode shows", "layout": "stack",
-    "elements": [{"type": "table", "caption": "Parts of an agent reply",
-                  "columns": ["Part", "Where it comes from"],
-                  "rows": [["Plan", "update_plan"], ["Exhibit", "present_exhibit"],
-                           ["Approval card", "run_python needs your yes"], ["Tool row", "each call and its output"]]}],
+    "id": "exh_demo_tour",
+    "title": "What agent mode shows",
+    "layout": "stack",
+    "elements": [
+        {
+            "type": "table",
+            "caption": "Parts of an agent reply",
+            "columns": ["Part", "Where it comes from"],
+            "rows": [
+                ["Plan", "update_plan"],
+                ["Exhibit", "present_exhibit"],
+                ["Approval card", "run_python needs your yes"],
+                ["Tool row", "each call and its output"],
+            ],
+        }
+    ],
 }
 
 
@@ -187,6 +202,8 @@ class DemoProvider:
             yield from self._words(
                 "That was the whole agent loop: the model asked for tools, you approved the one that runs code, "
                 "and its output came back to the model. With a real model configured, the agent plans and calls "
-                "tools on its own.", cancel)
+                "tools on its own.",
+                cancel,
+            )
             yield usage(20, 40)
             yield finish("stop")

@@ -62,8 +62,7 @@ class EnvOnceSession(requests.Session):
                 self._by_origin[origin] = found
         return found
 
-    def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
-                                   cert: Any) -> Any:
+    def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
         """What ``trust_env`` would add, from the snapshot instead of the live environment."""
         merged = dict(proxies or {})
         for scheme, proxy in self.proxies_for(url).items():
@@ -71,4 +70,3 @@ class EnvOnceSession(requests.Session):
         if (verify is True or verify is None) and self.env_verify:
             verify = self.env_verify
         return super().merge_environment_settings(url, merged, stream, verify, cert)
-

@@ -33,8 +33,14 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..cancel import Cancelled, CancelToken
-from ..errors import (ProviderError, ProviderHTTPError, ProviderNetworkError, ProviderProtocolError,
-                      ProviderTimeout, ProviderUnavailable)
+from ..errors import (
+    ProviderError,
+    ProviderHTTPError,
+    ProviderNetworkError,
+    ProviderProtocolError,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
 from .base import ProviderConfig
 from .env_session import EnvOnceSession
 from .stream_reader import ChunkedDecoder
@@ -58,11 +64,15 @@ class Timeouts:
     @classmethod
     def of(cls, cfg: ProviderConfig, app_config: dict) -> "Timeouts":
         """App-wide CONNECT/FIRST_TOKEN/IDLE_TIMEOUT, overridden by the provider's options."""
+
         def pick(option: str, key: str, default: float) -> float:
             return float(cfg.options.get(option, app_config.get(key, default)))
-        return cls(pick("connect_timeout", "CONNECT_TIMEOUT", 10.0),
-                   pick("first_token_timeout", "FIRST_TOKEN_TIMEOUT", 120.0),
-                   pick("idle_timeout", "IDLE_TIMEOUT", 60.0))
+
+        return cls(
+            pick("connect_timeout", "CONNECT_TIMEOUT", 10.0),
+            pick("first_token_timeout", "FIRST_TOKEN_TIMEOUT", 120.0),
+            pick("idle_timeout", "IDLE_TIMEOUT", 60.0),
+        )
 
 
 # ---------------------------------------------------------------- error mapping
@@ -89,8 +99,12 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(item))
         yield item
-        for nxt in (item.__cause__, item.__context__, getattr(item, "reason", None),
-                    *[a for a in getattr(item, "args", ()) if isinstance(a, BaseException)]):
+        for nxt in (
+            item.__cause__,
+            item.__context__,
+            getattr(item, "reason", None),
+            *[a for a in getattr(item, "args", ()) if isinstance(a, BaseException)],
+        ):
             if isinstance(nxt, BaseException):
                 todo.append(nxt)
 
@@ -101,25 +115,31 @@ def map_error(exc: BaseException, provider: str) -> ProviderError:
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in str(exc):
         return ProviderUnavailable(f"Connection refused by provider {provider}", provider=provider)
     # urllib3's NewConnectionError subclasses ConnectTimeoutError; it is not a timeout.
-    if any(isinstance(e, requests.ConnectTimeout) or (isinstance(e, urllib3.exceptions.ConnectTimeoutError)
-                                                      and not isinstance(e, urllib3.exceptions.NewConnectionError))
-           for e in chain):
+    if any(
+        isinstance(e, requests.ConnectTimeout)
+        or (
+            isinstance(e, urllib3.exceptions.ConnectTimeoutError)
+            and not isinstance(e, urllib3.exceptions.NewConnectionError)
+        )
+        for e in chain
+    ):
         return ProviderTimeout("Connect timeout", provider=provider)
     if any(isinstance(e, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationParseError)) for e in chain):
         return ProviderNetworkError(f"Invalid URL for provider {provider}: {exc}", provider=provider)
-    if any(isinstance(e, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, socket.timeout))
-           for e in chain):
+    if any(isinstance(e, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, socket.timeout)) for e in chain):
         return ProviderTimeout("Read timeout", provider=provider)
     if any(isinstance(e, ConnectionResetError) for e in chain):
         return ProviderNetworkError(f"Connection reset by provider {provider}", provider=provider)
     if any(isinstance(e, http.client.IncompleteRead) for e in chain):
-        return ProviderNetworkError(f"Connection closed by provider {provider} before the response was complete",
-                                    provider=provider)
+        return ProviderNetworkError(
+            f"Connection closed by provider {provider} before the response was complete", provider=provider
+        )
     malformed = (ValueError, UnicodeDecodeError, RecursionError)
     if isinstance(exc, malformed) and not isinstance(exc, requests.RequestException):
         return ProviderProtocolError(f"Malformed chunk from provider {provider}: {exc}", provider=provider)
-    return ProviderNetworkError(f"Network error talking to provider {provider}: {exc.__class__.__name__}",
-                                provider=provider)
+    return ProviderNetworkError(
+        f"Network error talking to provider {provider}: {exc.__class__.__name__}", provider=provider
+    )
 
 
 @contextlib.contextmanager
@@ -136,8 +156,15 @@ def provider_errors(provider: str, cancel: Optional[CancelToken] = None) -> Iter
             exc.message = repair_text(exc.message)
             exc.args = (exc.message,)
         raise
-    except (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException, OSError,
-            ValueError, EOFError, RecursionError) as exc:
+    except (
+        requests.RequestException,
+        urllib3.exceptions.HTTPError,
+        http.client.HTTPException,
+        OSError,
+        ValueError,
+        EOFError,
+        RecursionError,
+    ) as exc:
         if cancel is not None and cancel.cancelled:
             raise Cancelled(cancel.reason or "stopped") from None
         raise map_error(exc, provider) from exc
@@ -268,8 +295,9 @@ def new_session() -> requests.Session:
 class StreamResponse:
     """An open streaming response: timed raw chunks, output marking, prompt close."""
 
-    def __init__(self, response: requests.Response, sock: Any, timeouts: Timeouts, sent_at: float,
-                 unregister: Callable[[], None]):
+    def __init__(
+        self, response: requests.Response, sock: Any, timeouts: Timeouts, sent_at: float, unregister: Callable[[], None]
+    ):
         self.response = response
         self.sock = sock
         self.timeouts = timeouts
@@ -432,7 +460,8 @@ class Transport:
             if conn is not None:
                 conn.odysseus_cancel = cancel
             unregister_box[0] = cancel.on_cancel(
-                lambda: shutdown_socket(holder.get("sock") or getattr(conn, "sock", None)))
+                lambda: shutdown_socket(holder.get("sock") or getattr(conn, "sock", None))
+            )
 
         cancel.raise_if_cancelled()
         sent_at = time.monotonic()
@@ -475,8 +504,13 @@ class Transport:
         return stream
 
     def _post(self, url: str, body: dict, headers: Optional[dict]) -> requests.Response:
-        return self.session.post(url, json=body, headers={**self.headers, **(headers or {})}, stream=True,
-                                 timeout=(self.timeouts.connect, self.timeouts.first_token))
+        return self.session.post(
+            url,
+            json=body,
+            headers={**self.headers, **(headers or {})},
+            stream=True,
+            timeout=(self.timeouts.connect, self.timeouts.first_token),
+        )
 
     def redact(self, text: str) -> str:
         """``text`` without the credentials this transport sends (a server may echo a key it refused).
@@ -497,20 +531,27 @@ class Transport:
                 if len(body) > ERROR_BODY_LIMIT:
                     break
         detail = self.redact(error_message(body) if body else (response.reason or ""))
-        return ProviderHTTPError(f"Provider {self.provider} returned HTTP {response.status_code}: {detail}",
-                                 status=response.status_code, retry_after=retry_after(response.headers),
-                                 provider=self.provider)
+        return ProviderHTTPError(
+            f"Provider {self.provider} returned HTTP {response.status_code}: {detail}",
+            status=response.status_code,
+            retry_after=retry_after(response.headers),
+            provider=self.provider,
+        )
 
     def get_json(self, url: str, timeout: Optional[float] = None) -> Any:
         """GET a small JSON document (model listings), errors mapped."""
         with provider_errors(self.provider):
-            response = self.session.get(url, headers=self.headers,
-                                        timeout=(self.timeouts.connect, timeout or self.timeouts.idle))
+            response = self.session.get(
+                url, headers=self.headers, timeout=(self.timeouts.connect, timeout or self.timeouts.idle)
+            )
             if response.status_code >= 400:
                 raise ProviderHTTPError(
                     f"Provider {self.provider} returned HTTP {response.status_code}: "
                     f"{self.redact(error_message(response.content))}",
-                    status=response.status_code, retry_after=retry_after(response.headers), provider=self.provider)
+                    status=response.status_code,
+                    retry_after=retry_after(response.headers),
+                    provider=self.provider,
+                )
             return repair_value(response.json())
 
 
@@ -524,5 +565,4 @@ def parse_json(text: str, provider: str) -> Any:
         return value if end == len(text) else json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested thousands deep
         shown = text if len(text) <= 200 else text[:197] + "..."
-        raise ProviderProtocolError(f"Malformed chunk from provider {provider}: {shown!r}",
-                                    provider=provider) from None
+        raise ProviderProtocolError(f"Malformed chunk from provider {provider}: {shown!r}", provider=provider) from None

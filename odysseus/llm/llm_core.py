@@ -45,8 +45,9 @@ class Candidate:
 class ModelRouter:
     """Resolves a requested model name to the candidates of its route."""
 
-    def __init__(self, providers: Iterable[Provider], routes: Optional[Dict[str, List[str]]] = None,
-                 default_model: str = ""):
+    def __init__(
+        self, providers: Iterable[Provider], routes: Optional[Dict[str, List[str]]] = None, default_model: str = ""
+    ):
         self.providers: Dict[str, Provider] = {p.name: p for p in providers}
         self.routes = dict(routes or {})
         self.default_model = default_model
@@ -116,9 +117,15 @@ def _is_output(event: Event) -> bool:
 
 
 def _fallback(candidates: List[Candidate], answering: Candidate, failures: List[dict]) -> Event:
-    return Event(FALLBACK, {"requested": candidates[0].route_id, "answered": answering.route_id,
-                            "reason": "; ".join(f"{f['route']}: {f['error']}" for f in failures),
-                            "failures": failures})
+    return Event(
+        FALLBACK,
+        {
+            "requested": candidates[0].route_id,
+            "answered": answering.route_id,
+            "reason": "; ".join(f"{f['route']}: {f['error']}" for f in failures),
+            "failures": failures,
+        },
+    )
 
 
 def stream_route(candidates: List[Candidate], request: ChatRequest, cancel: CancelToken) -> Iterator[Event]:
@@ -166,8 +173,10 @@ def stream_route(candidates: List[Candidate], request: ChatRequest, cancel: Canc
         return
     assert last_error is not None
     if len(failures) > 1:  # say what every candidate did; keep the last one's status and retry hint
-        raise type(last_error)("All candidates failed: " + "; ".join(f"{f['route']}: {f['error']}" for f in failures),
-                               status=last_error.status, retry_after=last_error.retry_after,
-                               provider=last_error.provider)
+        raise type(last_error)(
+            "All candidates failed: " + "; ".join(f"{f['route']}: {f['error']}" for f in failures),
+            status=last_error.status,
+            retry_after=last_error.retry_after,
+            provider=last_error.provider,
+        )
     raise last_error
-

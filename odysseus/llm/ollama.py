@@ -49,8 +49,9 @@ def wire_messages(messages: List[dict]) -> List[dict]:
             for call in message["tool_calls"]:
                 fn = call.get("function") or {}
                 names[call.get("id") or ""] = fn.get("name", "")
-                calls.append({"function": {"name": fn.get("name", ""),
-                                           "arguments": parse_arguments(fn.get("arguments"))}})
+                calls.append(
+                    {"function": {"name": fn.get("name", ""), "arguments": parse_arguments(fn.get("arguments"))}}
+                )
             item["tool_calls"] = calls
         if role == "tool":
             name = message.get("name") or names.get(message.get("tool_call_id") or "")
@@ -105,19 +106,23 @@ class OllamaProvider(HTTPProvider):
             if not isinstance(chunk, dict):
                 raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {line[:200]!r}")
             if chunk.get("error"):
-                raise ProviderHTTPError(f"Provider {self.name} reported an error mid-stream: {chunk['error']}",
-                                        status=502, provider=self.name)
+                raise ProviderHTTPError(
+                    f"Provider {self.name} reported an error mid-stream: {chunk['error']}",
+                    status=502,
+                    provider=self.name,
+                )
             message = chunk.get("message") or {}
             if message.get("thinking"):
                 yield delta(message["thinking"], thinking=True)
             content = message.get("content")
             if content:
-                for text, is_thinking in (splitter.feed(content) if splitter else [(content, False)]):
+                for text, is_thinking in splitter.feed(content) if splitter else [(content, False)]:
                     yield delta(text, thinking=is_thinking)
             for call in message.get("tool_calls") or []:
                 fn = call.get("function") or {}
-                yield tool_call(call.get("id") or new_call_id(), fn.get("name", ""),
-                                parse_arguments(fn.get("arguments")), calls)
+                yield tool_call(
+                    call.get("id") or new_call_id(), fn.get("name", ""), parse_arguments(fn.get("arguments")), calls
+                )
                 calls += 1
             extra = {k: v for k, v in chunk.items() if k not in KNOWN_KEYS and k not in DURATIONS}
             if chunk.get("done"):
@@ -130,9 +135,8 @@ class OllamaProvider(HTTPProvider):
             if chunk.get("done"):
                 break
         else:
-            raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done",
-                                       provider=self.name)
-        for text, is_thinking in (splitter.flush() if splitter else []):
+            raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done", provider=self.name)
+        for text, is_thinking in splitter.flush() if splitter else []:
             yield delta(text, thinking=is_thinking)
         if usage_event is not None:
             yield usage_event

@@ -27,8 +27,17 @@ from .stream_reader import sse_events
 from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-KNOWN_CHUNK_KEYS = {"id", "object", "created", "model", "choices", "usage", "system_fingerprint",
-                    "obfuscation", "service_tier"}  # the last two: per-chunk noise, not worth keeping
+KNOWN_CHUNK_KEYS = {
+    "id",
+    "object",
+    "created",
+    "model",
+    "choices",
+    "usage",
+    "system_fingerprint",
+    "obfuscation",
+    "service_tier",
+}  # the last two: per-chunk noise, not worth keeping
 
 
 def api_root(base_url: Optional[str]) -> str:
@@ -47,7 +56,8 @@ def wire_messages(messages: List[dict]) -> List[dict]:
         if images:  # a content array: the text, then each image as a data URL
             message["content"] = [{"type": "text", "text": text_of(message.get("content"))}] + [
                 {"type": "image_url", "image_url": {"url": f"data:{part['mime']};base64,{part['data']}"}}
-                for part in images]
+                for part in images
+            ]
         if message.get("tool_calls"):
             calls = []
             for call in message["tool_calls"]:
@@ -90,8 +100,10 @@ class _ToolCallBuffer:
         return tool_call_delta(index, piece, new_id, new_name)
 
     def drain(self) -> List[Event]:
-        events = [tool_call(call["id"] or new_call_id(), call["name"], parse_arguments(call["arguments"]), index)
-                  for index, call in sorted(self.calls.items())]
+        events = [
+            tool_call(call["id"] or new_call_id(), call["name"], parse_arguments(call["arguments"]), index)
+            for index, call in sorted(self.calls.items())
+        ]
         self.emitted = self.emitted or bool(events)
         self.calls = {}
         return events
@@ -165,8 +177,11 @@ class OpenAICompatProvider(HTTPProvider):
             if chunk.get("error"):
                 raise _in_stream_error(self.name, chunk["error"])
             # the common chunk carries only known keys: no dict built (a set-view comparison in C)
-            extra = None if chunk.keys() <= KNOWN_CHUNK_KEYS else {
-                k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
+            extra = (
+                None
+                if chunk.keys() <= KNOWN_CHUNK_KEYS
+                else {k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
+            )
             was_first = first
             if first:
                 first = False
@@ -206,9 +221,8 @@ class OpenAICompatProvider(HTTPProvider):
             elif not was_first:
                 plain.learn(data, chunk, extra)
         if reason is None:  # neither [DONE] nor a finish_reason: the stream was cut
-            raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done",
-                                       provider=self.name)
-        for text, is_thinking in (splitter.flush() if splitter else []):
+            raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done", provider=self.name)
+        for text, is_thinking in splitter.flush() if splitter else []:
             yield delta(text, thinking=is_thinking)
         yield from tools.drain()
         if last_usage:
@@ -237,5 +251,6 @@ def _in_stream_error(provider: str, err) -> ProviderHTTPError:
     message = err.get("message") if isinstance(err, dict) else str(err)
     code = err.get("code") if isinstance(err, dict) else None
     status = code if isinstance(code, int) and 400 <= code < 600 else 502
-    return ProviderHTTPError(f"Provider {provider} reported an error mid-stream: {message}", status=status,
-                             provider=provider)
+    return ProviderHTTPError(
+        f"Provider {provider} reported an error mid-stream: {message}", status=status, provider=provider
+    )

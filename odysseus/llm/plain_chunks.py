@@ -48,7 +48,7 @@ class PlainContent:
         end = len(data) - len(tail)
         if end < len(head):
             return None
-        body = data[len(head):end]
+        body = data[len(head) : end]
         return None if _NOT_PLAIN.search(body) else body
 
     def learn(self, data: str, chunk: dict, extra: Optional[dict]) -> None:
@@ -64,12 +64,18 @@ class PlainContent:
         if type(piece) is not dict or not piece.keys() <= KNOWN_DELTA_KEYS:
             return
         text = piece.get("content")
-        if (type(text) is not str or not text or piece.get("reasoning_content") or piece.get("reasoning")
-                or piece.get("tool_calls") or data.count(_CONTENT_KEY) != 1):
+        if (
+            type(text) is not str
+            or not text
+            or piece.get("reasoning_content")
+            or piece.get("reasoning")
+            or piece.get("tool_calls")
+            or data.count(_CONTENT_KEY) != 1
+        ):
             return
         start = data.find(_CONTENT_KEY) + len(_CONTENT_KEY)
         end = start + len(text)
-        if data[start:end] != text or data[end:end + 1] != '"' or _NOT_PLAIN.search(text):
+        if data[start:end] != text or data[end : end + 1] != '"' or _NOT_PLAIN.search(text):
             return
         # Proof by one probe (once per template, not per token): another body in that place changes
         # this delta's content and nothing else.

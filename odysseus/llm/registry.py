@@ -14,8 +14,10 @@ from .openai_compat import OpenAICompatProvider
 #: kind -> factory(ProviderConfig, app_config) -> Provider. Adapters register here.
 ADAPTERS: Dict[str, Callable[[ProviderConfig, dict], Provider]] = {
     "demo": lambda cfg, app_config: DemoProvider(
-        name=cfg.name, token_delay=float(cfg.options.get("token_delay", app_config.get("DEMO_TOKEN_DELAY", 0.03))),
-        reply_words=int(cfg.options.get("reply_words", 0))),
+        name=cfg.name,
+        token_delay=float(cfg.options.get("token_delay", app_config.get("DEMO_TOKEN_DELAY", 0.03))),
+        reply_words=int(cfg.options.get("reply_words", 0)),
+    ),
     "openai": OpenAICompatProvider,
     "ollama": OllamaProvider,
     "anthropic": AnthropicProvider,

@@ -56,7 +56,7 @@ class ChunkedDecoder:
         while pos < end and state != _DONE:
             if state == _DATA:
                 take = min(self.left, end - pos)
-                out.append(buf[pos:pos + take])
+                out.append(buf[pos : pos + take])
                 pos += take
                 self.left -= take
                 if not self.left:
@@ -108,7 +108,7 @@ def _lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[List[str]]:
         cut = buffer.rfind(b"\n")
         if cut < 0:
             continue
-        block, buffer = buffer[:cut], buffer[cut + 1:]
+        block, buffer = buffer[:cut], buffer[cut + 1 :]
         try:
             yield block.decode("utf-8").split("\n")
         except UnicodeDecodeError:  # decode line by line: the lines before the bad one still count

@@ -50,7 +50,7 @@ class ThinkSplitter:
             if self.state == "start":
                 stripped = self.buffer.lstrip()
                 if stripped.startswith(OPEN):
-                    self.buffer = stripped[len(OPEN):]
+                    self.buffer = stripped[len(OPEN) :]
                     self.state = "thinking"
                     continue
                 if not stripped or OPEN.startswith(stripped):
@@ -62,14 +62,14 @@ class ThinkSplitter:
                 if end >= 0:
                     if end:
                         out.append((self.buffer[:end], True))
-                    self.buffer = self.buffer[end + len(CLOSE):]
+                    self.buffer = self.buffer[end + len(CLOSE) :]
                     self.state, self.strip_leading = "content", True
                     continue
                 keep = _partial_suffix(self.buffer, CLOSE)
-                ready = self.buffer[:len(self.buffer) - keep]
+                ready = self.buffer[: len(self.buffer) - keep]
                 if ready:
                     out.append((ready, True))
-                self.buffer = self.buffer[len(self.buffer) - keep:]
+                self.buffer = self.buffer[len(self.buffer) - keep :]
                 break
             # content: no tags any more
             if self.strip_leading:

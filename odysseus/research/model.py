@@ -45,8 +45,13 @@ def child_token(parent: CancelToken) -> tuple:
     return child, unlink
 
 
-def ask(candidates: List[Candidate], messages: List[dict], cancel: CancelToken, timeout: float,
-        on_text: Optional[Callable[[int], None]] = None) -> str:
+def ask(
+    candidates: List[Candidate],
+    messages: List[dict],
+    cancel: CancelToken,
+    timeout: float,
+    on_text: Optional[Callable[[int], None]] = None,
+) -> str:
     """The text of one completion (reasoning dropped), within ``timeout`` seconds."""
     call, unlink = child_token(cancel)
     timer = threading.Timer(max(0.01, timeout), call.cancel, args=("call_timeout",))
@@ -85,8 +90,9 @@ def offload(fn: Callable[..., T], *args) -> T:
     return fn(*args)
 
 
-def wait_on(work: Callable[[], T], cancel: CancelToken, interval: float,
-            beat: Callable[[float], Event]) -> Generator[Event, None, T]:
+def wait_on(
+    work: Callable[[], T], cancel: CancelToken, interval: float, beat: Callable[[float], Event]
+) -> Generator[Event, None, T]:
     """Run ``work`` in a worker; yield ``beat(waited)`` every ``interval`` s; return its result.
 
     Use as ``result = yield from wait_on(...)``. Raises what ``work`` raised, or ``Cancelled``.

@@ -21,8 +21,12 @@ from .model import offload
 
 def search(query: str, config: dict, cancel: CancelToken, results: int) -> List[dict]:
     """Result rows ``{title, url, snippet}`` for ``query``; raises ToolError when the backend fails."""
-    ctx = ToolContext(owner="", session_id="", cancel=cancel,
-                      config={**config, "WEB_SEARCH_RESULTS": max(results, int(config.get("WEB_SEARCH_RESULTS", 5)))})
+    ctx = ToolContext(
+        owner="",
+        session_id="",
+        cancel=cancel,
+        config={**config, "WEB_SEARCH_RESULTS": max(results, int(config.get("WEB_SEARCH_RESULTS", 5)))},
+    )
     found = web_search({"query": query}, ctx)
     rows = found.events[0].data["data"] if found.events else []
     return [r for r in rows if str(r.get("url", "")).startswith(("http://", "https://"))]
@@ -58,8 +62,9 @@ def read_text(url: str, config: dict, cancel: CancelToken) -> Tuple[str, str, st
     raise ToolError(f"not a text page ({ctype or 'unknown type'})")
 
 
-def read_concurrently(pages: List[dict], read: Callable[[dict], dict], workers: int,
-                      cancel: CancelToken) -> "queue.Queue":
+def read_concurrently(
+    pages: List[dict], read: Callable[[dict], dict], workers: int, cancel: CancelToken
+) -> "queue.Queue":
     """Start reading ``pages`` with at most ``workers`` at once; each result is put on the returned queue.
 
     ``read(page)`` must not raise (it returns its failure as a result). Workers stop taking

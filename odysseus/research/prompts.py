@@ -15,8 +15,7 @@ SYSTEM = "You are the research assistant of a self-hosted chat app. "
 
 
 def _messages(task: str, instructions: str, user: str) -> List[dict]:
-    return [{"role": "system", "content": f"Task: {task}. {SYSTEM}{instructions}"},
-            {"role": "user", "content": user}]
+    return [{"role": "system", "content": f"Task: {task}. {SYSTEM}{instructions}"}, {"role": "user", "content": user}]
 
 
 def probe() -> List[dict]:
@@ -26,27 +25,36 @@ def probe() -> List[dict]:
 
 def plan(question: str, count: int) -> List[dict]:
     """Ask for the first round's web search queries."""
-    return _messages("plan", f"Write up to {count} short, varied web search queries that together answer the "
-                             "research question. Answer with a JSON array of strings and nothing else.",
-                     f"Research question: {question}")
+    return _messages(
+        "plan",
+        f"Write up to {count} short, varied web search queries that together answer the "
+        "research question. Answer with a JSON array of strings and nothing else.",
+        f"Research question: {question}",
+    )
 
 
 def extract(question: str, title: str, url: str, text: str) -> List[dict]:
     """Ask for the findings one page offers on the question."""
-    return _messages("extract", "Read the page and list what it says that helps answer the research question: "
-                                "at most 5 short, self-contained factual statements. Answer with a JSON array "
-                                "of strings; answer [] when the page has nothing relevant.",
-                     f"Research question: {question}\nPage title: {title}\nURL: {url}\n\nPage text:\n{text}")
+    return _messages(
+        "extract",
+        "Read the page and list what it says that helps answer the research question: "
+        "at most 5 short, self-contained factual statements. Answer with a JSON array "
+        "of strings; answer [] when the page has nothing relevant.",
+        f"Research question: {question}\nPage title: {title}\nURL: {url}\n\nPage text:\n{text}",
+    )
 
 
 def analyze(question: str, findings: List[dict], searched: List[str], count: int) -> List[dict]:
     """Ask whether another round of searching is needed, and with which queries."""
     listed = "\n".join(f"- {f['summary']}" for f in findings[-60:]) or "(none yet)"
     done = "\n".join(f"- {q}" for q in searched[-30:])
-    return _messages("analyze", "Decide whether the findings answer the research question well enough. Answer "
-                                'with a JSON object {"continue": true or false, "queries": [up to '
-                                f"{count} new search queries for what is still missing]}} and nothing else.",
-                     f"Research question: {question}\n\nQueries already searched:\n{done}\n\nFindings:\n{listed}")
+    return _messages(
+        "analyze",
+        "Decide whether the findings answer the research question well enough. Answer "
+        'with a JSON object {"continue": true or false, "queries": [up to '
+        f"{count} new search queries for what is still missing]}} and nothing else.",
+        f"Research question: {question}\n\nQueries already searched:\n{done}\n\nFindings:\n{listed}",
+    )
 
 
 def write(question: str, sources: List[dict], findings: List[dict]) -> List[dict]:
@@ -56,12 +64,15 @@ def write(question: str, sources: List[dict], findings: List[dict]) -> List[dict
         rows = [f["summary"] for f in findings if f["url"] == source["url"]]
         lines = "\n".join(f"  - {r}" for r in rows) or "  - (read, nothing specific extracted)"
         blocks.append(f"[{number}] {source['title']} ({source['url']})\n{lines}")
-    return _messages("write", "Write a clear, well-structured report in Markdown that answers the research "
-                              "question using only the findings below. Cite the sources by their numbers in "
-                              "square brackets, like [1] or [2][3], right after the statements they support. "
-                              "Say plainly what the findings do not cover. Do not add a list of sources at the "
-                              "end: it is appended for you.",
-                     f"Research question: {question}\n\nSources and findings:\n" + "\n\n".join(blocks))
+    return _messages(
+        "write",
+        "Write a clear, well-structured report in Markdown that answers the research "
+        "question using only the findings below. Cite the sources by their numbers in "
+        "square brackets, like [1] or [2][3], right after the statements they support. "
+        "Say plainly what the findings do not cover. Do not add a list of sources at the "
+        "end: it is appended for you.",
+        f"Research question: {question}\n\nSources and findings:\n" + "\n\n".join(blocks),
+    )
 
 
 # ---------------------------------------------------------------- parsing
@@ -75,7 +86,7 @@ def _json_value(text: str, opener: str, closer: str) -> Optional[Any]:
         if start < 0 or end <= start:
             continue
         try:
-            return json.loads(candidate[start:end + 1])
+            return json.loads(candidate[start : end + 1])
         except ValueError:
             continue
     return None

@@ -30,8 +30,10 @@ def source_list(sources: List[dict]) -> str:
     lines = ["## Sources", ""]
     for number, source in enumerate(sources, 1):
         host = urlparse(source["url"]).hostname or ""
-        lines.append(f"{number}. [{_title(source.get('title') or source['url'])}]({_url(source['url'])})"
-                     + (f" ({host})" if host else ""))
+        lines.append(
+            f"{number}. [{_title(source.get('title') or source['url'])}]({_url(source['url'])})"
+            + (f" ({host})" if host else "")
+        )
     return "\n".join(lines)
 
 
@@ -40,7 +42,7 @@ def finished(text: str, sources: List[dict]) -> str:
     body = text.strip()
     match = _SOURCES_HEADING.search(body)
     if match and match.start() > len(body) // 3:
-        body = body[:match.start()].rstrip()
+        body = body[: match.start()].rstrip()
     return body + ("\n\n" + source_list(sources) if sources else "") + "\n"
 
 
@@ -48,8 +50,10 @@ def fallback(question: str, sources: List[dict], findings: List[dict], reason: O
     """A report assembled from the findings alone, marked partial with ``reason``."""
     number = {s["url"]: i for i, s in enumerate(sources, 1)}
     lines = [f"# Research: {' '.join(question.split())[:300]}", ""]
-    lines.append(f"*Partial report: {reason or 'the report could not be written'}. "
-                 "This lists what was found, without a written synthesis.*")
+    lines.append(
+        f"*Partial report: {reason or 'the report could not be written'}. "
+        "This lists what was found, without a written synthesis.*"
+    )
     lines += ["", "## Findings", ""]
     if findings:
         for finding in findings:
@@ -64,4 +68,4 @@ def fallback(question: str, sources: List[dict], findings: List[dict], reason: O
 def chunks(text: str, size: int = CHUNK) -> Iterator[str]:
     """The report in pieces, sent as ordinary deltas."""
     for start in range(0, len(text), size):
-        yield text[start:start + size]
+        yield text[start : start + size]

@@ -60,8 +60,15 @@ def _chars(messages: List[dict]) -> int:
 class ResearchJob:
     """The state of one job while it runs: what was searched, read and found."""
 
-    def __init__(self, candidates: List[Candidate], question: str, limits: ResearchLimits, config: dict,
-                 ctx: RunContext, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        candidates: List[Candidate],
+        question: str,
+        limits: ResearchLimits,
+        config: dict,
+        ctx: RunContext,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.candidates, self.question, self.limits, self.config, self.ctx = candidates, question, limits, config, ctx
         self.clock = clock
         self.started = clock()
@@ -75,20 +82,33 @@ class ResearchJob:
         self.warnings: List[str] = []
         self.row: dict = {}
         self.chars_written = 0
-        self.stats: Dict[str, Any] = {"rounds": 0, "queries": 0, "pages_read": 0, "pages_failed": 0, "model_calls": 0,
-                      "ended_by": None}
+        self.stats: Dict[str, Any] = {
+            "rounds": 0,
+            "queries": 0,
+            "pages_read": 0,
+            "pages_failed": 0,
+            "model_calls": 0,
+            "ended_by": None,
+        }
         self.token: CancelToken = CancelToken()
 
     # ---------------------------------------------------------------- state and events
     def publish(self, **extra) -> None:
         """Put the current state where the engine saves it with the reply."""
         state = self.ctx.metadata.get("research") or {}
-        state.update({
-            "job_id": self.ctx.run_id, "session_id": self.ctx.session_id, "query": self.question,
-            "sources": list(self.sources), "findings": list(self.findings), "progress": dict(self.row),
-            "stats": {**self.stats, "elapsed_s": round(self.clock() - self.started, 1)},
-            "limits": self.limits.to_dict(), "warnings": self.warnings[-20:],
-        })
+        state.update(
+            {
+                "job_id": self.ctx.run_id,
+                "session_id": self.ctx.session_id,
+                "query": self.question,
+                "sources": list(self.sources),
+                "findings": list(self.findings),
+                "progress": dict(self.row),
+                "stats": {**self.stats, "elapsed_s": round(self.clock() - self.started, 1)},
+                "limits": self.limits.to_dict(),
+                "warnings": self.warnings[-20:],
+            }
+        )
         state.update(extra)
         self.ctx.metadata["research"] = state
 
@@ -122,8 +142,9 @@ class ResearchJob:
         if timeout < 1.0:
             raise CallTimeout("no time was left for the model")
         self.stats["model_calls"] += 1
-        return (yield from self.wait(lambda: ask(self.candidates, messages, token, timeout,
-                                                 on_text=self._count), token))
+        return (
+            yield from self.wait(lambda: ask(self.candidates, messages, token, timeout, on_text=self._count), token)
+        )
 
     def _count(self, size: int) -> None:
         self.chars_written = size
@@ -145,16 +166,23 @@ class ResearchJob:
                     return
                 time_up = True
                 self.stats["ended_by"] = "time"
-                yield self.warning(f"the time limit ({self.limits.max_time:.0f} s) ended the research; "
-                                   "the report is written from what was found")
+                yield self.warning(
+                    f"the time limit ({self.limits.max_time:.0f} s) ended the research; "
+                    "the report is written from what was found"
+                )
             except ResearchFailed as exc:
                 yield self.progress("error", message=exc.message)
                 raise
             except Exception as exc:
                 yield self.progress("error", message=getattr(exc, "message", None) or "internal error")
                 if self.findings or self.sources:
-                    yield from self.deliver(report.fallback(self.question, self.sources, self.findings,
-                                                            "the research failed before the report"), True, "error")
+                    yield from self.deliver(
+                        report.fallback(
+                            self.question, self.sources, self.findings, "the research failed before the report"
+                        ),
+                        True,
+                        "error",
+                    )
                 raise
             try:
                 yield from self.until_stopped(self.write(time_up))
@@ -192,8 +220,9 @@ class ResearchJob:
         """Probing, planning and the rounds; raises Cancelled when time is up or the job stops."""
         yield self.progress("probing")
         try:
-            seed = yield from self.wait(lambda: search(self.question, self.config, self.token,
-                                                       self.limits.pages_per_round), self.token)
+            seed = yield from self.wait(
+                lambda: search(self.question, self.config, self.token, self.limits.pages_per_round), self.token
+            )
         except ToolError as exc:
             raise ResearchFailed(f"the search backend does not answer: {exc}") from None
         try:
@@ -203,8 +232,9 @@ class ResearchJob:
         yield self.progress("planning")
         queries: List[str] = []
         try:
-            answer = yield from self.call(prompts.plan(self.question, self.limits.queries_per_round), self.token,
-                                          self.research_deadline)
+            answer = yield from self.call(
+                prompts.plan(self.question, self.limits.queries_per_round), self.token, self.research_deadline
+            )
             queries = prompts.string_list(answer, self.limits.queries_per_round, 200)
         except (ProviderError, CallTimeout) as exc:
             yield self.warning(f"the model could not plan the searches ({exc.message}); searching for the question")
@@ -226,8 +256,9 @@ class ResearchJob:
                 self.searched.append(query)
                 self.stats["queries"] += 1
                 try:
-                    rows += yield from self.wait(functools.partial(search, query, self.config, self.token,
-                                                                   limits.pages_per_round), self.token)
+                    rows += yield from self.wait(
+                        functools.partial(search, query, self.config, self.token, limits.pages_per_round), self.token
+                    )
                 except ToolError as exc:
                     yield self.warning(f"search failed for {query!r}: {exc}")
             before = len(self.findings)
@@ -245,9 +276,11 @@ class ResearchJob:
                 return
             verdict = None
             try:
-                answer = yield from self.call(prompts.analyze(self.question, self.findings, self.searched,
-                                                              limits.queries_per_round), self.token,
-                                              self.research_deadline)
+                answer = yield from self.call(
+                    prompts.analyze(self.question, self.findings, self.searched, limits.queries_per_round),
+                    self.token,
+                    self.research_deadline,
+                )
                 verdict = prompts.decision(answer, limits.queries_per_round)
             except (ProviderError, CallTimeout) as exc:
                 yield self.warning(f"the model could not judge the findings ({exc.message})")
@@ -261,9 +294,12 @@ class ResearchJob:
     def follow_ups(self) -> List[str]:
         """Queries for another round when the model named none."""
         words = ("explained", "evidence", "latest", "overview", "criticism", "examples")
-        fresh = [f"{self.question} {w}" for w in words if f"{self.question} {w}".lower()
-                 not in {q.lower() for q in self.searched}]
-        return fresh[:self.limits.queries_per_round] or [self.question]
+        fresh = [
+            f"{self.question} {w}"
+            for w in words
+            if f"{self.question} {w}".lower() not in {q.lower() for q in self.searched}
+        ]
+        return fresh[: self.limits.queries_per_round] or [self.question]
 
     # ---------------------------------------------------------------- reading
     def read_page(self, page: dict) -> dict:
@@ -275,7 +311,7 @@ class ResearchJob:
         except Cancelled:
             return {"page": page, "skipped": True}
         title = " ".join((title or page.get("title") or url).split())[:300]
-        text = text[:self.limits.chars_per_page]
+        text = text[: self.limits.chars_per_page]
         result = {"page": page, "url": url, "title": title, "findings": [], "excerpt": False, "calls": 0}
         if not text.strip():
             return result
@@ -290,8 +326,9 @@ class ResearchJob:
             # The page was read: keep an excerpt of it rather than nothing.
             result.update(findings=[" ".join(text.split())[:EXCERPT]], excerpt=True)
             if not isinstance(exc, Cancelled):
-                result["warning"] = f"could not extract findings from {url} ({getattr(exc, 'message', exc)}); " \
-                                    "kept an excerpt"
+                result["warning"] = (
+                    f"could not extract findings from {url} ({getattr(exc, 'message', exc)}); kept an excerpt"
+                )
         return result
 
     def read(self, number: int, pages: List[dict]) -> Iterator[Event]:
@@ -355,8 +392,15 @@ class ResearchJob:
             self.findings.append(finding)
         if result.get("warning"):
             yield self.warning(result["warning"])
-        yield self.progress("reading", round=number, url=url, title=result["title"], new_sources=counter["new"],
-                            total_sources=len(self.sources), total_findings=len(self.findings))
+        yield self.progress(
+            "reading",
+            round=number,
+            url=url,
+            title=result["title"],
+            new_sources=counter["new"],
+            total_sources=len(self.sources),
+            total_findings=len(self.findings),
+        )
 
     # ---------------------------------------------------------------- writing
     def write(self, time_up: bool) -> Iterator[Event]:
@@ -370,19 +414,22 @@ class ResearchJob:
         else:
             token, unlink = child_token(self.ctx.cancel)
             try:
-                answer = yield from self.call(prompts.write(self.question, self.sources, self.findings), token,
-                                              self.deadline)
+                answer = yield from self.call(
+                    prompts.write(self.question, self.sources, self.findings), token, self.deadline
+                )
                 text = answer if answer.strip() else None
                 if text is None:
                     yield self.warning("the model wrote an empty report; it was assembled from the findings")
             except (ProviderError, CallTimeout) as exc:
-                yield self.warning(f"the report could not be written ({exc.message}); "
-                                   "it was assembled from the findings")
+                yield self.warning(
+                    f"the report could not be written ({exc.message}); it was assembled from the findings"
+                )
             finally:
                 unlink()
         if text is None:
-            final = report.fallback(self.question, self.sources, self.findings,
-                                    reason or "the model could not write the report")
+            final = report.fallback(
+                self.question, self.sources, self.findings, reason or "the model could not write the report"
+            )
             yield from self.deliver(final, True, reason or "the model could not write the report")
         else:
             yield from self.deliver(report.finished(text, self.sources), time_up, reason)

@@ -70,8 +70,9 @@ class AgentService:
         if not self.sandbox.available:
             self.registry = ToolRegistry(t for n, t in self.registry.tools.items() if n not in CODE_TOOL_NAMES)
         self.data_dir = app.config["DATA_DIR"]
-        self.hooks = AgentHooks(request_approval=self.request_approval, tool_context=self.tool_context,
-                                amend_exhibit=self.amend_exhibit)
+        self.hooks = AgentHooks(
+            request_approval=self.request_approval, tool_context=self.tool_context, amend_exhibit=self.amend_exhibit
+        )
 
     def amend_exhibit(self, ctx: RunContext, exhibit: dict) -> None:
         """Replace an exhibit with the same id in the session's earlier saved replies."""
@@ -79,20 +80,32 @@ class AgentService:
 
     def request_approval(self, ctx: RunContext, call: dict, state: dict) -> dict:
         """Persist an approval request with the continuation state."""
-        row = self.store.approvals.create(approval_id=new_approval_id(), owner=ctx.owner, session_id=ctx.session_id,
-                                          run_id=ctx.run_id, call=call, call_hash=call_hash(call), state=state,
-                                          ttl=self.settings.approval_ttl)
+        row = self.store.approvals.create(
+            approval_id=new_approval_id(),
+            owner=ctx.owner,
+            session_id=ctx.session_id,
+            run_id=ctx.run_id,
+            call=call,
+            call_hash=call_hash(call),
+            state=state,
+            ttl=self.settings.approval_ttl,
+        )
         return {"approval_id": row["id"], "expires_at": row["expires_at"]}
 
     def tool_context(self, ctx: RunContext, network: bool = False) -> ToolContext:
         """The context tools of this run get: workspace root, config, image storage, sandbox network."""
-        return ToolContext(owner=ctx.owner, session_id=ctx.session_id, cancel=ctx.cancel, config=dict(self.config),
-                           workspace_root=os.path.join(self.data_dir, "workspaces"),
-                           save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime),
-                           # context/workspace.py: a chosen host directory (judged again); memories for manage_memory
-                           workspace_dir=chosen_workspace(ctx.metadata, self.config),
-                           memory=memory_book(self.store, self.config, ctx.owner),
-                           network=network)
+        return ToolContext(
+            owner=ctx.owner,
+            session_id=ctx.session_id,
+            cancel=ctx.cancel,
+            config=dict(self.config),
+            workspace_root=os.path.join(self.data_dir, "workspaces"),
+            save_image=lambda data, mime: self.save_image(ctx.owner, ctx.session_id, data, mime),
+            # context/workspace.py: a chosen host directory (judged again); memories for manage_memory
+            workspace_dir=chosen_workspace(ctx.metadata, self.config),
+            memory=memory_book(self.store, self.config, ctx.owner),
+            network=network,
+        )
 
     def forget_session(self, app: Flask, owner: str, session_id: str, images: List[str]) -> None:
         """A session was deleted: remove its image files and its workspace directory."""
@@ -144,20 +157,38 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
     if approval_id:
         decision = data.get("tool_approval_decision")
         row = service.store.approvals.get(approval_id)
-        if (row is not None and row.get("used_at") and row["owner"] == owner and req["client_message_id"]
-                and session_id == row["session_id"]
-                and service.store.messages.by_client_id(owner, session_id, req["client_message_id"])):
+        if (
+            row is not None
+            and row.get("used_at")
+            and row["owner"] == owner
+            and req["client_message_id"]
+            and session_id == row["session_id"]
+            and service.store.messages.by_client_id(owner, session_id, req["client_message_id"])
+        ):
             # A retried answer: chat_stream attaches to the turn it already started.
             return PreparedTurn("", req["client_message_id"], _attached_only, terminal_type=AGENT_TERMINAL)
-        check(row, owner=owner, session_id=session_id, decision=decision,
-              presented=data.get("tool_approval_call"), now=time.time())
+        check(
+            row,
+            owner=owner,
+            session_id=session_id,
+            decision=decision,
+            presented=data.get("tool_approval_call"),
+            now=time.time(),
+        )
         # consumed inside the start transaction: a start that fails (503 at capacity) leaves it unused
         in_transaction.append(lambda db: consume_in(db, approval_id, owner, decision))
         state, resolution = row["state"], Resolution(approval_id, decision, row["call"])
         message = f"{DECISION_LABELS[decision]}: {row['call'].get('name')}"
-        user_metadata = {"agent_action": {"tool_approval": {"approval_id": approval_id, "decision": decision,
-                                                            "call_id": row["call"].get("id"),
-                                                            "server_id": row["call"].get("server_id")}}}
+        user_metadata = {
+            "agent_action": {
+                "tool_approval": {
+                    "approval_id": approval_id,
+                    "decision": decision,
+                    "call_id": row["call"].get("id"),
+                    "server_id": row["call"].get("server_id"),
+                }
+            }
+        }
     elif _flag(data.get("continue")):
         if not session_id:
             raise BadRequest("continue needs the session_id of the paused task", reason="invalid")
@@ -208,8 +239,14 @@ def build_agent_turn(req: dict, candidates, owner: str) -> PreparedTurn:
         # announced before the loop's first round (a continued task gathers nothing new)
         return with_context(turn, start, gather, window=window, history=history, build=build)
 
-    return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
-                        user_metadata=user_metadata, in_transaction=in_transaction)
+    return PreparedTurn(
+        message,
+        req["client_message_id"],
+        make_turn,
+        terminal_type=AGENT_TERMINAL,
+        user_metadata=user_metadata,
+        in_transaction=in_transaction,
+    )
 
 
 def consume_in(db, approval_id: str, owner: str, decision: str) -> None:

@@ -38,8 +38,9 @@ def agent_stream():
     owner = current_owner()
     check_stream_slot(owner)  # 429 before anything starts
     after = cursor()  # a retry (same client_message_id) with Last-Event-ID attaches after that cursor
-    return stream_started_turn(owner, start_turn(owner, _agent_request(owner)), agent_frame, AGENT_TERMINAL,
-                               after=after)
+    return stream_started_turn(
+        owner, start_turn(owner, _agent_request(owner)), agent_frame, AGENT_TERMINAL, after=after
+    )
 
 
 @bp.post("/api/agent/chat")
@@ -58,9 +59,14 @@ def agent_chat():
     view = run_view(row, ext("runs").get(owner, row["run_id"]))
     message = store.messages.get(owner, view["message_id"]) if view.get("message_id") else None
     result = {
-        "session_id": started.session_id, "run_id": view["run_id"], "task_id": view["run_id"],
-        "status": view["status"], "stop_reason": view["stop_reason"], "model": view["model"],
-        "message_id": view.get("message_id"), "content": message["content"] if message else "",
+        "session_id": started.session_id,
+        "run_id": view["run_id"],
+        "task_id": view["run_id"],
+        "status": view["status"],
+        "stop_reason": view["stop_reason"],
+        "model": view["model"],
+        "message_id": view.get("message_id"),
+        "content": message["content"] if message else "",
         "thinking": message["thinking"] if message else "",
         "total_time_ms": (message or {}).get("metadata", {}).get("total_time_ms"),
     }

@@ -34,8 +34,10 @@ def apply_agent_routing(store, owner: str, req: dict) -> Optional[dict]:
     if target:
         agent = store.agents.get(owner, target)  # NotFound names the id
         base = store.profiles.get(owner, agent["profile_id"]) if agent.get("profile_id") else {}
-        merged = {k: agent.get(k) if agent.get(k) is not None else base.get(k)
-                  for k in ("model", "temperature", "system_prompt", "tools")}
+        merged = {
+            k: agent.get(k) if agent.get(k) is not None else base.get(k)
+            for k in ("model", "temperature", "system_prompt", "tools")
+        }
         _merge(req, merged, {"agent_id": target, "profile_id": agent.get("profile_id"), "routed_by": "target_agent_id"})
         return req["agent"]
     if profile_id:

@@ -76,15 +76,24 @@ def make_plan(store, owner: str, workflow: dict) -> dict:
         if config is not None:
             agents[member["agent_id"]] = config
     if workflow["supervisor_agent_id"] not in agents:
-        raise NotFound(f"the supervisor agent {workflow['supervisor_agent_id']!r} of workflow "
-                       f"{workflow['id']!r} no longer exists")
-    return {"workflow": {k: workflow.get(k) for k in ("id", "name", "supervisor_agent_id", "members")},
-            "agents": agents}
+        raise NotFound(
+            f"the supervisor agent {workflow['supervisor_agent_id']!r} of workflow {workflow['id']!r} no longer exists"
+        )
+    return {
+        "workflow": {k: workflow.get(k) for k in ("id", "name", "supervisor_agent_id", "members")},
+        "agents": agents,
+    }
 
 
-def build_workflow_turn(req: dict, candidates, owner: str, state: Optional[dict] = None,
-                        resolution: Optional[Resolution] = None, message: Optional[str] = None,
-                        user_metadata: Optional[dict] = None) -> PreparedTurn:
+def build_workflow_turn(
+    req: dict,
+    candidates,
+    owner: str,
+    state: Optional[dict] = None,
+    resolution: Optional[Resolution] = None,
+    message: Optional[str] = None,
+    user_metadata: Optional[dict] = None,
+) -> PreparedTurn:
     """The PreparedTurn of a workflow task (new, or continued from ``state`` after an answer)."""
     service = current_app.extensions["odysseus.agent"]
     if state is None:
@@ -96,8 +105,15 @@ def build_workflow_turn(req: dict, candidates, owner: str, state: Optional[dict]
     plan["model_from_request"] = bool(req["data"].get("model"))
     # every agent of the workflow gets the code tools only when the admin allows them for this user (no network)
     registry, _network = code_tools_routes.offer(service.registry, owner, None)
-    factory = AgentFactory(plan, ext("router").resolve, candidates, registry, service.settings,
-                           AlloySettings.from_config(current_app.config), req.get("temperature"))
+    factory = AgentFactory(
+        plan,
+        ext("router").resolve,
+        candidates,
+        registry,
+        service.settings,
+        AlloySettings.from_config(current_app.config),
+        req.get("temperature"),
+    )
     setup = factory.setup(plan["workflow"]["supervisor_agent_id"], 0)  # a bad model is a 404 now
     req["agent"] = _label(plan["workflow"])
 
@@ -108,5 +124,6 @@ def build_workflow_turn(req: dict, candidates, owner: str, state: Optional[dict]
             start["alloy"] = plan
         return workflow_turn(factory, setup, service.hooks, start, resolution)
 
-    return PreparedTurn(message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL,
-                        user_metadata=user_metadata)
+    return PreparedTurn(
+        message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL, user_metadata=user_metadata
+    )

@@ -60,12 +60,15 @@ def init_app(app: Flask) -> None:
     refusal = single_user_refusal(config, [os.environ["HOST"]] if os.environ.get("HOST") else [])
     if refusal:
         raise OdysseusError(refusal)
-    config.update(SESSION_COOKIE_NAME="odysseus_session", SESSION_COOKIE_HTTPONLY=True,
-                  SESSION_COOKIE_SAMESITE="Lax",
-                  # Re-sending an unchanged cookie on every response lets a request that was in flight
-                  # during sign-out set the old cookie again; send it only when the session changes.
-                  SESSION_REFRESH_EACH_REQUEST=False,
-                  PERMANENT_SESSION_LIFETIME=timedelta(days=float(config["SESSION_DAYS"])))
+    config.update(
+        SESSION_COOKIE_NAME="odysseus_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        # Re-sending an unchanged cookie on every response lets a request that was in flight
+        # during sign-out set the old cookie again; send it only when the session changes.
+        SESSION_REFRESH_EACH_REQUEST=False,
+        PERMANENT_SESSION_LIFETIME=timedelta(days=float(config["SESSION_DAYS"])),
+    )
     app.session_interface = OdysseusSessionInterface()
     if config.get("TRUST_PROXY"):
         # One proxy in front (nginx): take client address, scheme and host from its headers.
@@ -198,8 +201,11 @@ def _same_origin(source: str) -> bool:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return False  # "null", file:, extensions...
     origin = f"{parts.scheme}://{_netloc(parts.netloc, parts.scheme)}"
-    allowed = {o.strip().rstrip("/").lower() for o in str(current_app.config.get("ALLOWED_ORIGINS") or "").split(",")
-               if o.strip()}
+    allowed = {
+        o.strip().rstrip("/").lower()
+        for o in str(current_app.config.get("ALLOWED_ORIGINS") or "").split(",")
+        if o.strip()
+    }
     if origin in allowed:
         return True
     # Compare host:port only: behind a TLS-terminating proxy without TRUST_PROXY the scheme we see is http.

@@ -45,16 +45,18 @@ def status():
     """The auth mode, whether set-up is needed, who is signed in, and the CSRF token."""
     accounts = _accounts()
     user = g.get("odysseus_user")
-    return jsonify({
-        "mode": current_app.config["AUTH"],
-        "setup_required": accounts.setup_needed(),
-        "signed_in": g.get("odysseus_owner") is not None,
-        "via": auth_method(),
-        "user": public_user(user) if user else None,
-        "signup_allowed": accounts.signup_allowed(),
-        "csrf_token": csrf_token(),
-        "csrf_header": CSRF_HEADER,
-    })
+    return jsonify(
+        {
+            "mode": current_app.config["AUTH"],
+            "setup_required": accounts.setup_needed(),
+            "signed_in": g.get("odysseus_owner") is not None,
+            "via": auth_method(),
+            "user": public_user(user) if user else None,
+            "signup_allowed": accounts.signup_allowed(),
+            "csrf_token": csrf_token(),
+            "csrf_header": CSRF_HEADER,
+        }
+    )
 
 
 @bp.post("/api/auth/setup")

@@ -18,8 +18,21 @@ _JOB_STATUS = {"done": "done", "error": "error", "stopped": "cancelled", "interr
 
 
 def _job_view(job: dict) -> dict:
-    view = {k: job.get(k) for k in ("job_id", "status", "session_id", "run_id", "message_id", "created_at",
-                                     "updated_at", "finished_at", "error", "attempts")}
+    view = {
+        k: job.get(k)
+        for k in (
+            "job_id",
+            "status",
+            "session_id",
+            "run_id",
+            "message_id",
+            "created_at",
+            "updated_at",
+            "finished_at",
+            "error",
+            "attempts",
+        )
+    }
     if job["status"] == "done":
         view["result"] = {"content": job.get("result") or "", "message_id": job.get("message_id")}
     return view
@@ -46,14 +59,19 @@ def init_app(app: Flask) -> None:
                 return
         if started.run is None:
             row = started.row or {}
-            store.jobs.finish(job_id, _JOB_STATUS.get(row.get("status") or "", "error"),
-                              message_id=row.get("message_id"), error=row.get("error"))
+            store.jobs.finish(
+                job_id,
+                _JOB_STATUS.get(row.get("status") or "", "error"),
+                message_id=row.get("message_id"),
+                error=row.get("error"),
+            )
             return
         run = started.run
         store.jobs.attach_run(job_id, started.session_id, run.run_id)
         run.settled.wait()
-        store.jobs.finish(job_id, _JOB_STATUS.get(run.status, "error"), message_id=run.message_id,
-                          result=run.content, error=run.error)
+        store.jobs.finish(
+            job_id, _JOB_STATUS.get(run.status, "error"), message_id=run.message_id, result=run.content, error=run.error
+        )
 
     # [issue 14] the backend's queue: this process's (memory) or one shared by every worker (redis)
     pool = engine.backend.job_pool(int(app.config["BACKGROUND_WORKERS"]), run_job, store, engine)

@@ -101,4 +101,3 @@ def with_alternatives(owner: str, session_id: str, messages: list) -> list:
     """The messages page with each message's ``branch``: ``{index, count, ids}`` of its alternatives."""
     info = _branches().alternatives(owner, session_id, messages)
     return [dict(m, branch=info.get(m["id"], {"index": 1, "count": 1, "ids": [m["id"]]})) for m in messages]
-

@@ -26,8 +26,10 @@ from .params import optional_str
 from .turn_registry import PreparedTurn, context_gather
 from .window_routes import turn_window
 
-CHAT_PROMPT = ("You are Odysseus, a helpful assistant. The user is working on a document with you. Answer in "
-               "the chat; when the user asks for a change to the document, make it with a document tool.")
+CHAT_PROMPT = (
+    "You are Odysseus, a helpful assistant. The user is working on a document with you. Answer in "
+    "the chat; when the user asks for a change to the document, make it with a document tool."
+)
 
 
 def _docs():

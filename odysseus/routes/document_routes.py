@@ -51,9 +51,19 @@ def list_documents(session_id: str):
     owner = current_owner()
     _store().sessions.get(owner, session_id)
     rows = docs().repo.list_for_session(owner, session_id)
-    return jsonify({"session_id": session_id, "documents": [
-        {**{k: r[k] for k in ("id", "session_id", "title", "language", "created_at", "updated_at", "size")},
-         "version": r["version_count"], "active": bool(r["active"])} for r in rows]})
+    return jsonify(
+        {
+            "session_id": session_id,
+            "documents": [
+                {
+                    **{k: r[k] for k in ("id", "session_id", "title", "language", "created_at", "updated_at", "size")},
+                    "version": r["version_count"],
+                    "active": bool(r["active"]),
+                }
+                for r in rows
+            ],
+        }
+    )
 
 
 @bp.get("/api/document/<doc_id>")
@@ -82,8 +92,9 @@ def patch_document(doc_id: str):
     language = data.get("language")
     if language is not None and not isinstance(language, str):
         raise BadRequest("language must be a string")
-    doc = docs().repo.patch(owner, doc_id, title=title,
-                            language=normalise_language(language) if language is not None else None)
+    doc = docs().repo.patch(
+        owner, doc_id, title=title, language=normalise_language(language) if language is not None else None
+    )
     return jsonify(public(doc))
 
 

@@ -63,8 +63,9 @@ def list_sessions():
     rows = _store().sessions.list(current_owner(), limit + 1, offset, before=before)
     has_more = len(rows) > limit
     sessions = rows[:limit]
-    return jsonify({"sessions": sessions, "has_more": has_more,
-                    "next_before": session_cursor(sessions[-1]) if has_more else None})
+    return jsonify(
+        {"sessions": sessions, "has_more": has_more, "next_before": session_cursor(sessions[-1]) if has_more else None}
+    )
 
 
 @bp.get("/api/sessions/<session_id>")
@@ -95,8 +96,7 @@ def delete_session(session_id: str):
     engine = current_app.extensions["odysseus.runs"]
     images = engine.delete_session(owner, session_id, lambda: store.sessions.delete(owner, session_id))
     app = current_app._get_current_object()  # type: ignore[attr-defined]  # current_app is a LocalProxy
-    signals.session_deleted.send(app, owner=owner, session_id=session_id,
-                                 images=images)
+    signals.session_deleted.send(app, owner=owner, session_id=session_id, images=images)
     return jsonify({"deleted": True})
 
 

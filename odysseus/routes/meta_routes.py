@@ -18,11 +18,20 @@ bp = Blueprint("meta", __name__)
 def health():
     """Liveness plus a few engine counters, and whether the code tools work (and why not)."""
     engine = current_app.extensions["odysseus.runs"]
-    return jsonify({"ok": True, "active_runs": engine.active_count(), "runs_in_memory": len(engine.runs),
-                    "log_bytes": engine.budget.used, "draining": engine.draining, "worker": engine.worker,
-                    "pid": os.getpid(), "durable_log": engine.durable.stats(),
-                    "run_backend": engine.backend.stats(),
-                    "code_tools": code_tools_routes.health_info()})
+    return jsonify(
+        {
+            "ok": True,
+            "active_runs": engine.active_count(),
+            "runs_in_memory": len(engine.runs),
+            "log_bytes": engine.budget.used,
+            "draining": engine.draining,
+            "worker": engine.worker,
+            "pid": os.getpid(),
+            "durable_log": engine.durable.stats(),
+            "run_backend": engine.backend.stats(),
+            "code_tools": code_tools_routes.health_info(),
+        }
+    )
 
 
 @bp.get("/api/models")
@@ -31,8 +40,10 @@ def models():
     router = current_app.extensions["odysseus.router"]
     catalog = current_app.extensions.get("odysseus.models")
     if catalog is None:
-        catalog = current_app.extensions.setdefault("odysseus.models", ModelCatalog(
-            router.providers.values(), ttl=float(current_app.config["MODELS_CACHE_SECONDS"])))
+        catalog = current_app.extensions.setdefault(
+            "odysseus.models",
+            ModelCatalog(router.providers.values(), ttl=float(current_app.config["MODELS_CACHE_SECONDS"])),
+        )
     listing = catalog.list(refresh=request.args.get("refresh") in ("1", "true"))
     return jsonify({**listing, "routes": {name: list(items) for name, items in router.routes.items()}})
 

@@ -15,6 +15,7 @@ def init_app(app: Flask) -> None:
     for module in (chats_routes, settings_routes, diagnostics_routes):
         app.register_blueprint(module.bp)
     ext = app.extensions
-    writer = ext["odysseus.titles"] = TitleWriter(ext["odysseus.store"], ext["odysseus.router"], ext["odysseus.runs"],
-                                                  app.config)
+    writer = ext["odysseus.titles"] = TitleWriter(
+        ext["odysseus.store"], ext["odysseus.router"], ext["odysseus.runs"], app.config
+    )
     signals.run_finished.connect(writer.on_run_finished, weak=False)

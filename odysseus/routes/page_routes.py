@@ -17,8 +17,11 @@ def _vendor_ready() -> bool:
 @bp.get("/")
 def index():
     """The chat page; it reads everything else from the JSON and SSE API."""
-    response = current_app.make_response(render_template("index.html", vendor_ready=_vendor_ready(),
-                                                                  max_message_chars=int(current_app.config["MAX_MESSAGE_CHARS"])))
+    response = current_app.make_response(
+        render_template(
+            "index.html", vendor_ready=_vendor_ready(), max_message_chars=int(current_app.config["MAX_MESSAGE_CHARS"])
+        )
+    )
     # The page is the same for everyone; data comes from the API, so never serve a stale shell.
     response.headers["Cache-Control"] = "no-cache"
     return response

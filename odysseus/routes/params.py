@@ -18,7 +18,7 @@ from ..errors import BadRequest
 from ..llm.text_repair import has_surrogate
 
 MAX_JSON_DEPTH = 64  # arrays/objects inside each other; deeper bodies are refused
-MAX_CURSOR = 2 ** 53 - 1  # event ids stay exact in JavaScript numbers
+MAX_CURSOR = 2**53 - 1  # event ids stay exact in JavaScript numbers
 MAX_OFFSET = 1_000_000_000
 MAX_ROW_ID = 9223372036854775807  # SQLite's largest integer
 _DIGITS = re.compile(r"[0-9]{1,19}")
@@ -132,8 +132,9 @@ def cursor() -> int:
     if raw is None or raw == "":
         return 0
     if not _DIGITS.fullmatch(raw) or int(raw) > MAX_CURSOR:
-        raise BadRequest("the cursor (after / Last-Event-ID) must be a non-negative integer "
-                         f"(digits 0-9, at most {MAX_CURSOR})")
+        raise BadRequest(
+            f"the cursor (after / Last-Event-ID) must be a non-negative integer (digits 0-9, at most {MAX_CURSOR})"
+        )
     return int(raw)
 
 

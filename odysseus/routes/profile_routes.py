@@ -30,8 +30,7 @@ def list_profiles():
 def create_profile():
     """Create a profile (``is_default`` makes it the caller's default)."""
     data = body()
-    profile = ext("store").profiles.create(current_owner(), clean_fields(data, partial=False),
-                                           bool(_is_default(data)))
+    profile = ext("store").profiles.create(current_owner(), clean_fields(data, partial=False), bool(_is_default(data)))
     return jsonify(profile), 201
 
 
@@ -45,8 +44,9 @@ def get_profile(profile_id: str):
 def update_profile(profile_id: str):
     """Change a profile."""
     data = body()
-    return jsonify(ext("store").profiles.update(current_owner(), profile_id, clean_fields(data, partial=True),
-                                                _is_default(data)))
+    return jsonify(
+        ext("store").profiles.update(current_owner(), profile_id, clean_fields(data, partial=True), _is_default(data))
+    )
 
 
 @bp.delete("/api/agent/profiles/<profile_id>")

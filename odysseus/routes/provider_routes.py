@@ -48,15 +48,24 @@ def _config_providers() -> List[ProviderConfig]:
 
 
 def _config_view(cfg: ProviderConfig) -> dict:
-    return {"id": CONFIG_PREFIX + cfg.name, "name": cfg.name, "kind": cfg.kind, "base_url": cfg.base_url,
-            "default_model": cfg.default_model, "models": list(cfg.models), "enabled": True,
-            "source": "config", "read_only": True, "api_key_set": bool(cfg.api_key),
-            "api_key_last4": key_last4(cfg.api_key)}
+    return {
+        "id": CONFIG_PREFIX + cfg.name,
+        "name": cfg.name,
+        "kind": cfg.kind,
+        "base_url": cfg.base_url,
+        "default_model": cfg.default_model,
+        "models": list(cfg.models),
+        "enabled": True,
+        "source": "config",
+        "read_only": True,
+        "api_key_set": bool(cfg.api_key),
+        "api_key_last4": key_last4(cfg.api_key),
+    }
 
 
 def _config_named(provider_id: str):
     """The config provider an id (``config:NAME`` or a bare NAME) names, else None."""
-    name = provider_id[len(CONFIG_PREFIX):] if provider_id.startswith(CONFIG_PREFIX) else provider_id
+    name = provider_id[len(CONFIG_PREFIX) :] if provider_id.startswith(CONFIG_PREFIX) else provider_id
     return next((cfg for cfg in _config_providers() if cfg.name == name), None)
 
 

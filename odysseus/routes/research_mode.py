@@ -59,9 +59,13 @@ def build_research_turn(req: dict, candidates: List[Candidate], owner: str) -> P
         raise BadRequest(problem, reason="unavailable")
     limits = ResearchLimits.from_request(config, req["data"])
     settings = dict(config)
-    return PreparedTurn(req["message"], req["client_message_id"],
-                        lambda history: research_turn(candidates, question, limits, settings),
-                        terminal_type=CHAT_TERMINAL, user_metadata={"research": {"limits": limits.to_dict()}})
+    return PreparedTurn(
+        req["message"],
+        req["client_message_id"],
+        lambda history: research_turn(candidates, question, limits, settings),
+        terminal_type=CHAT_TERMINAL,
+        user_metadata={"research": {"limits": limits.to_dict()}},
+    )
 
 
 class ResearchJobs:
@@ -94,9 +98,17 @@ class ResearchJobs:
         text = run.content
         if not text.strip() and (sources or findings):  # stopped before its last event got in
             text = report.fallback(state.get("query") or "", sources, findings, run.stop_reason or run.status)
-        self.store.research.finish(run.run_id, JOB_STATUS.get(run.status, "error"), message_id=run.message_id,
-                                   report=text, sources=sources, findings=findings, stats=state.get("stats") or {},
-                                   partial=partial, error=run.error)
+        self.store.research.finish(
+            run.run_id,
+            JOB_STATUS.get(run.status, "error"),
+            message_id=run.message_id,
+            report=text,
+            sources=sources,
+            findings=findings,
+            stats=state.get("stats") or {},
+            partial=partial,
+            error=run.error,
+        )
 
     def forget_session(self, app: Flask, owner: str, session_id: str, **_) -> None:
         """A session was deleted: its jobs go with it."""

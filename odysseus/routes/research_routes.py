@@ -39,10 +39,17 @@ def _job(owner: str, job_id: str) -> Tuple[dict, Optional[Run]]:
         except NotFound:
             record = {"status": "interrupted", "message_id": None, "error": "the job's run is gone"}
         if record["status"] != "running":
-            store.research.finish(job_id, JOB_STATUS.get(record["status"], "error"),
-                                  message_id=record.get("message_id"), report=record.get("partial_content") or "",
-                                  sources=[], findings=[], stats={}, partial=True,
-                                  error=record.get("error") or record["status"])
+            store.research.finish(
+                job_id,
+                JOB_STATUS.get(record["status"], "error"),
+                message_id=record.get("message_id"),
+                report=record.get("partial_content") or "",
+                sources=[],
+                findings=[],
+                stats={},
+                partial=True,
+                error=record.get("error") or record["status"],
+            )
             row = store.research.get(owner, job_id)
     return row, run
 
@@ -51,20 +58,42 @@ def _state(row: dict, run) -> dict:
     """Sources, findings, progress and stats: live from the run, else as saved."""
     if run is not None and run.status == "running":
         state = run.context.metadata.get("research") or {}
-        return {"status": "running", "sources": state.get("sources") or [], "findings": state.get("findings") or [],
-                "progress": state.get("progress") or {"phase": "starting"}, "stats": state.get("stats") or {},
-                "partial": False}
-    return {"status": row["status"], "sources": row["sources"], "findings": row["findings"],
-            "progress": {"phase": row["status"]}, "stats": row["stats"], "partial": row["partial"]}
+        return {
+            "status": "running",
+            "sources": state.get("sources") or [],
+            "findings": state.get("findings") or [],
+            "progress": state.get("progress") or {"phase": "starting"},
+            "stats": state.get("stats") or {},
+            "partial": False,
+        }
+    return {
+        "status": row["status"],
+        "sources": row["sources"],
+        "findings": row["findings"],
+        "progress": {"phase": row["status"]},
+        "stats": row["stats"],
+        "partial": row["partial"],
+    }
 
 
 def _summary(row: dict, run) -> dict:
     state = _state(row, run)
-    return {"job_id": row["job_id"], "session_id": row["session_id"], "query": row["query"],
-            "status": state["status"], "partial": state["partial"], "phase": state["progress"].get("phase"),
-            "progress": state["progress"], "total_sources": len(state["sources"]),
-            "total_findings": len(state["findings"]), "stats": state["stats"], "error": row["error"],
-            "message_id": row["message_id"], "created_at": row["created_at"], "finished_at": row["finished_at"]}
+    return {
+        "job_id": row["job_id"],
+        "session_id": row["session_id"],
+        "query": row["query"],
+        "status": state["status"],
+        "partial": state["partial"],
+        "phase": state["progress"].get("phase"),
+        "progress": state["progress"],
+        "total_sources": len(state["sources"]),
+        "total_findings": len(state["findings"]),
+        "stats": state["stats"],
+        "error": row["error"],
+        "message_id": row["message_id"],
+        "created_at": row["created_at"],
+        "finished_at": row["finished_at"],
+    }
 
 
 @bp.post("/api/research/start")
@@ -91,8 +120,15 @@ def start():
 
 def _final_only(row: dict) -> Iterator[str]:
     yield comment("connected")
-    final = {"status": row["status"], "final": True, "job_id": row["job_id"], "session_id": row["session_id"],
-             "message_id": row["message_id"], "partial": row["partial"], "replayed": True}
+    final = {
+        "status": row["status"],
+        "final": True,
+        "job_id": row["job_id"],
+        "session_id": row["session_id"],
+        "message_id": row["message_id"],
+        "partial": row["partial"],
+        "replayed": True,
+    }
     if row["error"]:
         final["error"] = row["error"]
     yield job_frame(final)
@@ -138,8 +174,11 @@ def result(job_id: str):
     row, run = _job(owner, job_id)
     view = _summary(row, run)
     state = _state(row, run)
-    view.update(report=run.content if view["status"] == "running" and run is not None else row["report"],
-                sources=state["sources"], findings=state["findings"])
+    view.update(
+        report=run.content if view["status"] == "running" and run is not None else row["report"],
+        sources=state["sources"],
+        findings=state["findings"],
+    )
     return jsonify(view)
 
 
@@ -152,10 +191,13 @@ def list_jobs():
     if len(q) > 200:
         raise BadRequest("q is longer than 200 characters")
     rows = ext("store").research.list(owner, q, limit + 1, offset)
-    jobs = [_summary(*_job(owner, row["job_id"])) if row["status"] == "running" else _summary(row, None)
-            for row in rows[:limit]]
-    return jsonify({"jobs": jobs, "limit": limit, "offset": offset,
-                    "next_offset": offset + limit if len(rows) > limit else None})
+    jobs = [
+        _summary(*_job(owner, row["job_id"])) if row["status"] == "running" else _summary(row, None)
+        for row in rows[:limit]
+    ]
+    return jsonify(
+        {"jobs": jobs, "limit": limit, "offset": offset, "next_offset": offset + limit if len(rows) > limit else None}
+    )
 
 
 @bp.delete("/api/research/<job_id>")

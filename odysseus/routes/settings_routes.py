@@ -28,9 +28,15 @@ def _admin() -> dict:
 def get_settings():
     """The caller's settings (defaults filled in) and the limits the page shows."""
     owner = current_owner()
-    return jsonify({"settings": preferences.user_settings(_store(), owner),
-                    "limits": {"max_message_chars": int(current_app.config["MAX_MESSAGE_CHARS"]),
-                               "max_system_prompt": preferences.MAX_SYSTEM_PROMPT}})
+    return jsonify(
+        {
+            "settings": preferences.user_settings(_store(), owner),
+            "limits": {
+                "max_message_chars": int(current_app.config["MAX_MESSAGE_CHARS"]),
+                "max_system_prompt": preferences.MAX_SYSTEM_PROMPT,
+            },
+        }
+    )
 
 
 @bp.patch("/api/user/settings")

@@ -45,13 +45,15 @@ def _slots() -> StreamSlots:
     slots = current_app.extensions.get("odysseus.stream_slots")
     if slots is None:
         slots = current_app.extensions.setdefault(
-            "odysseus.stream_slots", StreamSlots(int(current_app.config["MAX_STREAMS_PER_USER"])))
+            "odysseus.stream_slots", StreamSlots(int(current_app.config["MAX_STREAMS_PER_USER"]))
+        )
     return slots
 
 
 def _too_many() -> RateLimited:
-    return RateLimited(f"too many open streams for this user (at most {_slots().limit}); close one first",
-                       retry_after=3)
+    return RateLimited(
+        f"too many open streams for this user (at most {_slots().limit}); close one first", retry_after=3
+    )
 
 
 def check_stream_slot(owner: str) -> None:
@@ -75,9 +77,12 @@ def sse_response(body: Iterator[str], headers: Optional[Dict[str, str]] = None) 
         raise _too_many()
     engine: Optional[RunEngine] = current_app.extensions.get("odysseus.runs")
     retry = f"retry: {int(current_app.config['SSE_RETRY_MS'])}\n"
-    response = Response(metered(body, engine.budget if engine is not None else None,
-                                on_close=lambda: slots.release(owner), prefix=retry),
-                        mimetype="text/event-stream")
+    response = Response(
+        metered(
+            body, engine.budget if engine is not None else None, on_close=lambda: slots.release(owner), prefix=retry
+        ),
+        mimetype="text/event-stream",
+    )
     response.headers.update(SSE_HEADERS)
     response.headers["Content-Type"] = "text/event-stream; charset=utf-8"
     for key, value in (headers or {}).items():
@@ -98,8 +103,9 @@ def _heartbeat() -> float:
     return float(current_app.config["HEARTBEAT_INTERVAL"])
 
 
-def run_stream(engine: RunEngine, run: Run, after: int, projection: Projection,
-               headers: Optional[Dict[str, str]] = None) -> Response:
+def run_stream(
+    engine: RunEngine, run: Run, after: int, projection: Projection, headers: Optional[Dict[str, str]] = None
+) -> Response:
     """The SSE response following the live ``run`` from cursor ``after`` (204 when it ended before it)."""
     headers = {"X-Odysseus-Run-Id": run.run_id, **(headers or {})}
     if after and ended_before(engine, run, None, after, projection):
@@ -107,8 +113,9 @@ def run_stream(engine: RunEngine, run: Run, after: int, projection: Projection,
     return sse_response(follow_memory(engine, run, after, projection, _heartbeat()), headers)
 
 
-def durable_stream(engine: RunEngine, row: dict, after: int, projection: Projection,
-                   headers: Optional[Dict[str, str]] = None) -> Response:
+def durable_stream(
+    engine: RunEngine, row: dict, after: int, projection: Projection, headers: Optional[Dict[str, str]] = None
+) -> Response:
     """The SSE response replaying (and, if another process still writes it, following) a run from SQLite."""
     headers = {"X-Odysseus-Run-Id": row["run_id"], **(headers or {})}
     if after and ended_before(engine, None, row, after, projection):
@@ -117,8 +124,14 @@ def durable_stream(engine: RunEngine, row: dict, after: int, projection: Project
     return sse_response(engine.backend.follow(engine, row["run_id"], after, projection, _heartbeat()), headers)
 
 
-def stream_row(engine: RunEngine, owner: str, row: dict, after: int, projection: Projection,
-               headers: Optional[Dict[str, str]] = None) -> Optional[Response]:
+def stream_row(
+    engine: RunEngine,
+    owner: str,
+    row: dict,
+    after: int,
+    projection: Projection,
+    headers: Optional[Dict[str, str]] = None,
+) -> Optional[Response]:
     """Follow a run known by its row: from memory if held here, else from the durable log; None past the window."""
     run = engine.get(owner, row["run_id"])
     if run is not None and not run.log.released:
@@ -135,15 +148,20 @@ def missing_stream(run_id: str, status: Optional[str], projection: Projection, a
     headers = {"X-Odysseus-Run-Id": run_id} if _ID.fullmatch(run_id) else {}
     if after >= MISSING_SEQ - 1:
         return no_content(headers)
-    events = [Event(RUN_MISSING, {"run_id": run_id, "status": status,
-                                    "detail": "the replay buffer has expired; restore from history"},
-                    MISSING_SEQ - 1),
-              Event(CLOSE, {}, MISSING_SEQ)]
+    events = [
+        Event(
+            RUN_MISSING,
+            {"run_id": run_id, "status": status, "detail": "the replay buffer has expired; restore from history"},
+            MISSING_SEQ - 1,
+        ),
+        Event(CLOSE, {}, MISSING_SEQ),
+    ]
     return sse_response(project(events, projection), headers)
 
 
-def stream_started_turn(owner: str, started: Started, projection: Projection, terminal_type: str,
-                        after: int = 0) -> Response:
+def stream_started_turn(
+    owner: str, started: Started, projection: Projection, terminal_type: str, after: int = 0
+) -> Response:
     """Follow a started turn; a repeat of an earlier one is followed from its log (after ``after``, the
     retry's ``Last-Event-ID``), or its saved final state."""
     engine: RunEngine = current_app.extensions["odysseus.runs"]

@@ -47,8 +47,16 @@ def context_gather(req: dict, owner: str):
     pipeline = pipeline_of(current_app.extensions)
 
     def gather(ctx):
-        return pipeline.gather(ContextRequest(owner=owner, session_id=ctx.session_id, mode=req["mode"],
-                                              message=req["message"], data=req["data"], cancel=ctx.cancel))
+        return pipeline.gather(
+            ContextRequest(
+                owner=owner,
+                session_id=ctx.session_id,
+                mode=req["mode"],
+                message=req["message"],
+                data=req["data"],
+                cancel=ctx.cancel,
+            )
+        )
 
     return gather
 
@@ -56,13 +64,19 @@ def context_gather(req: dict, owner: str):
 def _chat_builder(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
     if req["data"].get("active_doc_id"):  # an open editor document: chat with the document tools (document_mode.py)
         from .document_mode import build_document_chat_turn
+
         return build_document_chat_turn(req, candidates, owner)
     gather = context_gather(req, owner)
     from .window_routes import turn_window  # the model's window: compaction, trimming (issue 17)
+
     window = turn_window(req, candidates)
-    return PreparedTurn(req["message"], req["client_message_id"],
-                        lambda history: chat_turn(candidates, history, req["temperature"], req.get("system_prompt"),
-                                                  gather=gather, window=window))
+    return PreparedTurn(
+        req["message"],
+        req["client_message_id"],
+        lambda history: chat_turn(
+            candidates, history, req["temperature"], req.get("system_prompt"), gather=gather, window=window
+        ),
+    )
 
 
 def register_mode(app: Flask, mode: str, builder: Builder) -> None:

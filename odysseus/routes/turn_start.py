@@ -44,7 +44,9 @@ def parse_turn_request(data: dict, default_mode: str = "chat") -> dict:
     if len(message) > int(current_app.config["MAX_MESSAGE_CHARS"]):
         raise BadRequest("message is too long")
     return {
-        "data": data, "message": message, "mode": mode,
+        "data": data,
+        "message": message,
+        "mode": mode,
         "session_id": optional_str(data, "session") or optional_str(data, "session_id"),
         "model": optional_str(data, "model"),
         "temperature": optional_float(data, "temperature", 0.0, 2.0),
@@ -62,19 +64,32 @@ def start_turn(owner: str, req: dict) -> Started:
     prepared = build_turn(req, candidates, owner)  # validates mode-specific input; stores nothing
     apply_branch(owner, req, prepared)  # regenerate / edit-and-resend (routes/branch_routes.py)
     # context sources validate their input (attachment ids, ...) before anything is stored
-    context_meta = pipeline_of(current_app.extensions).check(ContextRequest(
-        owner=owner, session_id=req["session_id"], mode=req["mode"], message=req["message"], data=req["data"]))
+    context_meta = pipeline_of(current_app.extensions).check(
+        ContextRequest(
+            owner=owner, session_id=req["session_id"], mode=req["mode"], message=req["message"], data=req["data"]
+        )
+    )
     user_metadata = dict(prepared.user_metadata or {}, **context_meta)
     if req.get("agent"):
         user_metadata["agent"] = req["agent"]
     if req["client_message_id"] and not req["session_id"]:
         # a retry whose first attempt died before the session header arrived: find that session
         req["session_id"] = store.messages.session_of_client_id(owner, req["client_message_id"])
-    return engine.start(StartSpec(
-        owner=owner, session_id=req["session_id"], mode=req["mode"], model=candidates[0].route_id,
-        make_turn=prepared.turn, message=prepared.message, user_metadata=user_metadata or None,
-        client_message_id=req["client_message_id"], terminal_type=prepared.terminal_type,
-        session_title=_title(req["message"]), in_transaction=prepared.in_transaction))
+    return engine.start(
+        StartSpec(
+            owner=owner,
+            session_id=req["session_id"],
+            mode=req["mode"],
+            model=candidates[0].route_id,
+            make_turn=prepared.turn,
+            message=prepared.message,
+            user_metadata=user_metadata or None,
+            client_message_id=req["client_message_id"],
+            terminal_type=prepared.terminal_type,
+            session_title=_title(req["message"]),
+            in_transaction=prepared.in_transaction,
+        )
+    )
 
 
 def _title(message: str) -> str:

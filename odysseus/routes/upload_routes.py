@@ -43,8 +43,9 @@ def upload():
     try:
         storages = request.files.getlist("files")
     except RequestEntityTooLarge:
-        raise PayloadTooLarge(f"upload too large: at most {service.max_files} files of "
-                              f"{service.max_bytes} bytes each") from None
+        raise PayloadTooLarge(
+            f"upload too large: at most {service.max_files} files of {service.max_bytes} bytes each"
+        ) from None
     if len(storages) > service.max_files:  # before reading them
         raise PayloadTooLarge(f"too many files: at most {service.max_files} per upload")
     files = [Incoming(storage.filename, storage.stream.read(service.max_bytes + 1)) for storage in storages]
@@ -71,8 +72,9 @@ def upload_content(upload_id: str):
     row = _row(upload_id)
     image = row["kind"] == "image"
     mime = row["mime"] if image or row["kind"] == "pdf" else "text/plain; charset=utf-8"
-    response = send_file(_service().path(upload_id), mimetype=mime, as_attachment=not image,
-                         download_name=row["name"], max_age=3600)
+    response = send_file(
+        _service().path(upload_id), mimetype=mime, as_attachment=not image, download_name=row["name"], max_age=3600
+    )
     response.headers["Cache-Control"] = "private, max-age=3600"
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Content-Security-Policy"] = "sandbox; default-src 'none'"

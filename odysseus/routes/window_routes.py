@@ -40,8 +40,13 @@ def _summary_candidates(fallback: List):
 
 def turn_window(req: dict, candidates: List) -> TurnWindow:
     """The window of this request's route (validates ``max_tokens``; stores nothing)."""
-    return TurnWindow(_ext("window.book"), _ext("window.compactor"), candidates,
-                      max_tokens=_max_tokens(req["data"]), summary_candidates=_summary_candidates(candidates))
+    return TurnWindow(
+        _ext("window.book"),
+        _ext("window.compactor"),
+        candidates,
+        max_tokens=_max_tokens(req["data"]),
+        summary_candidates=_summary_candidates(candidates),
+    )
 
 
 def _session_rows(owner: str, session_id: str) -> List[dict]:
@@ -73,15 +78,27 @@ def session_context(session_id: str):
     length, source = _ext("window.book").length(candidates[0])
     counter = TokenCounter(getattr(candidates[0].provider, "kind", None), correction_from(rows))
     shown = visible(rows)
-    last: dict = next((r["metadata"]["context"] for r in reversed(rows) if r.get("role") == "assistant"
-                 and isinstance((r.get("metadata") or {}).get("context"), dict)), {})
-    return jsonify({"context_length": length, "estimated_tokens": counter.count(model_messages(shown)),
-                    "model": candidates[0].route_id, "source": source,
-                    "messages": conversation_count([r for r in rows if r["role"] in ("user", "assistant")]),
-                    "messages_visible": sum(1 for r in shown if not is_summary(r)),
-                    "summarized_messages": len(hidden_ids(rows)),
-                    "last_prompt_tokens": last.get("prompt_tokens"),
-                    "reply_reserve": _ext("window.book").reserve(length)})
+    last: dict = next(
+        (
+            r["metadata"]["context"]
+            for r in reversed(rows)
+            if r.get("role") == "assistant" and isinstance((r.get("metadata") or {}).get("context"), dict)
+        ),
+        {},
+    )
+    return jsonify(
+        {
+            "context_length": length,
+            "estimated_tokens": counter.count(model_messages(shown)),
+            "model": candidates[0].route_id,
+            "source": source,
+            "messages": conversation_count([r for r in rows if r["role"] in ("user", "assistant")]),
+            "messages_visible": sum(1 for r in shown if not is_summary(r)),
+            "summarized_messages": len(hidden_ids(rows)),
+            "last_prompt_tokens": last.get("prompt_tokens"),
+            "reply_reserve": _ext("window.book").reserve(length),
+        }
+    )
 
 
 @bp.post("/api/sessions/<session_id>/compact")
@@ -107,9 +124,19 @@ def compact_session(session_id: str):
     except (CompactionFailed, ProviderError) as exc:
         return jsonify({"error": exc.message}), 502
     after = model_messages(visible(rows + [summary]))
-    return jsonify({"compacted": True, "context_length": length, "message": summary,
-                    "data": {"messages_before": conversation_count(before), "messages_after": conversation_count(after),
-                             "tokens_before": counter.count(before), "tokens_after": counter.count(after)}})
+    return jsonify(
+        {
+            "compacted": True,
+            "context_length": length,
+            "message": summary,
+            "data": {
+                "messages_before": conversation_count(before),
+                "messages_after": conversation_count(after),
+                "tokens_before": counter.count(before),
+                "tokens_after": counter.count(after),
+            },
+        }
+    )
 
 
 def init_app(app: Flask) -> None:

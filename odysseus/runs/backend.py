@@ -57,14 +57,17 @@ class LocalBackend:
     def run_finished(self, run: Run) -> None:
         """A run ended here."""
 
-    def follow(self, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float,
-               opened: bool = False) -> Iterator[str]:
+    def follow(
+        self, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+    ) -> Iterator[str]:
         """A run this worker does not hold in memory: its durable log."""
-        return follow_durable(engine.store, run_id, after, projection, heartbeat_interval, engine.durable.interval,
-                              opened)
+        return follow_durable(
+            engine.store, run_id, after, projection, heartbeat_interval, engine.durable.interval, opened
+        )
 
-    def stop_elsewhere(self, engine, owner: str, run_id: Optional[str], reason: str,
-                       session_id: Optional[str] = None) -> bool:
+    def stop_elsewhere(
+        self, engine, owner: str, run_id: Optional[str], reason: str, session_id: Optional[str] = None
+    ) -> bool:
         """No other worker can hold the run."""
         return False
 

@@ -157,10 +157,15 @@ class DurableLog:
             while not self.save_final(final, patience=30.0):
                 if self._closing:
                     return
+
         threading.Thread(target=retry, name=f"final-{final.run_id}", daemon=True).start()
 
-    def recover(self, is_owned: Callable[[str], bool], build_tail: Callable[[dict, Optional[int]], List[Event]],
-                timeout: Optional[float] = None) -> List[str]:
+    def recover(
+        self,
+        is_owned: Callable[[str], bool],
+        build_tail: Callable[[dict, Optional[int]], List[Event]],
+        timeout: Optional[float] = None,
+    ) -> List[str]:
         """Mark runs whose driver is gone ``interrupted`` (partial = their durable deltas); returns their ids."""
         return self._native.call(self._recover_native, is_owned, build_tail, timeout=timeout)
 
@@ -170,10 +175,16 @@ class DurableLog:
 
     def stats(self) -> dict:
         """Backlog and health of the writer, for ``/api/health``."""
-        return {"pending_events": len(self._pending) + len(self._retry), "finals_waiting": self.finals_waiting,
-                "written": self.written, "failures": self.failures, "last_error": self.last_error,
-                "last_flush_at": self.last_flush_at, "flush_interval": self.interval,
-                "native_thread": gevent_active()}
+        return {
+            "pending_events": len(self._pending) + len(self._retry),
+            "finals_waiting": self.finals_waiting,
+            "written": self.written,
+            "failures": self.failures,
+            "last_error": self.last_error,
+            "last_flush_at": self.last_flush_at,
+            "flush_interval": self.interval,
+            "native_thread": gevent_active(),
+        }
 
     def close(self) -> None:
         """Flush what is queued, stop the flusher and close the writer connection."""
@@ -216,8 +227,7 @@ class DurableLog:
 
     def _write_rows(self, conn: sqlite3.Connection, rows: List[Row]) -> None:
         if rows:
-            conn.executemany("insert or ignore into run_events (run_id, seq, type, payload) values (?, ?, ?, ?)",
-                             rows)
+            conn.executemany("insert or ignore into run_events (run_id, seq, type, payload) values (?, ?, ?, ?)", rows)
 
     def _renew_leases(self, conn: sqlite3.Connection, now: float, force: bool = False) -> None:
         if force or now - self._last_renew >= self.lease_seconds / 3:
@@ -270,30 +280,49 @@ class DurableLog:
     def _finish_row(self, conn: sqlite3.Connection, final: FinalSave) -> None:
         """Inside the caller's transaction: save the reply and the tail only if the run is still running."""
         now = time.time()
-        claimed = conn.execute("update runs set status = ?, stop_reason = ?, error = ?, updated_at = ?,"
-                               " finished_at = ?, lease_until = null where run_id = ? and status = 'running'",
-                               [final.status, final.stop_reason, final.error, now, now, final.run_id]).rowcount
+        claimed = conn.execute(
+            "update runs set status = ?, stop_reason = ?, error = ?, updated_at = ?,"
+            " finished_at = ?, lease_until = null where run_id = ? and status = 'running'",
+            [final.status, final.stop_reason, final.error, now, now, final.run_id],
+        ).rowcount
         if claimed != 1:
             row = conn.execute("select message_id from runs where run_id = ?", [final.run_id]).fetchone()
             final.message_id, final.saved = (row[0] if row else None), False
             final.tail = number_tail(final.build_tail(final.message_id), final.first_tail_seq)
             return
-        message_id = insert_message(_RawDb(conn), final.owner, final.session_id, "assistant", final.content,
-                                    thinking=final.thinking, metadata=final.metadata, run_id=final.run_id)
+        message_id = insert_message(
+            _RawDb(conn),
+            final.owner,
+            final.session_id,
+            "assistant",
+            final.content,
+            thinking=final.thinking,
+            metadata=final.metadata,
+            run_id=final.run_id,
+        )
         final.tail = number_tail(final.build_tail(message_id), final.first_tail_seq)
         self._write_rows(conn, [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail])
-        conn.execute("update runs set message_id = ?, event_count = ?, last_event_type = ?, partial_content = ?,"
-                     " partial_thinking = ? where run_id = ?",
-                     [message_id, (seq_of(final.tail[-1]) if final.tail else final.first_tail_seq - 1) - final.base
-                      - final.skipped,
-                      CLOSE, "", "", final.run_id])
+        conn.execute(
+            "update runs set message_id = ?, event_count = ?, last_event_type = ?, partial_content = ?,"
+            " partial_thinking = ? where run_id = ?",
+            [
+                message_id,
+                (seq_of(final.tail[-1]) if final.tail else final.first_tail_seq - 1) - final.base - final.skipped,
+                CLOSE,
+                "",
+                "",
+                final.run_id,
+            ],
+        )
         final.message_id, final.saved = message_id, True
 
     def _recover_native(self, is_owned, build_tail) -> List[str]:
         conn = self._db()
         now = time.time()
-        rows = conn.execute("select run_id, owner, session_id, worker, lease_until, mode, model, terminal_type,"
-                            " first_seq from runs where status = 'running'").fetchall()
+        rows = conn.execute(
+            "select run_id, owner, session_id, worker, lease_until, mode, model, terminal_type,"
+            " first_seq from runs where status = 'running'"
+        ).fetchall()
         recovered = []
         for run_id, owner, session_id, worker, lease_until, mode, model, terminal_type, first_seq in rows:
             if is_owned(run_id):
@@ -302,9 +331,19 @@ class DurableLog:
             if not expired:
                 continue
             try:
-                self._recover_one(conn, {"run_id": run_id, "owner": owner, "session_id": session_id, "mode": mode,
-                                         "model": model, "terminal_type": terminal_type,
-                                         "first_seq": first_seq or 1}, build_tail)
+                self._recover_one(
+                    conn,
+                    {
+                        "run_id": run_id,
+                        "owner": owner,
+                        "session_id": session_id,
+                        "mode": mode,
+                        "model": model,
+                        "terminal_type": terminal_type,
+                        "first_seq": first_seq or 1,
+                    },
+                    build_tail,
+                )
                 recovered.append(run_id)
             except Exception as exc:  # noqa: BLE001 - one bad row must not stop the boot
                 if conn.in_transaction:
@@ -318,31 +357,51 @@ class DurableLog:
         content: List[str] = []
         thinking: List[str] = []
         last_seq = row["first_seq"] - 1
-        for seq, kind, payload in conn.execute("select seq, type, payload from run_events where run_id = ?"
-                                               " order by seq", [row["run_id"]]):
+        for seq, kind, payload in conn.execute(
+            "select seq, type, payload from run_events where run_id = ? order by seq", [row["run_id"]]
+        ):
             last_seq = seq
             if kind == DELTA:
                 data = json.loads(payload)
                 (thinking if data.get("thinking") else content).append(data.get("delta", ""))
         # past anything the dead worker's memory log could have numbered (see the module invariants)
         first_tail = max(last_seq + 1, row["first_seq"] + self.max_events + len(LIFECYCLE))
-        final = FinalSave(run_id=row["run_id"], owner=row["owner"], session_id=row["session_id"],
-                          status="interrupted", stop_reason="interrupted",
-                          error="the server restarted during this run", content="".join(content),
-                          thinking="".join(thinking),
-                          metadata={"run_id": row["run_id"], "status": "interrupted", "stop_reason": "interrupted",
-                                    "stopped": False, "partial": True, "interrupted": True},
-                          build_tail=lambda message_id: build_tail(row, message_id), first_tail_seq=first_tail,
-                          base=row["first_seq"] - 1, skipped=first_tail - last_seq - 1)
+        final = FinalSave(
+            run_id=row["run_id"],
+            owner=row["owner"],
+            session_id=row["session_id"],
+            status="interrupted",
+            stop_reason="interrupted",
+            error="the server restarted during this run",
+            content="".join(content),
+            thinking="".join(thinking),
+            metadata={
+                "run_id": row["run_id"],
+                "status": "interrupted",
+                "stop_reason": "interrupted",
+                "stopped": False,
+                "partial": True,
+                "interrupted": True,
+            },
+            build_tail=lambda message_id: build_tail(row, message_id),
+            first_tail_seq=first_tail,
+            base=row["first_seq"] - 1,
+            skipped=first_tail - last_seq - 1,
+        )
         self._finish_row(conn, final)
         conn.execute("COMMIT")
 
     def _purge_native(self, batch: int) -> int:
         conn = self._db()
         cutoff = time.time() - self.window
-        ids = [r[0] for r in conn.execute("select run_id from runs where status != 'running' and"
-                                          " coalesce(events_purged, 0) = 0 and finished_at < ? limit ?",
-                                          [cutoff, batch])]
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "select run_id from runs where status != 'running' and"
+                " coalesce(events_purged, 0) = 0 and finished_at < ? limit ?",
+                [cutoff, batch],
+            )
+        ]
         if not ids:
             return 0
         conn.execute("BEGIN IMMEDIATE")
@@ -369,8 +428,12 @@ class _RawDb:
 
 def read_events(db, run_id: str, after: int, limit: int = 500) -> List[Tuple[int, str, str]]:
     """Durable events of a run after ``after``: (seq, type, payload), in order (request-path connection)."""
-    return list(db.execute("select seq, type, payload from run_events where run_id = ? and seq > ? order by seq"
-                           " limit ?", [run_id, after, limit]).fetchall())
+    return list(
+        db.execute(
+            "select seq, type, payload from run_events where run_id = ? and seq > ? order by seq limit ?",
+            [run_id, after, limit],
+        ).fetchall()
+    )
 
 
 def as_entry(seq: int, kind: str, payload: str) -> Entry:

@@ -48,8 +48,19 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from .. import signals
 from ..cancel import Cancelled
 from ..errors import CapacityError, NotFound, OdysseusError, ProviderError
-from ..events import (CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, PROVIDER_ONLY, RUN_STARTED,
-                      RUN_TIMEOUT, START, Event)
+from ..events import (
+    CHAT_TERMINAL,
+    CLOSE,
+    DELTA,
+    DONE,
+    ERROR,
+    MESSAGE_SAVED,
+    PROVIDER_ONLY,
+    RUN_STARTED,
+    RUN_TIMEOUT,
+    START,
+    Event,
+)
 from ..store import Store, new_id
 from ..store.messages import insert_message
 from ..process_identity import worker_identity
@@ -175,8 +186,7 @@ class RunEngine:
         with self.session_lock(spec.owner, session_id):
             if spec.client_message_id and not creating:
                 row = self.store.runs.by_client_message(spec.owner, session_id, spec.client_message_id)
-                if row is not None or self.store.messages.by_client_id(spec.owner, session_id,
-                                                                          spec.client_message_id):
+                if row is not None or self.store.messages.by_client_id(spec.owner, session_id, spec.client_message_id):
                     run = self.get(spec.owner, row["run_id"]) if row else None
                     if run is not None and not run.log.released:
                         return Started(session_id, run, row, attached=True)
@@ -213,10 +223,12 @@ class RunEngine:
         if previous is not None and not previous.log.released:
             last = previous.log.last_seq
         with self.store.locked.read() as db:  # one statement: the newest row and its durable events
-            row = db.execute("select coalesce(first_seq, 1) + coalesce(event_count, 0) - 1,"
-                             " (select max(seq) from run_events e where e.run_id = r.run_id) from runs r"
-                             " where owner = ? and session_id = ? order by created_at desc, rowid desc limit 1",
-                             [owner, session_id]).fetchone()
+            row = db.execute(
+                "select coalesce(first_seq, 1) + coalesce(event_count, 0) - 1,"
+                " (select max(seq) from run_events e where e.run_id = r.run_id) from runs r"
+                " where owner = ? and session_id = ? order by created_at desc, rowid desc limit 1",
+                [owner, session_id],
+            ).fetchone()
             if row is not None:
                 last = max(last, row[0], row[1] or 0)
         return last
@@ -249,14 +261,27 @@ class RunEngine:
                     raise CapacityError("run memory budget exhausted; try again shortly")
             self.active += 1
         run_id = new_id("run_")
-        run = Run(run_id=run_id, session_id=session_id, owner=spec.owner, mode=spec.mode, model=spec.model,
-                  client_message_id=spec.client_message_id, user_message_id=None,
-                  log=self.backend.make_log(run_id, int(self.config["RUN_MAX_EVENTS"]),  # [issue 14] mirrored
-                                            int(self.config["RUN_MAX_BYTES"]), self.budget, base=base),
-                  terminal_type=spec.terminal_type)
+        run = Run(
+            run_id=run_id,
+            session_id=session_id,
+            owner=spec.owner,
+            mode=spec.mode,
+            model=spec.model,
+            client_message_id=spec.client_message_id,
+            user_message_id=None,
+            log=self.backend.make_log(
+                run_id,
+                int(self.config["RUN_MAX_EVENTS"]),  # [issue 14] mirrored
+                int(self.config["RUN_MAX_BYTES"]),
+                self.budget,
+                base=base,
+            ),
+            terminal_type=spec.terminal_type,
+        )
         try:
-            run.log.append(Event(RUN_STARTED, {"run_id": run_id, "session_id": session_id, "mode": spec.mode,
-                                               "model": spec.model}))
+            run.log.append(
+                Event(RUN_STARTED, {"run_id": run_id, "session_id": session_id, "mode": spec.mode, "model": spec.model})
+            )
             run.log.append(Event(START, {"task_id": run_id, "model": spec.model}))
         except LogFull:
             with self._lock:
@@ -279,27 +304,52 @@ class RunEngine:
         """
         now = time.time()
         with self.store.locked.tx() as db:
-            if not creating and db.execute("select 1 from sessions where id = ? and owner = ?",
-                                           [run.session_id, spec.owner]).fetchone() is None:
+            if (
+                not creating
+                and db.execute(
+                    "select 1 from sessions where id = ? and owner = ?", [run.session_id, spec.owner]
+                ).fetchone()
+                is None
+            ):
                 raise NotFound("session not found")  # deleted since the route looked it up: store nothing
             if creating:
-                db.execute("insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
-                           [run.session_id, spec.owner, spec.session_title, now, now])
+                db.execute(
+                    "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
+                    [run.session_id, spec.owner, spec.session_title, now, now],
+                )
             if spec.message is not None:
-                run.user_message_id = insert_message(db, spec.owner, run.session_id, "user", spec.message,
-                                                     metadata=spec.user_metadata,
-                                                     client_message_id=spec.client_message_id)
-            self.store.runs.insert_running(db, run_id=run.run_id, session_id=run.session_id, owner=spec.owner,
-                                           mode=spec.mode, model=spec.model, user_message_id=run.user_message_id,
-                                           client_message_id=spec.client_message_id, worker=self.worker,
-                                           lease_until=now + self.durable.lease_seconds, first_seq=run.log.base + 1,
-                                           terminal_type=spec.terminal_type)
+                run.user_message_id = insert_message(
+                    db,
+                    spec.owner,
+                    run.session_id,
+                    "user",
+                    spec.message,
+                    metadata=spec.user_metadata,
+                    client_message_id=spec.client_message_id,
+                )
+            self.store.runs.insert_running(
+                db,
+                run_id=run.run_id,
+                session_id=run.session_id,
+                owner=spec.owner,
+                mode=spec.mode,
+                model=spec.model,
+                user_message_id=run.user_message_id,
+                client_message_id=spec.client_message_id,
+                worker=self.worker,
+                lease_until=now + self.durable.lease_seconds,
+                first_seq=run.log.base + 1,
+                terminal_type=spec.terminal_type,
+            )
             for hook in spec.in_transaction:
                 hook(db)
             # the user message just stored is the branch head (insert_message set it), unless a hook moved it
             head = run.user_message_id if not spec.in_transaction else None
-            return spec.make_turn(self.store.messages.recent(spec.owner, run.session_id,
-                                                             int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head))
+            return spec.make_turn(
+                self.store.messages.recent(
+                    spec.owner, run.session_id, int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head
+                )
+            )
 
     def delete_session(self, owner: str, session_id: str, remove: Callable[[], Any]) -> Any:
         """Delete a session: under its lock, stop its run (``session_deleted``), then ``remove()`` its rows.
@@ -414,18 +464,26 @@ class RunEngine:
         elapsed_ms = round((time.monotonic() - run.started_monotonic) * 1000, 1)
         if outcome.timeout:
             limit = self.config["RUN_IDLE_TIMEOUT"] if outcome.timeout == "idle" else self.config["RUN_WALL_TIMEOUT"]
-            self.durable.enqueue(run.run_id, run.log.append(Event(RUN_TIMEOUT, {"limit": outcome.timeout,
-                                                                                "seconds": limit})))
+            self.durable.enqueue(
+                run.run_id, run.log.append(Event(RUN_TIMEOUT, {"limit": outcome.timeout, "seconds": limit}))
+            )
         error: Optional[Dict[str, Any]] = None
         if outcome.error:
             error = {"message": outcome.error, "status": outcome.http_status}
             if outcome.retry_after is not None:
                 error["retry_after"] = outcome.retry_after
         metadata = {
-            "run_id": run.run_id, "status": outcome.status, "stop_reason": outcome.stop_reason,
-            "stopped": outcome.status == "stopped", "partial": outcome.status != "done",
-            "model_info": run.model_info, "usage": run.usage, "metrics": run.metrics,
-            "finish_reason": run.finish_reason, "total_time_ms": elapsed_ms, "fallback": run.fallback,
+            "run_id": run.run_id,
+            "status": outcome.status,
+            "stop_reason": outcome.stop_reason,
+            "stopped": outcome.status == "stopped",
+            "partial": outcome.status != "done",
+            "model_info": run.model_info,
+            "usage": run.usage,
+            "metrics": run.metrics,
+            "finish_reason": run.finish_reason,
+            "total_time_ms": elapsed_ms,
+            "fallback": run.fallback,
         }
         if error:
             metadata["error"] = error
@@ -433,10 +491,16 @@ class RunEngine:
             metadata["interrupted"] = True
         metadata.update(run.context.metadata)
         terminal = {
-            "status": outcome.status, "run_id": run.run_id, "session_id": run.session_id,
-            "stop_reason": outcome.stop_reason, "partial": outcome.status != "done",
-            "content_length": len(run.content), "route": (run.model_info or {}).get("route"),
-            "finish_reason": run.finish_reason, "usage": run.usage, "timing": {"total_time_ms": elapsed_ms},
+            "status": outcome.status,
+            "run_id": run.run_id,
+            "session_id": run.session_id,
+            "stop_reason": outcome.stop_reason,
+            "partial": outcome.status != "done",
+            "content_length": len(run.content),
+            "route": (run.model_info or {}).get("route"),
+            "finish_reason": run.finish_reason,
+            "usage": run.usage,
+            "timing": {"total_time_ms": elapsed_ms},
             "fallback": run.fallback,
         }
         if error:
@@ -444,14 +508,34 @@ class RunEngine:
         terminal.update(run.context.terminal)
 
         def build_tail(message_id: Optional[int]) -> List[Event]:
-            return tail_events(run.terminal_type, run.run_id, run.session_id, outcome.status, message_id,
-                               dict(terminal, message_id=message_id), run.thinking, elapsed_ms, outcome.error,
-                               outcome.http_status, outcome.retry_after)
+            return tail_events(
+                run.terminal_type,
+                run.run_id,
+                run.session_id,
+                outcome.status,
+                message_id,
+                dict(terminal, message_id=message_id),
+                run.thinking,
+                elapsed_ms,
+                outcome.error,
+                outcome.http_status,
+                outcome.retry_after,
+            )
 
-        final = FinalSave(run_id=run.run_id, owner=run.owner, session_id=run.session_id, status=outcome.status,
-                          stop_reason=outcome.stop_reason, error=outcome.error, content=run.content,
-                          thinking=run.thinking, metadata=metadata, build_tail=build_tail,
-                          first_tail_seq=run.log.last_seq + 1, base=run.log.base)
+        final = FinalSave(
+            run_id=run.run_id,
+            owner=run.owner,
+            session_id=run.session_id,
+            status=outcome.status,
+            stop_reason=outcome.stop_reason,
+            error=outcome.error,
+            content=run.content,
+            thinking=run.thinking,
+            metadata=metadata,
+            build_tail=build_tail,
+            first_tail_seq=run.log.last_seq + 1,
+            base=run.log.base,
+        )
         if not self.durable.save_final(final, float(self.config.get("FINAL_SAVE_PATIENCE", 20))):
             # the database stays unwritable: end the run in memory now, keep retrying the save
             self.durable.retry_final(dataclasses.replace(final, tail=[]))
@@ -460,18 +544,28 @@ class RunEngine:
         for entry in final.tail:
             run.log.append_entry(entry)
         if final.message_id is not None:
-            signals.message_saved.send(run.owner, session_id=run.session_id, message_id=final.message_id,
-                                       role="assistant")
+            signals.message_saved.send(
+                run.owner, session_id=run.session_id, message_id=final.message_id, role="assistant"
+            )
 
     def _record_failed_save(self, run: Run) -> None:
         """The final save raised: mark the row ``error`` and end the memory log with the same outcome."""
         run.status, run.error = "error", "could not save the reply"
         with contextlib.suppress(Exception):
             self.store.runs.mark_failed(run.run_id, run.error)
-        terminal = {"status": "error", "run_id": run.run_id, "session_id": run.session_id, "message_id": None,
-                    "partial": True, "error": {"message": "Could not save the reply", "status": 500}}
-        events = [Event(run.terminal_type, {"data": terminal}),
-                  Event(ERROR, {"error": "Could not save the reply", "status": 500}), Event(CLOSE, {})]
+        terminal = {
+            "status": "error",
+            "run_id": run.run_id,
+            "session_id": run.session_id,
+            "message_id": None,
+            "partial": True,
+            "error": {"message": "Could not save the reply", "status": 500},
+        }
+        events = [
+            Event(run.terminal_type, {"data": terminal}),
+            Event(ERROR, {"error": "Could not save the reply", "status": 500}),
+            Event(CLOSE, {}),
+        ]
         for entry in number_tail(events, run.log.last_seq + 1):
             with contextlib.suppress(LogFull, ValueError):
                 run.log.append_entry(entry)
@@ -652,15 +746,30 @@ class RunEngine:
         self.durable.close()
 
 
-def tail_events(terminal_type: str, run_id: str, session_id: str, status: str, message_id: Optional[int],
-                terminal: dict, thinking: str, elapsed_ms: Optional[float], error: Optional[str],
-                http_status: Optional[int], retry_after: Optional[float] = None) -> List[Event]:
+def tail_events(
+    terminal_type: str,
+    run_id: str,
+    session_id: str,
+    status: str,
+    message_id: Optional[int],
+    terminal: dict,
+    thinking: str,
+    elapsed_ms: Optional[float],
+    error: Optional[str],
+    http_status: Optional[int],
+    retry_after: Optional[float] = None,
+) -> List[Event]:
     """The events that end every run: message_saved, the terminal record, done or error, close."""
-    events = [Event(MESSAGE_SAVED, {"message_id": message_id, "session_id": session_id, "role": "assistant"}),
-              Event(terminal_type, {"data": terminal})]
+    events = [
+        Event(MESSAGE_SAVED, {"message_id": message_id, "session_id": session_id, "role": "assistant"}),
+        Event(terminal_type, {"data": terminal}),
+    ]
     if status == "done":
-        events.append(Event(DONE, {"task_id": run_id, "thinking": thinking, "total_time_ms": elapsed_ms,
-                                   "session_id": session_id}))
+        events.append(
+            Event(
+                DONE, {"task_id": run_id, "thinking": thinking, "total_time_ms": elapsed_ms, "session_id": session_id}
+            )
+        )
     elif status in ("error", "interrupted"):
         body: Dict[str, Any] = {"error": error, "status": http_status}
         if retry_after is not None:
@@ -672,7 +781,24 @@ def tail_events(terminal_type: str, run_id: str, session_id: str, status: str, m
 
 def recovery_tail(row: dict, message_id: Optional[int]) -> List[Event]:
     """The tail of a run recovered after its worker died."""
-    terminal = {"status": "interrupted", "run_id": row["run_id"], "session_id": row["session_id"],
-                "message_id": message_id, "stop_reason": "interrupted", "partial": True, "interrupted": True}
-    return tail_events(row.get("terminal_type") or CHAT_TERMINAL, row["run_id"], row["session_id"], "interrupted",
-                       message_id, terminal, "", None, "the server restarted during this run", 503)
+    terminal = {
+        "status": "interrupted",
+        "run_id": row["run_id"],
+        "session_id": row["session_id"],
+        "message_id": message_id,
+        "stop_reason": "interrupted",
+        "partial": True,
+        "interrupted": True,
+    }
+    return tail_events(
+        row.get("terminal_type") or CHAT_TERMINAL,
+        row["run_id"],
+        row["session_id"],
+        "interrupted",
+        message_id,
+        terminal,
+        "",
+        None,
+        "the server restarted during this run",
+        503,
+    )

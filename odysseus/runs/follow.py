@@ -55,7 +55,7 @@ FIRST_PIECE_BYTES = 4 * 1024
 #: entries taken from the memory log per read (a 100,000-event replay is never copied whole)
 PAGE = 2000
 #: ids of the ``run_missing`` and ``close`` frames of a run the caller cannot follow: above any run's ids
-MISSING_SEQ = 2 ** 53 - 1
+MISSING_SEQ = 2**53 - 1
 
 
 def encode(entries: Iterable[Entry], projection: Projection) -> str:
@@ -63,8 +63,9 @@ def encode(entries: Iterable[Entry], projection: Projection) -> str:
     return "".join(frame for frame in (projection(event, payload) for event, payload in entries) if frame)
 
 
-def encode_pieces(entries: Iterable[Entry], projection: Projection, limit: int = PIECE_BYTES,
-                  first: Optional[int] = None) -> Iterator[str]:
+def encode_pieces(
+    entries: Iterable[Entry], projection: Projection, limit: int = PIECE_BYTES, first: Optional[int] = None
+) -> Iterator[str]:
     """The SSE text of ``entries`` in pieces of about ``limit`` characters (a bigger frame is cut in slices).
 
     ``first``: a smaller bound for the first piece (the reader sees its first event sooner).
@@ -83,7 +84,7 @@ def encode_pieces(entries: Iterable[Entry], projection: Projection, limit: int =
             text = "".join(parts)
             parts, size, bound = [], 0, limit
             for start in range(0, len(text), limit):
-                yield text[start:start + limit]
+                yield text[start : start + limit]
     if parts:
         yield "".join(parts)
 
@@ -109,20 +110,23 @@ def ended_before(engine, run: Optional[Run], row: Optional[dict], after: int, pr
     if row is None or row.get("status") == "running":
         return False
     with engine.store.locked.read() as db:
-        tail = db.execute("select seq, type, payload from run_events where run_id = ? order by seq desc limit 8",
-                          [row["run_id"]]).fetchall()
+        tail = db.execute(
+            "select seq, type, payload from run_events where run_id = ? order by seq desc limit 8", [row["run_id"]]
+        ).fetchall()
     if not tail or tail[0][1] != CLOSE:
         return False
     last = last_sent_seq([as_entry(*r) for r in tail], projection)  # tail: newest first
     return last is not None and after >= last
 
 
-def follow_memory(engine, run: Run, after: int, projection: Projection, heartbeat_interval: float,
-                  opened: bool = False) -> Iterator[str]:
+def follow_memory(
+    engine, run: Run, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+) -> Iterator[str]:
     """The run's memory log after ``after``, then live events until ``close``; durable if it is released."""
     if not engine.subscribe(run):
-        yield from follow_durable(engine.store, run.run_id, after, projection, heartbeat_interval,
-                                  engine.durable.interval, opened)
+        yield from follow_durable(
+            engine.store, run.run_id, after, projection, heartbeat_interval, engine.durable.interval, opened
+        )
         return
     cursor = after
     try:
@@ -151,12 +155,21 @@ def follow_memory(engine, run: Run, after: int, projection: Projection, heartbea
                 quiet_since = time.monotonic()
     finally:
         engine.unsubscribe(run)
-    yield from follow_durable(engine.store, run.run_id, cursor, projection, heartbeat_interval,
-                              engine.durable.interval, opened=True)
+    yield from follow_durable(
+        engine.store, run.run_id, cursor, projection, heartbeat_interval, engine.durable.interval, opened=True
+    )
 
 
-def follow_durable(store, run_id: str, after: int, projection: Projection, heartbeat_interval: float,
-                   poll: float, opened: bool = False, page: int = 100) -> Iterator[str]:
+def follow_durable(
+    store,
+    run_id: str,
+    after: int,
+    projection: Projection,
+    heartbeat_interval: float,
+    poll: float,
+    opened: bool = False,
+    page: int = 100,
+) -> Iterator[str]:
     """The durable log after ``after``; polls while the run is still being written elsewhere."""
     if not opened:
         yield comment("connected")
@@ -206,24 +219,49 @@ def saved_final_state(row: Optional[dict], message: Optional[dict], terminal_typ
         status = (row or {}).get("status", "unknown")
         return [Event(ERROR, {"error": f"the earlier request ended as {status}", "status": 409}), Event(CLOSE, {})]
     meta = message["metadata"]
-    events = [Event(RUN_STARTED, {"run_id": row["run_id"], "session_id": row["session_id"], "model": row["model"],
-                                  "replayed": True}),
-              Event(START, {"task_id": row["run_id"], "model": row["model"]})]
+    events = [
+        Event(
+            RUN_STARTED,
+            {"run_id": row["run_id"], "session_id": row["session_id"], "model": row["model"], "replayed": True},
+        ),
+        Event(START, {"task_id": row["run_id"], "model": row["model"]}),
+    ]
     if meta.get("model_info"):
         events.append(Event(MODEL_INFO, meta["model_info"]))
     if message["thinking"]:
         events.append(Event(DELTA, {"delta": message["thinking"], "thinking": True}))
     if message["content"]:
         events.append(Event(DELTA, {"delta": message["content"]}))
-    events.append(Event(MESSAGE_SAVED, {"message_id": message["id"], "session_id": row["session_id"],
-                                        "role": "assistant", "replayed": True}))
-    events.append(Event(terminal_type, {"data": {"status": row["status"], "run_id": row["run_id"],
-                                                 "message_id": message["id"], "replayed": True}}))
+    events.append(
+        Event(
+            MESSAGE_SAVED,
+            {"message_id": message["id"], "session_id": row["session_id"], "role": "assistant", "replayed": True},
+        )
+    )
+    events.append(
+        Event(
+            terminal_type,
+            {"data": {"status": row["status"], "run_id": row["run_id"], "message_id": message["id"], "replayed": True}},
+        )
+    )
     if row["status"] == "done":
-        events.append(Event(DONE, {"task_id": row["run_id"], "thinking": message["thinking"],
-                                   "total_time_ms": meta.get("total_time_ms"), "session_id": row["session_id"]}))
+        events.append(
+            Event(
+                DONE,
+                {
+                    "task_id": row["run_id"],
+                    "thinking": message["thinking"],
+                    "total_time_ms": meta.get("total_time_ms"),
+                    "session_id": row["session_id"],
+                },
+            )
+        )
     elif row["status"] in ("error", "interrupted"):
-        events.append(Event(ERROR, {"error": row.get("error") or row["status"],
-                                    "status": (meta.get("error") or {}).get("status") or 502}))
+        events.append(
+            Event(
+                ERROR,
+                {"error": row.get("error") or row["status"], "status": (meta.get("error") or {}).get("status") or 502},
+            )
+        )
     events.append(Event(CLOSE, {}))
     return events

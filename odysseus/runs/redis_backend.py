@@ -40,8 +40,14 @@ def connect_redis(url: str):
 
     if not url:
         raise BackendUnavailable("RUN_BACKEND=redis needs REDIS_URL")
-    return redis.Redis.from_url(url, decode_responses=True, encoding_errors="surrogatepass",
-                                socket_connect_timeout=2, socket_timeout=5, retry_on_timeout=False)
+    return redis.Redis.from_url(
+        url,
+        decode_responses=True,
+        encoding_errors="surrogatepass",
+        socket_connect_timeout=2,
+        socket_timeout=5,
+        retry_on_timeout=False,
+    )
 
 
 class RedisBackend(LocalBackend):
@@ -97,8 +103,9 @@ class RedisBackend(LocalBackend):
 
     def session_lock(self, owner: str, session_id: str):
         """The session's start lock in Redis, with an expiry."""
-        return session_lock(self.client, self.prefix, owner, session_id,
-                            float(self.config.get("SESSION_LOCK_SECONDS", 30)))
+        return session_lock(
+            self.client, self.prefix, owner, session_id, float(self.config.get("SESSION_LOCK_SECONDS", 30))
+        )
 
     def run_started(self, run: Run) -> None:
         """Lease the run to this worker."""
@@ -117,8 +124,9 @@ class RedisBackend(LocalBackend):
         engine._end(run, reason)
 
     # ------------------------------------------------------------ any worker
-    def follow(self, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float,
-               opened: bool = False) -> Iterator[str]:
+    def follow(
+        self, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+    ) -> Iterator[str]:
         """Follow the run's stream wherever it is driven (SQLite when Redis cannot serve it)."""
         return follow_redis(self, engine, run_id, after, projection, heartbeat_interval, opened)
 
@@ -136,8 +144,9 @@ class RedisBackend(LocalBackend):
         except Exception:  # noqa: BLE001 - the writer's expiry still applies
             pass
 
-    def stop_elsewhere(self, engine, owner: str, run_id: Optional[str], reason: str,
-                       session_id: Optional[str] = None) -> bool:
+    def stop_elsewhere(
+        self, engine, owner: str, run_id: Optional[str], reason: str, session_id: Optional[str] = None
+    ) -> bool:
         """Stop a run another worker drives; True once its row says it ended."""
         if not run_id:
             return False
@@ -157,8 +166,7 @@ class RedisBackend(LocalBackend):
                     if worker != self.worker:
                         publish_stop(self.client, self.prefix, worker, run_id, reason)
                 except Exception as exc:  # noqa: BLE001
-                    raise BackendUnavailable(f"the run backend (Redis) is unavailable: {type(exc).__name__}") \
-                        from None
+                    raise BackendUnavailable(f"the run backend (Redis) is unavailable: {type(exc).__name__}") from None
             time.sleep(0.02)
             if not self.still_running(engine, run_id):
                 return True
@@ -183,16 +191,24 @@ class RedisBackend(LocalBackend):
     def recover(self, engine, is_local: Callable[[str], bool], build_tail) -> List[str]:
         """Interrupt runs whose worker is gone, continuing their numbering from the stream."""
         now = time.time()
-        orphans = [row for row in engine.store.runs.running()
-                   if not is_local(row["run_id"]) and not self._lease_held(row["run_id"])
-                   and (row.get("lease_until") is None or row["lease_until"] < now
-                        or worker_is_dead(row.get("worker"), self.worker))]
+        orphans = [
+            row
+            for row in engine.store.runs.running()
+            if not is_local(row["run_id"])
+            and not self._lease_held(row["run_id"])
+            and (
+                row.get("lease_until") is None
+                or row["lease_until"] < now
+                or worker_is_dead(row.get("worker"), self.worker)
+            )
+        ]
         for row in orphans:
             self._backfill(engine, row["run_id"])
         if orphans:
             engine.durable.flush(timeout=30)
-        recovered = engine.durable.recover(lambda run_id: is_local(run_id) or self._lease_held(run_id), build_tail,
-                                           timeout=120)
+        recovered = engine.durable.recover(
+            lambda run_id: is_local(run_id) or self._lease_held(run_id), build_tail, timeout=120
+        )
         for run_id in recovered:
             self._append_tail(engine, run_id)
         self.recovered += len(recovered)
@@ -230,8 +246,9 @@ class RedisBackend(LocalBackend):
         """The job queue every worker shares: a Redis Stream with a consumer group, fair per user."""
         from .redis_jobs import RedisJobPool
 
-        return RedisJobPool(self.client, self.prefix, workers, run_job, store, self.worker,
-                            lambda: engine.draining, self.lease_seconds)
+        return RedisJobPool(
+            self.client, self.prefix, workers, run_job, store, self.worker, lambda: engine.draining, self.lease_seconds
+        )
 
     def stats(self) -> dict:
         """Writer, leases and control channel, for ``/api/health``."""
@@ -239,9 +256,16 @@ class RedisBackend(LocalBackend):
             reachable = bool(self.client.ping())
         except Exception:  # noqa: BLE001
             reachable = False
-        return {"backend": self.name, "redis": reachable, "stream_written": self.writer.written,
-                "stream_failures": self.writer.failures, "stream_last_error": self.writer.last_error,
-                "leases_held": len(self.leases.held), "lease_failures": self.leases.failures,
-                "control_received": self.listener.received if self.listener else 0,
-                "recovered": self.recovered, "stream_readers": self.readers, "stream_handovers": self.handovers}
-
+        return {
+            "backend": self.name,
+            "redis": reachable,
+            "stream_written": self.writer.written,
+            "stream_failures": self.writer.failures,
+            "stream_last_error": self.writer.last_error,
+            "leases_held": len(self.leases.held),
+            "lease_failures": self.leases.failures,
+            "control_received": self.listener.received if self.listener else 0,
+            "recovered": self.recovered,
+            "stream_readers": self.readers,
+            "stream_handovers": self.handovers,
+        }

@@ -32,8 +32,17 @@ MAX_ENTRIES = 10_000
 class RedisJobPool:
     """``workers`` readers of the shared job stream in this process."""
 
-    def __init__(self, client, prefix: str, workers: int, run_job: Callable[[str], None], store, worker: str,
-                 draining: Callable[[], bool], lease_seconds: float):
+    def __init__(
+        self,
+        client,
+        prefix: str,
+        workers: int,
+        run_job: Callable[[str], None],
+        store,
+        worker: str,
+        draining: Callable[[], bool],
+        lease_seconds: float,
+    ):
         self.client = client
         self.stream = f"{prefix}jobs"
         self.workers = max(1, workers)
@@ -113,8 +122,10 @@ class RedisJobPool:
     def _should_wait(self, owner: str) -> bool:
         """True when another user with jobs waiting has fewer jobs running than ``owner``."""
         with self.store.locked.read() as db:
-            rows = db.execute("select owner, sum(status = 'queued'), sum(status = 'running') from jobs"
-                              " where status in ('queued', 'running') group by owner").fetchall()
+            rows = db.execute(
+                "select owner, sum(status = 'queued'), sum(status = 'running') from jobs"
+                " where status in ('queued', 'running') group by owner"
+            ).fetchall()
         mine = next((running for who, _, running in rows if who == owner), 0) or 0
         return any(who != owner and queued and (running or 0) < mine for who, queued, running in rows)
 

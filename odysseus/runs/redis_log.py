@@ -127,8 +127,15 @@ class StreamWriter:
 class MirroredRunLog(RunLog):
     """A memory run log whose every admitted entry is also queued for the run's Redis Stream."""
 
-    def __init__(self, run_id: str, writer: StreamWriter, max_events: int, max_bytes: int,
-                 budget: Optional[ByteBudget] = None, base: int = 0):
+    def __init__(
+        self,
+        run_id: str,
+        writer: StreamWriter,
+        max_events: int,
+        max_bytes: int,
+        budget: Optional[ByteBudget] = None,
+        base: int = 0,
+    ):
         super().__init__(max_events, max_bytes, budget, base)
         self.run_id = run_id
         self.writer = writer
@@ -139,8 +146,9 @@ class MirroredRunLog(RunLog):
         self.writer.push(self.run_id, entry)
 
 
-def follow_redis(backend, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float,
-                 opened: bool = False) -> Iterator[str]:
+def follow_redis(
+    backend, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+) -> Iterator[str]:
     """Follow a run driven by any worker from its Redis Stream; SQLite takes over when Redis cannot."""
     if not opened:
         yield comment("connected")
@@ -190,5 +198,6 @@ def follow_redis(backend, engine, run_id: str, after: int, projection: Projectio
         if saw_close:
             backend.reader_left(key)
     backend.handovers += 1
-    yield from follow_durable(engine.store, run_id, cursor, projection, heartbeat_interval, engine.durable.interval,
-                              opened=True)
+    yield from follow_durable(
+        engine.store, run_id, cursor, projection, heartbeat_interval, engine.durable.interval, opened=True
+    )

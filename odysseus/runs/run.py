@@ -41,9 +41,19 @@ class Outcome:
 class Run:
     """A turn running in its own greenlet, writing into its numbered log."""
 
-    def __init__(self, *, run_id: str, session_id: str, owner: str, mode: str, model: str,
-                 client_message_id: Optional[str], user_message_id: Optional[int], log: RunLog,
-                 terminal_type: str):
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        session_id: str,
+        owner: str,
+        mode: str,
+        model: str,
+        client_message_id: Optional[str],
+        user_message_id: Optional[int],
+        log: RunLog,
+        terminal_type: str,
+    ):
         self.run_id = run_id
         self.session_id = session_id
         self.owner = owner
@@ -108,9 +118,18 @@ class Run:
     def summary(self) -> dict:
         """The live state for stream_status and run listings (no message text)."""
         return {
-            "run_id": self.run_id, "session_id": self.session_id, "status": self.status, "mode": self.mode,
-            "model": self.model, "stop_reason": self.stop_reason, "created_at": self.created_at,
+            "run_id": self.run_id,
+            "session_id": self.session_id,
+            "status": self.status,
+            "mode": self.mode,
+            "model": self.model,
+            "stop_reason": self.stop_reason,
+            "created_at": self.created_at,
             "updated_at": self.created_at + (self.last_event_monotonic - self.started_monotonic),
-            "finished_at": self.finished_at, "event_count": len(self.log), "last_event_type": self.log.last_type,
-            "error": self.error, "detached": True, "resumable": not self.log.released,
+            "finished_at": self.finished_at,
+            "event_count": len(self.log),
+            "last_event_type": self.log.last_type,
+            "error": self.error,
+            "detached": True,
+            "resumable": not self.log.released,
         }

@@ -36,6 +36,8 @@ def seq_of(entry: Entry) -> int:
     seq = entry[0].seq
     assert seq is not None, "an entry of a run log is always numbered"
     return seq
+
+
 #: One encoder for every append: ``json.dumps`` with options builds a new encoder per call.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 #: the string encoder ``_encode`` itself uses for ``str`` values (ensure_ascii=False): same bytes
@@ -192,7 +194,7 @@ class RunLog:
         """Entries with a number greater than ``seq``: all of them, or the first ``limit``."""
         start = max(0, seq - self.base)
         with self._cond:
-            return self._entries[start:] if limit is None else self._entries[start:start + limit]
+            return self._entries[start:] if limit is None else self._entries[start : start + limit]
 
     def newest_first(self) -> Iterator[Entry]:
         """The entries from the newest back (no copy: the list only grows while it is iterated)."""
@@ -207,7 +209,7 @@ class RunLog:
         with self._cond:
             if self.last_seq <= seq and not self.closed and not self.released:
                 self._cond.wait(timeout)
-            return self._entries[start:] if limit is None else self._entries[start:start + limit]
+            return self._entries[start:] if limit is None else self._entries[start : start + limit]
 
     def release(self) -> int:
         """Drop every entry (eviction); wake readers; return the bytes freed."""

@@ -51,8 +51,9 @@ class StreamSlots:
                 self.open[owner] = count
 
 
-def metered(body: Iterator[str], budget: Optional[ByteBudget], on_close=None, prefix: str = "",
-            limit: int = PIECE_BYTES) -> Iterator[str]:
+def metered(
+    body: Iterator[str], budget: Optional[ByteBudget], on_close=None, prefix: str = "", limit: int = PIECE_BYTES
+) -> Iterator[str]:
     """Yield ``body`` in pieces of at most ``limit`` characters, each counted in ``budget`` while queued.
 
     ``prefix`` goes in front of the first piece (the ``retry:`` field); ``on_close`` runs once
@@ -63,7 +64,7 @@ def metered(body: Iterator[str], budget: Optional[ByteBudget], on_close=None, pr
             if prefix:
                 text, prefix = prefix + text, ""
             for start in range(0, len(text), limit):
-                piece = text[start:start + limit] if len(text) > limit else text
+                piece = text[start : start + limit] if len(text) > limit else text
                 size = len(piece)
                 if budget is not None:
                     budget.take(size, force=True)

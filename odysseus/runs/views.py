@@ -7,8 +7,21 @@ from typing import Optional
 from .follow import durable_available
 from .run import Run
 
-FIELDS = ("run_id", "session_id", "status", "mode", "model", "stop_reason", "created_at", "updated_at",
-          "finished_at", "event_count", "last_event_type", "error", "message_id")
+FIELDS = (
+    "run_id",
+    "session_id",
+    "status",
+    "mode",
+    "model",
+    "stop_reason",
+    "created_at",
+    "updated_at",
+    "finished_at",
+    "event_count",
+    "last_event_type",
+    "error",
+    "message_id",
+)
 
 
 def run_view(row: Optional[dict], live: Optional[Run]) -> dict:

@@ -17,10 +17,48 @@ from ..errors import BadRequest, Conflict, NotFound
 from .database import Locked
 
 AGENT_ID = re.compile(r"^[a-z]+_[a-z]+$")
-_ADJECTIVES = ("brave", "calm", "clever", "eager", "gentle", "happy", "keen", "lucid", "nimble", "quiet",
-               "bold", "witty", "swift", "steady", "sharp", "merry", "jolly", "wise", "vivid", "zen")
-_NAMES = ("turing", "hopper", "lovelace", "curie", "noether", "shannon", "knuth", "ritchie", "hamilton",
-          "euler", "gauss", "kepler", "darwin", "franklin", "goodall", "meitner", "ramanujan", "tesla")
+_ADJECTIVES = (
+    "brave",
+    "calm",
+    "clever",
+    "eager",
+    "gentle",
+    "happy",
+    "keen",
+    "lucid",
+    "nimble",
+    "quiet",
+    "bold",
+    "witty",
+    "swift",
+    "steady",
+    "sharp",
+    "merry",
+    "jolly",
+    "wise",
+    "vivid",
+    "zen",
+)
+_NAMES = (
+    "turing",
+    "hopper",
+    "lovelace",
+    "curie",
+    "noether",
+    "shannon",
+    "knuth",
+    "ritchie",
+    "hamilton",
+    "euler",
+    "gauss",
+    "kepler",
+    "darwin",
+    "franklin",
+    "goodall",
+    "meitner",
+    "ramanujan",
+    "tesla",
+)
 FIELDS = ("name", "system_prompt", "model", "tools", "temperature")
 
 
@@ -44,8 +82,9 @@ def clean_fields(data: dict, partial: bool) -> dict:
                 raise BadRequest("tools must be a list of tool names")
             out[key] = json.dumps(value) if value is not None else None
         elif key == "temperature":
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not 0 <= value <= 2):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 2
+            ):
                 raise BadRequest("temperature must be a number between 0 and 2")
             out[key] = value
         else:
@@ -68,9 +107,17 @@ class ProfileRepo:
     def create(self, owner: str, fields: dict, is_default: bool = False) -> dict:
         """Create a profile."""
         now = time.time()
-        row: Dict[str, Any] = {"id": "prof_" + secrets.token_urlsafe(12), "owner": owner, "system_prompt": None,
-                               "model": None, "tools": None, "temperature": None, "is_default": 0,
-                               "created_at": now, "updated_at": now}
+        row: Dict[str, Any] = {
+            "id": "prof_" + secrets.token_urlsafe(12),
+            "owner": owner,
+            "system_prompt": None,
+            "model": None,
+            "tools": None,
+            "temperature": None,
+            "is_default": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
         row.update(fields)
         with self._l.tx() as db:
             if is_default:
@@ -148,8 +195,17 @@ class AgentRepo:
                     raise Conflict("no free agent id; name one explicitly")
             elif self._taken(db, owner, agent_id):
                 raise Conflict(f"agent_id {agent_id!r} is already used")
-            row = {"agent_id": agent_id, "owner": owner, "profile_id": profile_id, "system_prompt": None,
-                   "model": None, "tools": None, "temperature": None, "created_at": now, "updated_at": now}
+            row = {
+                "agent_id": agent_id,
+                "owner": owner,
+                "profile_id": profile_id,
+                "system_prompt": None,
+                "model": None,
+                "tools": None,
+                "temperature": None,
+                "created_at": now,
+                "updated_at": now,
+            }
             row.update(fields)
             db.table("agents").insert(row)
         return self.get(owner, agent_id)
@@ -171,8 +227,11 @@ class AgentRepo:
         """Change an agent's fields."""
         self.get(owner, agent_id)
         with self._l.tx() as db:
-            db.execute("update agents set " + ", ".join(f"{k} = ?" for k in fields) + ", updated_at = ?"
-                       " where owner = ? and agent_id = ?", [*fields.values(), time.time(), owner, agent_id])
+            db.execute(
+                "update agents set " + ", ".join(f"{k} = ?" for k in fields) + ", updated_at = ?"
+                " where owner = ? and agent_id = ?",
+                [*fields.values(), time.time(), owner, agent_id],
+            )
         return self.get(owner, agent_id)
 
     def delete(self, owner: str, agent_id: str) -> None:

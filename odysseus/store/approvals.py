@@ -22,14 +22,34 @@ class ApprovalRepo:
     def __init__(self, locked: Locked):
         self._l = locked
 
-    def create(self, *, approval_id: str, owner: str, session_id: str, run_id: str, call: dict, call_hash: str,
-               state: dict, ttl: float, now: Optional[float] = None) -> dict:
+    def create(
+        self,
+        *,
+        approval_id: str,
+        owner: str,
+        session_id: str,
+        run_id: str,
+        call: dict,
+        call_hash: str,
+        state: dict,
+        ttl: float,
+        now: Optional[float] = None,
+    ) -> dict:
         """Store a pending approval with the continuation state; returns the row."""
         now = time.time() if now is None else now
-        row = {"id": approval_id, "owner": owner, "session_id": session_id, "run_id": run_id,
-               "call": json.dumps(call, ensure_ascii=False), "call_hash": call_hash, "created_at": now,
-               "expires_at": now + ttl, "used_at": None, "decision": None,
-               "state": json.dumps(state, ensure_ascii=False)}
+        row = {
+            "id": approval_id,
+            "owner": owner,
+            "session_id": session_id,
+            "run_id": run_id,
+            "call": json.dumps(call, ensure_ascii=False),
+            "call_hash": call_hash,
+            "created_at": now,
+            "expires_at": now + ttl,
+            "used_at": None,
+            "decision": None,
+            "state": json.dumps(state, ensure_ascii=False),
+        }
         with self._l.tx() as db:
             db.table("approvals").insert(row)
         return _decode(row)
@@ -49,8 +69,10 @@ class ApprovalRepo:
     @staticmethod
     def consume_with(db, approval_id: str, owner: str, decision: str, now: float) -> bool:
         """``consume`` inside the caller's transaction."""
-        cursor = db.execute("update approvals set used_at = ?, decision = ? where id = ? and owner = ?"
-                            " and used_at is null", [now, decision, approval_id, owner])
+        cursor = db.execute(
+            "update approvals set used_at = ?, decision = ? where id = ? and owner = ? and used_at is null",
+            [now, decision, approval_id, owner],
+        )
         return cursor.rowcount == 1
 
     def expire(self, approval_id: str, seconds_ago: float = 1.0) -> None:
@@ -68,8 +90,16 @@ class ImageRepo:
     def add(self, name: str, owner: str, session_id: Optional[str], mime: str, size: int) -> None:
         """Record a stored image."""
         with self._l.tx() as db:
-            db.table("images").insert({"name": name, "owner": owner, "session_id": session_id, "mime": mime,
-                                 "size": size, "created_at": time.time()})
+            db.table("images").insert(
+                {
+                    "name": name,
+                    "owner": owner,
+                    "session_id": session_id,
+                    "mime": mime,
+                    "size": size,
+                    "created_at": time.time(),
+                }
+            )
 
     def get(self, owner: str, name: str) -> Optional[dict]:
         """The owner's image record, or None (also for other owners' images)."""

@@ -30,14 +30,21 @@ class BranchRepo:
         with self._l.read() as db:
             if known:
                 marks = ",".join("?" * len(known))
-                rows = db.execute(f"select parent_id, id from messages where session_id = ? and owner = ?"
-                                  f" and parent_id in ({marks}) order by id", [session_id, owner] + known).fetchall()
+                rows = db.execute(
+                    f"select parent_id, id from messages where session_id = ? and owner = ?"
+                    f" and parent_id in ({marks}) order by id",
+                    [session_id, owner] + known,
+                ).fetchall()
                 for parent, message_id in rows:
                     groups.setdefault(parent, []).append(message_id)
             if None in parents:
-                groups[None] = [row[0] for row in db.execute(
-                    "select id from messages where session_id = ? and owner = ? and parent_id is null order by id",
-                    [session_id, owner]).fetchall()]
+                groups[None] = [
+                    row[0]
+                    for row in db.execute(
+                        "select id from messages where session_id = ? and owner = ? and parent_id is null order by id",
+                        [session_id, owner],
+                    ).fetchall()
+                ]
         out = {}
         for message in messages:
             ids = groups.get(message.get("parent_id")) or [message["id"]]
@@ -48,14 +55,17 @@ class BranchRepo:
     def select(self, owner: str, session_id: str, message_id: int) -> int:
         """Show the branch through ``message_id``: the newest message below it becomes the head; returns it."""
         with self._l.tx() as db:
-            row = db.execute("select id from messages where id = ? and session_id = ? and owner = ?",
-                             [message_id, session_id, owner]).fetchone()
+            row = db.execute(
+                "select id from messages where id = ? and session_id = ? and owner = ?", [message_id, session_id, owner]
+            ).fetchone()
             if row is None:
                 raise NotFound("message not found in this session")
             head = message_id
             for _ in range(100_000):  # bounded: ids grow downwards, so this ends anyway
-                child = db.execute("select max(id) from messages where parent_id = ? and session_id = ? and id > ?",
-                                   [head, session_id, head]).fetchone()[0]
+                child = db.execute(
+                    "select max(id) from messages where parent_id = ? and session_id = ? and id > ?",
+                    [head, session_id, head],
+                ).fetchone()[0]
                 if child is None:
                     break
                 head = child
@@ -81,19 +91,28 @@ def regenerate_writes(owner: str, session_id: str, user_message_id: int):
 
     Must run first among the start's hooks: the run row is then the connection's last insert.
     """
+
     def write(db) -> None:
-        db.execute("update sessions set branch_head = ? where id = ? and owner = ?",
-                   [user_message_id, session_id, owner])
-        db.execute("update runs set user_message_id = ? where rowid = last_insert_rowid() and session_id = ?"
-                   " and owner = ? and status = 'running'", [user_message_id, session_id, owner])
+        db.execute(
+            "update sessions set branch_head = ? where id = ? and owner = ?", [user_message_id, session_id, owner]
+        )
+        db.execute(
+            "update runs set user_message_id = ? where rowid = last_insert_rowid() and session_id = ?"
+            " and owner = ? and status = 'running'",
+            [user_message_id, session_id, owner],
+        )
+
     return write
 
 
 def edit_writes(owner: str, session_id: str, parent_id: Optional[int]):
     """The start transaction's writes for edit-and-resend: the new user message is an alternative of the edited one."""
+
     def write(db) -> None:
-        row = db.execute("select max(id) from messages where session_id = ? and owner = ? and role = 'user'",
-                         [session_id, owner]).fetchone()
+        row = db.execute(
+            "select max(id) from messages where session_id = ? and owner = ? and role = 'user'", [session_id, owner]
+        ).fetchone()
         if row and row[0] is not None:
             db.execute("update messages set parent_id = ? where id = ?", [parent_id, row[0]])
+
     return write

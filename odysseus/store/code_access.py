@@ -52,8 +52,9 @@ class CodeAccessRepo:
     def _set(self, kind: str, target_id: str, changes: dict, by: str) -> dict:
         with self._l.tx() as db:
             row: dict = {"kind": kind, "target_id": target_id, "code_tools": None, "network": None}
-            existing = list(db["code_tools_access"].rows_where("kind = ? and target_id = ?", [kind, target_id],
-                                                               limit=1))
+            existing = list(
+                db["code_tools_access"].rows_where("kind = ? and target_id = ?", [kind, target_id], limit=1)
+            )
             if existing:
                 row.update(existing[0])
             row.update(changes, updated_by=by, updated_at=time.time())
@@ -92,24 +93,33 @@ class CodeAccessRepo:
             rows = db.execute(
                 "select a.target_id, a.code_tools, a.network, p.owner, p.name from code_tools_access a"
                 " join agent_profiles p on p.id = a.target_id where a.kind = ? order by p.created_at",
-                [PROFILE]).fetchall()
-        return [{"profile_id": r[0], "code_tools": _flag(r[1]), "network": bool(r[2]), "owner": r[3], "name": r[4]}
-                for r in rows]
+                [PROFILE],
+            ).fetchall()
+        return [
+            {"profile_id": r[0], "code_tools": _flag(r[1]), "network": bool(r[2]), "owner": r[3], "name": r[4]}
+            for r in rows
+        ]
 
     def decide(self, *, auth: str, user: Optional[dict], profile_id: Optional[str]) -> CodeAccess:
         """May this caller's turn (with this profile) be offered the code tools, and with network?"""
         profile: dict = self.profile_settings(profile_id) if profile_id else {"code_tools": None, "network": False}
         if profile["code_tools"] is not None:
-            return CodeAccess(profile["code_tools"], profile["code_tools"] and profile["network"],
-                              "set for this agent profile by an admin")
+            return CodeAccess(
+                profile["code_tools"],
+                profile["code_tools"] and profile["network"],
+                "set for this agent profile by an admin",
+            )
         if auth == "none":
             return CodeAccess(True, profile["network"], "single-user mode")
         if user is None:
             return CodeAccess(False, False, "no account")
         setting = self.user_setting(user["id"])
         if setting is not None:
-            return CodeAccess(setting, setting and profile["network"],
-                              "allowed by an admin" if setting else "turned off for this account by an admin")
+            return CodeAccess(
+                setting,
+                setting and profile["network"],
+                "allowed by an admin" if setting else "turned off for this account by an admin",
+            )
         if user.get("is_admin"):
             return CodeAccess(True, profile["network"], "admins may use the code tools")
         return CodeAccess(False, False, "an admin has not allowed the code tools for this account")

@@ -10,8 +10,16 @@ from .messages import insert_message
 from .sessions import new_id
 
 
-def keep_compare_reply(locked: Locked, owner: str, session_id: Optional[str], title: str, message: str,
-                       content: str, thinking: str, model: str) -> dict:
+def keep_compare_reply(
+    locked: Locked,
+    owner: str,
+    session_id: Optional[str],
+    title: str,
+    message: str,
+    content: str,
+    thinking: str,
+    model: str,
+) -> dict:
     """Store ``message`` and the kept reply on the session's selected branch, in one transaction.
 
     ``session_id`` None creates the session (titled ``title``).
@@ -20,9 +28,18 @@ def keep_compare_reply(locked: Locked, owner: str, session_id: Optional[str], ti
     with locked.tx() as db:
         if session_id is None:
             session_id = new_id("s_")
-            db.execute("insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
-                       [session_id, owner, title, now, now])
+            db.execute(
+                "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
+                [session_id, owner, title, now, now],
+            )
         user_id = insert_message(db, owner, session_id, "user", message)
-        reply_id = insert_message(db, owner, session_id, "assistant", content, thinking=thinking, metadata={
-            "model_info": {"model": model, "label": model}, "compare": True, "status": "done"})
+        reply_id = insert_message(
+            db,
+            owner,
+            session_id,
+            "assistant",
+            content,
+            thinking=thinking,
+            metadata={"model_info": {"model": model, "label": model}, "compare": True, "status": "done"},
+        )
     return {"session_id": session_id, "user_message_id": user_id, "message_id": reply_id}

@@ -10,8 +10,9 @@ from .messages import insert_message
 from .sessions import new_id
 
 
-def import_chat(locked: Locked, owner: str, title: str, messages: List[dict],
-                branch_head: Optional[int] = None) -> dict:
+def import_chat(
+    locked: Locked, owner: str, title: str, messages: List[dict], branch_head: Optional[int] = None
+) -> dict:
     """Create a session for ``owner`` holding ``messages`` (already validated); all or nothing.
 
     A message's ``parent_id`` naming an earlier message's export ``id`` keeps the branch
@@ -24,8 +25,15 @@ def import_chat(locked: Locked, owner: str, title: str, messages: List[dict],
     with locked.tx() as db:
         db.table("sessions").insert(session)
         for message in messages:
-            message_id = insert_message(db, owner, session["id"], message["role"], message["content"],
-                                        thinking=message.get("thinking") or "", metadata=message.get("metadata"))
+            message_id = insert_message(
+                db,
+                owner,
+                session["id"],
+                message["role"],
+                message["content"],
+                thinking=message.get("thinking") or "",
+                metadata=message.get("metadata"),
+            )
             if tree:
                 parent = new_ids.get(message.get("parent_id"))  # an unknown parent makes a root, never a cycle
                 db.execute("update messages set parent_id = ? where id = ?", [parent, message_id])

@@ -28,10 +28,21 @@ class JobRepo:
     def create(self, job_id: str, owner: str, request: dict) -> dict:
         """Record a queued job."""
         now = time.time()
-        row = {"job_id": job_id, "owner": owner, "session_id": request.get("session_id"),
-               "request": json.dumps(request), "status": "queued", "run_id": None, "message_id": None,
-               "result": None, "error": None, "attempts": 0, "created_at": now, "updated_at": now,
-               "finished_at": None}
+        row = {
+            "job_id": job_id,
+            "owner": owner,
+            "session_id": request.get("session_id"),
+            "request": json.dumps(request),
+            "status": "queued",
+            "run_id": None,
+            "message_id": None,
+            "result": None,
+            "error": None,
+            "attempts": 0,
+            "created_at": now,
+            "updated_at": now,
+            "finished_at": None,
+        }
         with self._l.tx() as db:
             db.table("jobs").insert(row)
         return _decode(row)
@@ -54,9 +65,11 @@ class JobRepo:
         """Move a queued job to running under ``worker``'s lease; False when it is no longer queued."""
         now = time.time()
         with self._l.tx() as db:
-            cursor = db.execute("update jobs set status = 'running', attempts = attempts + 1, updated_at = ?,"
-                                " worker = ?, lease_until = ? where job_id = ? and status = 'queued'",
-                                [now, worker, now + lease_seconds, job_id])
+            cursor = db.execute(
+                "update jobs set status = 'running', attempts = attempts + 1, updated_at = ?,"
+                " worker = ?, lease_until = ? where job_id = ? and status = 'queued'",
+                [now, worker, now + lease_seconds, job_id],
+            )
             return cursor.rowcount == 1
 
     def attach_run(self, job_id: str, session_id: str, run_id: str) -> None:
@@ -64,15 +77,24 @@ class JobRepo:
         with self._l.tx() as db:
             db.table("jobs").update(job_id, {"session_id": session_id, "run_id": run_id, "updated_at": time.time()})
 
-    def finish(self, job_id: str, status: str, *, message_id: Optional[int] = None, result: Optional[str] = None,
-               error: Optional[str] = None) -> None:
+    def finish(
+        self,
+        job_id: str,
+        status: str,
+        *,
+        message_id: Optional[int] = None,
+        result: Optional[str] = None,
+        error: Optional[str] = None,
+    ) -> None:
         """Record a job's outcome (only while it is not already final)."""
         assert status in JOB_STATUSES
         now = time.time()
         with self._l.tx() as db:
-            db.execute("update jobs set status = ?, message_id = ?, result = ?, error = ?, updated_at = ?,"
-                       " finished_at = ? where job_id = ? and status in ('queued', 'running')",
-                       [status, message_id, result, error, now, now, job_id])
+            db.execute(
+                "update jobs set status = ?, message_id = ?, result = ?, error = ?, updated_at = ?,"
+                " finished_at = ? where job_id = ? and status in ('queued', 'running')",
+                [status, message_id, result, error, now, now, job_id],
+            )
 
     def queued(self) -> List[dict]:
         """Every queued job, oldest first."""
@@ -97,13 +119,20 @@ class JobRepo:
                     db.execute("update jobs set status = 'queued', updated_at = ? where job_id = ?", [now, job_id])
                     requeued += 1
                 else:
-                    db.execute("update jobs set status = 'error', error = 'interrupted by a server restart',"
-                               " updated_at = ?, finished_at = ? where job_id = ?", [now, now, job_id])
+                    db.execute(
+                        "update jobs set status = 'error', error = 'interrupted by a server restart',"
+                        " updated_at = ?, finished_at = ? where job_id = ?",
+                        [now, now, job_id],
+                    )
                     failed += 1
         return {"requeued": requeued, "failed": failed}
 
     def list(self, owner: str, limit: int = 50, offset: int = 0) -> List[dict]:
         """The owner's jobs, newest first."""
         with self._l.read() as db:
-            return [_decode(r) for r in db["jobs"].rows_where("owner = ?", [owner], order_by="created_at desc",
-                                                                limit=limit, offset=offset)]
+            return [
+                _decode(r)
+                for r in db["jobs"].rows_where(
+                    "owner = ?", [owner], order_by="created_at desc", limit=limit, offset=offset
+                )
+            ]

@@ -22,9 +22,11 @@ MAX_TEXT = 1000
 MAX_CATEGORY = 40
 SOURCES = ("user", "auto")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in
+_STOP = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if in
 into is it its me my of on or our so than that the their them then there these they this to was we were what
-when where which who why will with would you your yours about just also please tell know like want""".split())
+when where which who why will with would you your yours about just also please tell know like want""".split()
+)
 
 
 def words(text: str) -> List[str]:
@@ -82,9 +84,17 @@ def clean_memory(data: dict, partial: bool) -> dict:
 
 def public_memory(row: dict) -> dict:
     """A memory as the API shows it."""
-    return {"id": row["id"], "text": row["text"], "category": row["category"] or "general",
-            "pinned": bool(row["pinned"]), "source": row["source"], "uses": row["uses"] or 0,
-            "created_at": row["created_at"], "updated_at": row["updated_at"], "last_used_at": row["last_used_at"]}
+    return {
+        "id": row["id"],
+        "text": row["text"],
+        "category": row["category"] or "general",
+        "pinned": bool(row["pinned"]),
+        "source": row["source"],
+        "uses": row["uses"] or 0,
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "last_used_at": row["last_used_at"],
+    }
 
 
 class MemoryRepo:
@@ -118,9 +128,18 @@ class MemoryRepo:
         if source not in SOURCES:
             raise ValueError(source)
         now = time.time()
-        row = {"id": new_id("mem_"), "owner": owner, "text": fields["text"],
-               "category": fields.get("category") or "general", "pinned": int(fields.get("pinned") or 0),
-               "source": source, "uses": 0, "created_at": now, "updated_at": now, "last_used_at": None}
+        row = {
+            "id": new_id("mem_"),
+            "owner": owner,
+            "text": fields["text"],
+            "category": fields.get("category") or "general",
+            "pinned": int(fields.get("pinned") or 0),
+            "source": source,
+            "uses": 0,
+            "created_at": now,
+            "updated_at": now,
+            "last_used_at": None,
+        }
         with self._l.tx() as db:
             if limit is not None:
                 count = db.execute("select count(*) from memories where owner = ?", [owner]).fetchone()[0]
@@ -152,7 +171,9 @@ class MemoryRepo:
             cursor = db.execute(
                 "select m.*, bm25(memories_fts) as rank from memories_fts"
                 " join memories m on m.rowid = memories_fts.rowid"
-                " where memories_fts match ? and m.owner = ? order by rank limit ?", [match, owner, limit])
+                " where memories_fts match ? and m.owner = ? order by rank limit ?",
+                [match, owner, limit],
+            )
             rows = cursor.fetchall()
             columns = [c[0] for c in cursor.description]  # the same statement names its columns
         out = []
@@ -161,8 +182,15 @@ class MemoryRepo:
             out.append({**public_memory(row), "score": round(-row["rank"], 6)})
         return out
 
-    def recall(self, owner: str, message: str, limit: int, min_score: float, half_life_days: float = 30.0,
-               now: Optional[float] = None) -> List[dict]:
+    def recall(
+        self,
+        owner: str,
+        message: str,
+        limit: int,
+        min_score: float,
+        half_life_days: float = 30.0,
+        now: Optional[float] = None,
+    ) -> List[dict]:
         """Unpinned memories relevant to ``message``, best first, each with ``score``.
 
         FTS5 finds the candidates (any shared stemmed word, BM25 order); each is scored by word
@@ -193,8 +221,11 @@ class MemoryRepo:
     def pinned(self, owner: str, limit: int) -> List[dict]:
         """``owner``'s pinned memories, oldest first (stable order in the prompt)."""
         with self._l.read() as db:
-            rows = select_rows(db, "select * from memories where owner = ? and pinned = 1 order by created_at, rowid"
-                                    " limit ?", [owner, limit])
+            rows = select_rows(
+                db,
+                "select * from memories where owner = ? and pinned = 1 order by created_at, rowid limit ?",
+                [owner, limit],
+            )
             return [public_memory(r) for r in rows]
 
     def mark_used(self, owner: str, ids: List[str]) -> None:
@@ -203,8 +234,11 @@ class MemoryRepo:
             return
         marks = ",".join("?" for _ in ids)
         with self._l.tx() as db:
-            db.execute(f"update memories set uses = coalesce(uses, 0) + 1, last_used_at = ? "
-                       f"where owner = ? and id in ({marks})", [time.time(), owner, *ids])
+            db.execute(
+                f"update memories set uses = coalesce(uses, 0) + 1, last_used_at = ? "
+                f"where owner = ? and id in ({marks})",
+                [time.time(), owner, *ids],
+            )
 
     # ------------------------------------------------------------------ switches
     def settings(self, owner: str) -> dict:
@@ -219,7 +253,13 @@ class MemoryRepo:
         """Change ``enabled`` and/or ``auto_extract``; returns the new settings."""
         merged = {**self.settings(owner), **changes}
         with self._l.tx() as db:
-            db.table("memory_settings").upsert({"owner": owner, "enabled": int(merged["enabled"]),
-                                          "auto_extract": int(merged["auto_extract"]), "updated_at": time.time()},
-                                         pk="owner")
+            db.table("memory_settings").upsert(
+                {
+                    "owner": owner,
+                    "enabled": int(merged["enabled"]),
+                    "auto_extract": int(merged["auto_extract"]),
+                    "updated_at": time.time(),
+                },
+                pk="owner",
+            )
         return merged

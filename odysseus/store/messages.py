@@ -24,25 +24,47 @@ def _decode(row: dict) -> dict:
     return row
 
 
-def insert_message(db, owner: str, session_id: str, role: str, content: str, *, thinking: str = "",
-                   metadata: Optional[dict] = None, run_id: Optional[str] = None,
-                   client_message_id: Optional[str] = None) -> int:
+def insert_message(
+    db,
+    owner: str,
+    session_id: str,
+    role: str,
+    content: str,
+    *,
+    thinking: str = "",
+    metadata: Optional[dict] = None,
+    run_id: Optional[str] = None,
+    client_message_id: Optional[str] = None,
+) -> int:
     """Insert a message inside the caller's transaction and return its id."""
     now = time.time()
     parent_id = _parent_for(db, session_id, role, run_id)
     cursor = db.execute(
         "insert into messages (session_id, owner, role, content, thinking, metadata, run_id, client_message_id,"
         " created_at, parent_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [session_id, owner, role, content, thinking or "", json.dumps(metadata) if metadata else "{}", run_id,
-         client_message_id, now, parent_id])
+        [
+            session_id,
+            owner,
+            role,
+            content,
+            thinking or "",
+            json.dumps(metadata) if metadata else "{}",
+            run_id,
+            client_message_id,
+            now,
+            parent_id,
+        ],
+    )
     db.execute("update sessions set updated_at = ?, branch_head = ? where id = ?", [now, cursor.lastrowid, session_id])
     return cursor.lastrowid
 
 
 def branch_head(db, session_id: str) -> Optional[int]:
     """The newest message of the session's selected branch (the newest message when none was selected)."""
-    row = db.execute("select coalesce(branch_head, (select max(id) from messages where session_id = ?))"
-                     " from sessions where id = ?", [session_id, session_id]).fetchone()
+    row = db.execute(
+        "select coalesce(branch_head, (select max(id) from messages where session_id = ?)) from sessions where id = ?",
+        [session_id, session_id],
+    ).fetchone()
     return row[0] if row else None
 
 
@@ -61,8 +83,10 @@ def _parent_for(db, session_id: str, role: str, run_id: Optional[str]) -> Option
 
 
 #: the ids on the path from message ? back to its root (ids shrink along it, so it ends)
-_PATH = ("with recursive path(id) as (select ? union all select m.parent_id from messages m join path"
-         " on m.id = path.id where m.parent_id is not null and m.parent_id < m.id)")
+_PATH = (
+    "with recursive path(id) as (select ? union all select m.parent_id from messages m join path"
+    " on m.id = path.id where m.parent_id is not null and m.parent_id < m.id)"
+)
 
 
 class MessageRepo:
@@ -71,13 +95,31 @@ class MessageRepo:
     def __init__(self, locked: Locked):
         self._l = locked
 
-    def add(self, owner: str, session_id: str, role: str, content: str, *, thinking: str = "",
-            metadata: Optional[dict] = None, run_id: Optional[str] = None,
-            client_message_id: Optional[str] = None) -> int:
+    def add(
+        self,
+        owner: str,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        thinking: str = "",
+        metadata: Optional[dict] = None,
+        run_id: Optional[str] = None,
+        client_message_id: Optional[str] = None,
+    ) -> int:
         """Insert a message and return its id."""
         with self._l.tx() as db:
-            return insert_message(db, owner, session_id, role, content, thinking=thinking, metadata=metadata,
-                                  run_id=run_id, client_message_id=client_message_id)
+            return insert_message(
+                db,
+                owner,
+                session_id,
+                role,
+                content,
+                thinking=thinking,
+                metadata=metadata,
+                run_id=run_id,
+                client_message_id=client_message_id,
+            )
 
     def list(self, owner: str, session_id: str, limit: int = 1000, after_id: int = 0) -> List[dict]:
         """The session's OLDEST ``limit`` messages after ``after_id``, in order.
@@ -86,12 +128,16 @@ class MessageRepo:
         more than ``limit`` messages. Use ``recent`` or ``page`` for those.
         """
         with self._l.read() as db:
-            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and id > ? order by id"
-                                    " limit ?", [session_id, owner, after_id, limit])
+            rows = select_rows(
+                db,
+                "select * from messages where session_id = ? and owner = ? and id > ? order by id limit ?",
+                [session_id, owner, after_id, limit],
+            )
             return [_decode(r) for r in rows]
 
-    def page(self, owner: str, session_id: str, before: Optional[int] = None,
-             limit: int = 200, head: Optional[int] = None) -> Tuple[List[dict], bool]:
+    def page(
+        self, owner: str, session_id: str, before: Optional[int] = None, limit: int = 200, head: Optional[int] = None
+    ) -> Tuple[List[dict], bool]:
         """The selected branch's newest ``limit`` messages older than id ``before``, in order; and whether older exist.
 
         Pages taken with ``before`` = the first id of the previous page meet with no gap
@@ -106,8 +152,11 @@ class MessageRepo:
             if before is not None:
                 where, args = where + " and id < ?", args + [before]
             # execute, not query(): sqlite-utils wraps query() in a savepoint, and this may run inside a start
-            cursor = db.execute(f"{_PATH} select * from messages where id in (select id from path) and {where}"
-                                " order by id desc limit ?", args + [limit + 1])
+            cursor = db.execute(
+                f"{_PATH} select * from messages where id in (select id from path) and {where}"
+                " order by id desc limit ?",
+                args + [limit + 1],
+            )
             columns = [d[0] for d in cursor.description]
             rows = [_decode(dict(zip(columns, r, strict=True))) for r in cursor.fetchall()]
         has_more = len(rows) > limit
@@ -120,8 +169,11 @@ class MessageRepo:
     def latest(self, owner: str, session_id: str, role: str) -> Optional[dict]:
         """The session's newest message with ``role``, if any."""
         with self._l.read() as db:
-            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and role = ?"
-                                    " order by id desc limit 1", [session_id, owner, role])
+            rows = select_rows(
+                db,
+                "select * from messages where session_id = ? and owner = ? and role = ? order by id desc limit 1",
+                [session_id, owner, role],
+            )
         return _decode(rows[0]) if rows else None
 
     def get(self, owner: str, message_id: int) -> dict:
@@ -135,8 +187,12 @@ class MessageRepo:
     def by_client_id(self, owner: str, session_id: str, client_message_id: str) -> Optional[dict]:
         """The user message sent with ``client_message_id`` in this session, if any."""
         with self._l.read() as db:
-            rows = select_rows(db, "select * from messages where session_id = ? and owner = ? and client_message_id = ?"
-                                   " and role = 'user' limit 1", [session_id, owner, client_message_id])
+            rows = select_rows(
+                db,
+                "select * from messages where session_id = ? and owner = ? and client_message_id = ?"
+                " and role = 'user' limit 1",
+                [session_id, owner, client_message_id],
+            )
         return _decode(rows[0]) if rows else None
 
     def session_of_client_id(self, owner: str, client_message_id: str) -> Optional[str]:
@@ -162,9 +218,11 @@ class MessageRepo:
         needle = json.dumps(exhibit["id"])
         changed = 0
         with self._l.tx() as db:
-            rows = db.execute("select id, metadata from messages where session_id = ? and owner = ?"
-                              " and role = 'assistant' and instr(metadata, ?) > 0",
-                              [session_id, owner, needle]).fetchall()
+            rows = db.execute(
+                "select id, metadata from messages where session_id = ? and owner = ?"
+                " and role = 'assistant' and instr(metadata, ?) > 0",
+                [session_id, owner, needle],
+            ).fetchall()
             for message_id, raw in rows:
                 meta = json.loads(raw or "{}")
                 exhibits = meta.get("exhibits") or []
@@ -179,8 +237,12 @@ class MessageRepo:
         """Delete the owner's message; its replies and alternatives move up to its parent, so no branch is cut."""
         message = self.get(owner, message_id)
         with self._l.tx() as db:
-            db.execute("update messages set parent_id = ? where parent_id = ? and session_id = ?",
-                       [message.get("parent_id"), message_id, message["session_id"]])
-            db.execute("update sessions set branch_head = ? where id = ? and branch_head = ?",
-                       [message.get("parent_id"), message["session_id"], message_id])
+            db.execute(
+                "update messages set parent_id = ? where parent_id = ? and session_id = ?",
+                [message.get("parent_id"), message_id, message["session_id"]],
+            )
+            db.execute(
+                "update sessions set branch_head = ? where id = ? and branch_head = ?",
+                [message.get("parent_id"), message["session_id"], message_id],
+            )
             db.execute("delete from messages where id = ? and owner = ?", [message_id, owner])

@@ -23,23 +23,60 @@ def migration(fn: Callable[[Database], None]) -> Callable[[Database], None]:
 @migration
 def m001_initial(db: Database) -> None:
     """Sessions, messages and runs, each with an owner."""
-    db.table("sessions").create({
-        "id": str, "owner": str, "title": str, "created_at": float, "updated_at": float,
-    }, pk="id")
+    db.table("sessions").create(
+        {
+            "id": str,
+            "owner": str,
+            "title": str,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk="id",
+    )
     db.table("sessions").create_index(["owner", "updated_at"])
-    db.table("messages").create({
-        "id": int, "session_id": str, "owner": str, "role": str, "content": str, "thinking": str,
-        "metadata": str, "run_id": str, "client_message_id": str, "created_at": float,
-    }, pk="id", not_null={"session_id", "owner", "role"})
+    db.table("messages").create(
+        {
+            "id": int,
+            "session_id": str,
+            "owner": str,
+            "role": str,
+            "content": str,
+            "thinking": str,
+            "metadata": str,
+            "run_id": str,
+            "client_message_id": str,
+            "created_at": float,
+        },
+        pk="id",
+        not_null={"session_id", "owner", "role"},
+    )
     db.table("messages").create_index(["session_id", "id"])
     db.table("messages").create_index(["session_id", "client_message_id"])
-    db.table("runs").create({
-        "run_id": str, "session_id": str, "owner": str, "mode": str, "model": str, "status": str,
-        "stop_reason": str, "created_at": float, "updated_at": float, "finished_at": float,
-        "event_count": int, "last_event_type": str, "error": str, "partial_content": str,
-        "partial_thinking": str, "message_id": int, "user_message_id": int, "client_message_id": str,
-        "detached": int,
-    }, pk="run_id", not_null={"session_id", "owner", "status"})
+    db.table("runs").create(
+        {
+            "run_id": str,
+            "session_id": str,
+            "owner": str,
+            "mode": str,
+            "model": str,
+            "status": str,
+            "stop_reason": str,
+            "created_at": float,
+            "updated_at": float,
+            "finished_at": float,
+            "event_count": int,
+            "last_event_type": str,
+            "error": str,
+            "partial_content": str,
+            "partial_thinking": str,
+            "message_id": int,
+            "user_message_id": int,
+            "client_message_id": str,
+            "detached": int,
+        },
+        pk="run_id",
+        not_null={"session_id", "owner", "status"},
+    )
     db.table("runs").create_index(["session_id", "created_at"])
     db.table("runs").create_index(["owner", "created_at"])
     db.table("runs").create_index(["status"])
@@ -48,15 +85,34 @@ def m001_initial(db: Database) -> None:
 @migration
 def m002_accounts(db: Database) -> None:
     """Users, their API tokens (hashed) and instance settings such as open sign-up."""
-    db.table("users").create({
-        "id": str, "username": str, "password_hash": str, "is_admin": int, "created_at": float,
-        "password_changed_at": float, "session_version": int,
-    }, pk="id", not_null={"username", "password_hash"})
+    db.table("users").create(
+        {
+            "id": str,
+            "username": str,
+            "password_hash": str,
+            "is_admin": int,
+            "created_at": float,
+            "password_changed_at": float,
+            "session_version": int,
+        },
+        pk="id",
+        not_null={"username", "password_hash"},
+    )
     db.table("users").create_index(["username"], unique=True)
-    db.table("api_tokens").create({
-        "id": str, "owner": str, "name": str, "token_hash": str, "prefix": str, "created_at": float,
-        "last_used_at": float, "revoked_at": float,
-    }, pk="id", not_null={"owner", "token_hash"})
+    db.table("api_tokens").create(
+        {
+            "id": str,
+            "owner": str,
+            "name": str,
+            "token_hash": str,
+            "prefix": str,
+            "created_at": float,
+            "last_used_at": float,
+            "revoked_at": float,
+        },
+        pk="id",
+        not_null={"owner", "token_hash"},
+    )
     db.table("api_tokens").create_index(["token_hash"], unique=True)
     db.table("api_tokens").create_index(["owner", "created_at"])
     db.table("settings").create({"key": str, "value": str}, pk="key")
@@ -65,14 +121,36 @@ def m002_accounts(db: Database) -> None:
 @migration
 def m003_agent(db: Database) -> None:
     """Agent mode: tool approvals (single-use, bound to owner, session and call) and generated images."""
-    db.table("approvals").create({
-        "id": str, "owner": str, "session_id": str, "run_id": str, "call": str, "call_hash": str,
-        "created_at": float, "expires_at": float, "used_at": float, "decision": str, "state": str,
-    }, pk="id", not_null={"owner", "session_id", "call", "call_hash", "expires_at"})
+    db.table("approvals").create(
+        {
+            "id": str,
+            "owner": str,
+            "session_id": str,
+            "run_id": str,
+            "call": str,
+            "call_hash": str,
+            "created_at": float,
+            "expires_at": float,
+            "used_at": float,
+            "decision": str,
+            "state": str,
+        },
+        pk="id",
+        not_null={"owner", "session_id", "call", "call_hash", "expires_at"},
+    )
     db.table("approvals").create_index(["owner", "session_id"])
-    db.table("images").create({
-        "name": str, "owner": str, "session_id": str, "mime": str, "size": int, "created_at": float,
-    }, pk="name", not_null={"owner", "mime"})
+    db.table("images").create(
+        {
+            "name": str,
+            "owner": str,
+            "session_id": str,
+            "mime": str,
+            "size": int,
+            "created_at": float,
+        },
+        pk="name",
+        not_null={"owner", "mime"},
+    )
     db.table("images").create_index(["owner"])
 
 
@@ -84,38 +162,86 @@ def migrate(db: Database) -> None:
     for fn in MIGRATIONS:
         if fn.__name__ not in done:
             fn(db)
-            db.execute("insert into _migrations (name, applied_at) values (?, ?)",
-                       [fn.__name__, datetime.datetime.now(datetime.timezone.utc).isoformat()])
+            db.execute(
+                "insert into _migrations (name, applied_at) values (?, ?)",
+                [fn.__name__, datetime.datetime.now(datetime.timezone.utc).isoformat()],
+            )
 
 
 @migration
 def m004_agent_api(db: Database) -> None:
     """Background jobs, agent profiles and named agents, each with an owner."""
-    db.table("jobs").create({
-        "job_id": str, "owner": str, "session_id": str, "request": str, "status": str, "run_id": str,
-        "message_id": int, "result": str, "error": str, "attempts": int, "created_at": float,
-        "updated_at": float, "finished_at": float,
-    }, pk="job_id", not_null={"owner", "status"})
+    db.table("jobs").create(
+        {
+            "job_id": str,
+            "owner": str,
+            "session_id": str,
+            "request": str,
+            "status": str,
+            "run_id": str,
+            "message_id": int,
+            "result": str,
+            "error": str,
+            "attempts": int,
+            "created_at": float,
+            "updated_at": float,
+            "finished_at": float,
+        },
+        pk="job_id",
+        not_null={"owner", "status"},
+    )
     db.table("jobs").create_index(["owner", "created_at"])
     db.table("jobs").create_index(["status"])
-    db.table("agent_profiles").create({
-        "id": str, "owner": str, "name": str, "system_prompt": str, "model": str, "tools": str,
-        "temperature": float, "is_default": int, "created_at": float, "updated_at": float,
-    }, pk="id", not_null={"owner", "name"})
+    db.table("agent_profiles").create(
+        {
+            "id": str,
+            "owner": str,
+            "name": str,
+            "system_prompt": str,
+            "model": str,
+            "tools": str,
+            "temperature": float,
+            "is_default": int,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk="id",
+        not_null={"owner", "name"},
+    )
     db.table("agent_profiles").create_index(["owner"])
-    db.table("agents").create({
-        "agent_id": str, "owner": str, "name": str, "profile_id": str, "system_prompt": str, "model": str,
-        "tools": str, "temperature": float, "created_at": float, "updated_at": float,
-    }, pk=("owner", "agent_id"), not_null={"owner", "agent_id"})
+    db.table("agents").create(
+        {
+            "agent_id": str,
+            "owner": str,
+            "name": str,
+            "profile_id": str,
+            "system_prompt": str,
+            "model": str,
+            "tools": str,
+            "temperature": float,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk=("owner", "agent_id"),
+        not_null={"owner", "agent_id"},
+    )
 
 
 @migration
 def m005_durable_runs(db: Database) -> None:
     """The durable run log (every logged event, exactly as sent) and run/job ownership leases."""
-    db.table("run_events").create({"run_id": str, "seq": int, "type": str, "payload": str},
-                            pk=("run_id", "seq"), not_null={"run_id", "seq", "type", "payload"})
-    for column, kind in (("worker", str), ("lease_until", float), ("first_seq", int), ("terminal_type", str),
-                         ("events_purged", int)):
+    db.table("run_events").create(
+        {"run_id": str, "seq": int, "type": str, "payload": str},
+        pk=("run_id", "seq"),
+        not_null={"run_id", "seq", "type", "payload"},
+    )
+    for column, kind in (
+        ("worker", str),
+        ("lease_until", float),
+        ("first_seq", int),
+        ("terminal_type", str),
+        ("events_purged", int),
+    ):
         db.table("runs").add_column(column, kind)
     db.table("runs").create_index(["status", "lease_until"])
     db.table("runs").create_index(["events_purged", "finished_at"])
@@ -126,29 +252,74 @@ def m005_durable_runs(db: Database) -> None:
 @migration
 def m106_documents(db: Database) -> None:
     """Editor documents (owner-scoped, optionally in a session) and their numbered versions."""
-    db.table("documents").create({
-        "id": str, "owner": str, "session_id": str, "title": str, "language": str, "content": str,
-        "version_count": int, "active": int, "created_at": float, "updated_at": float,
-    }, pk="id", not_null={"owner", "title", "language", "content"})
+    db.table("documents").create(
+        {
+            "id": str,
+            "owner": str,
+            "session_id": str,
+            "title": str,
+            "language": str,
+            "content": str,
+            "version_count": int,
+            "active": int,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk="id",
+        not_null={"owner", "title", "language", "content"},
+    )
     db.table("documents").create_index(["owner", "session_id", "updated_at"])
-    db.table("document_versions").create({
-        "document_id": str, "version": int, "content": str, "summary": str, "source": str, "created_at": float,
-    }, pk=("document_id", "version"), not_null={"document_id", "version", "content", "source"})
+    db.table("document_versions").create(
+        {
+            "document_id": str,
+            "version": int,
+            "content": str,
+            "summary": str,
+            "source": str,
+            "created_at": float,
+        },
+        pk=("document_id", "version"),
+        not_null={"document_id", "version", "content", "source"},
+    )
 
 
 @migration
 def m107_uploads(db: Database) -> None:
     """Uploaded files (per owner, deduplicated by sha256), their text chunks and the FTS5 index over them."""
-    db.table("uploads").create({
-        "id": str, "owner": str, "name": str, "mime": str, "kind": str, "size": int, "sha256": str,
-        "width": int, "height": int, "uploaded_at": float, "index_status": str, "index_error": str,
-        "chunk_count": int, "indexed_at": float,
-    }, pk="id", not_null={"owner", "name", "mime", "kind", "size", "sha256"})
+    db.table("uploads").create(
+        {
+            "id": str,
+            "owner": str,
+            "name": str,
+            "mime": str,
+            "kind": str,
+            "size": int,
+            "sha256": str,
+            "width": int,
+            "height": int,
+            "uploaded_at": float,
+            "index_status": str,
+            "index_error": str,
+            "chunk_count": int,
+            "indexed_at": float,
+        },
+        pk="id",
+        not_null={"owner", "name", "mime", "kind", "size", "sha256"},
+    )
     db.table("uploads").create_index(["owner", "sha256"])  # not unique: adopting single-user rows must never fail
     db.table("uploads").create_index(["index_status"])
-    db.table("upload_chunks").create({
-        "id": int, "upload_id": str, "owner": str, "chunk": int, "text": str, "vector": bytes,
-    }, pk="id", not_null={"upload_id", "owner", "chunk", "text"})
+    db.table("upload_chunks").create(
+        {
+            "id": int,
+            "upload_id": str,
+            "owner": str,
+            "chunk": int,
+            "text": str,
+            "vector": bytes,
+        },
+        pk="id",
+        not_null={"upload_id", "owner", "chunk", "text"},
+    )
     db.table("upload_chunks").create_index(["upload_id", "chunk"])
     db.table("upload_chunks").create_index(["owner"])
     # rowid = upload_chunks.id; the owner filter joins upload_chunks (the FTS table has no owner column)
@@ -158,25 +329,54 @@ def m107_uploads(db: Database) -> None:
 @migration
 def m108_memories(db: Database) -> None:
     """Memories per user (text, category, pinned, source, uses, last use) with an FTS5 index; memory switches."""
-    db.table("memories").create({
-        "id": str, "owner": str, "text": str, "category": str, "pinned": int, "source": str, "uses": int,
-        "created_at": float, "updated_at": float, "last_used_at": float,
-    }, pk="id", not_null={"owner", "text"})
+    db.table("memories").create(
+        {
+            "id": str,
+            "owner": str,
+            "text": str,
+            "category": str,
+            "pinned": int,
+            "source": str,
+            "uses": int,
+            "created_at": float,
+            "updated_at": float,
+            "last_used_at": float,
+        },
+        pk="id",
+        not_null={"owner", "text"},
+    )
     db.table("memories").create_index(["owner", "created_at"])
     # porter stemming so "cats" recalls "cat"; triggers keep the index in step with the table
     db.table("memories").enable_fts(["text", "category"], create_triggers=True, tokenize="porter unicode61")
-    db.table("memory_settings").create({"owner": str, "enabled": int, "auto_extract": int, "updated_at": float},
-                                 pk="owner")
+    db.table("memory_settings").create(
+        {"owner": str, "enabled": int, "auto_extract": int, "updated_at": float}, pk="owner"
+    )
 
 
 @migration
 def m108_research(db: Database) -> None:
     """Research jobs: one row per job (its id is the run id), with the result once it has ended."""
-    db.table("research_jobs").create({
-        "job_id": str, "owner": str, "session_id": str, "query": str, "status": str, "partial": int,
-        "message_id": int, "report": str, "sources": str, "findings": str, "stats": str, "error": str,
-        "created_at": float, "updated_at": float, "finished_at": float,
-    }, pk="job_id", not_null={"owner", "session_id", "query", "status"})
+    db.table("research_jobs").create(
+        {
+            "job_id": str,
+            "owner": str,
+            "session_id": str,
+            "query": str,
+            "status": str,
+            "partial": int,
+            "message_id": int,
+            "report": str,
+            "sources": str,
+            "findings": str,
+            "stats": str,
+            "error": str,
+            "created_at": float,
+            "updated_at": float,
+            "finished_at": float,
+        },
+        pk="job_id",
+        not_null={"owner", "session_id", "query", "status"},
+    )
     db.table("research_jobs").create_index(["owner", "created_at"])
     db.table("research_jobs").create_index(["owner", "session_id"])
 
@@ -184,10 +384,20 @@ def m108_research(db: Database) -> None:
 @migration
 def m109_workflows(db: Database) -> None:
     """Agent Alloy workflows: a supervisor agent and its specialists, per owner (members as JSON)."""
-    db.table("workflows").create({
-        "id": str, "owner": str, "name": str, "description": str, "supervisor_agent_id": str, "members": str,
-        "created_at": float, "updated_at": float,
-    }, pk=("owner", "id"), not_null={"owner", "id", "name", "supervisor_agent_id", "members"})
+    db.table("workflows").create(
+        {
+            "id": str,
+            "owner": str,
+            "name": str,
+            "description": str,
+            "supervisor_agent_id": str,
+            "members": str,
+            "created_at": float,
+            "updated_at": float,
+        },
+        pk=("owner", "id"),
+        not_null={"owner", "id", "name", "supervisor_agent_id", "members"},
+    )
 
 
 @migration
@@ -209,17 +419,27 @@ def m111_page(db: Database) -> None:
     ]
     for statement in statements:
         db.execute(statement)
-    db.table("user_settings").create({"owner": str, "key": str, "value": str, "updated_at": float},
-                               pk=("owner", "key"), not_null={"owner", "key"})
+    db.table("user_settings").create(
+        {"owner": str, "key": str, "value": str, "updated_at": float}, pk=("owner", "key"), not_null={"owner", "key"}
+    )
     db.table("users").add_column("disabled_at", float)
 
 
 @migration
 def m105_code_tools_access(db: Database) -> None:
     """Who may use the code tools: an admin's per-user and per-profile settings (no row = the default)."""
-    db.table("code_tools_access").create({
-        "kind": str, "target_id": str, "code_tools": int, "network": int, "updated_by": str, "updated_at": float,
-    }, pk=("kind", "target_id"), not_null={"kind", "target_id"})
+    db.table("code_tools_access").create(
+        {
+            "kind": str,
+            "target_id": str,
+            "code_tools": int,
+            "network": int,
+            "updated_by": str,
+            "updated_at": float,
+        },
+        pk=("kind", "target_id"),
+        not_null={"kind", "target_id"},
+    )
 
 
 @migration
@@ -227,8 +447,10 @@ def m120_page2_branches(db: Database) -> None:
     """Conversation trees: each message's parent, and the selected branch (its newest message) per session."""
     db.table("messages").add_column("parent_id", int)
     # existing chats were linear: each message follows the one before it in its session
-    db.execute("update messages set parent_id = (select max(m2.id) from messages m2"
-               " where m2.session_id = messages.session_id and m2.id < messages.id)")
+    db.execute(
+        "update messages set parent_id = (select max(m2.id) from messages m2"
+        " where m2.session_id = messages.session_id and m2.id < messages.id)"
+    )
     db.table("messages").create_index(["session_id", "parent_id"])
     db.table("sessions").add_column("branch_head", int)
 
@@ -236,8 +458,21 @@ def m120_page2_branches(db: Database) -> None:
 @migration
 def m130_provider_connections(db: Database) -> None:
     """Provider connections an admin adds in the settings screen (keys stored as given; names unique, any case)."""
-    db.table("provider_connections").create({
-        "id": str, "name": str, "kind": str, "base_url": str, "api_key": str, "default_model": str, "models": str,
-        "enabled": int, "created_at": float, "updated_at": float, "created_by": str,
-    }, pk="id", not_null={"id", "name", "kind"})
+    db.table("provider_connections").create(
+        {
+            "id": str,
+            "name": str,
+            "kind": str,
+            "base_url": str,
+            "api_key": str,
+            "default_model": str,
+            "models": str,
+            "enabled": int,
+            "created_at": float,
+            "updated_at": float,
+            "created_by": str,
+        },
+        pk="id",
+        not_null={"id", "name", "kind"},
+    )
     db.execute("create unique index provider_connections_name on provider_connections (name collate nocase)")

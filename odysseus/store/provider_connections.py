@@ -35,10 +35,27 @@ def key_last4(api_key: Optional[str]) -> Optional[str]:
 
 def public_view(row: dict) -> dict:
     """A connection as the admin screen sees it: everything except the key, which is only hinted at."""
-    view = {k: row[k] for k in ("id", "name", "kind", "base_url", "default_model", "models", "enabled",
-                                "created_at", "updated_at", "created_by")}
-    view.update(source="database", read_only=False, api_key_set=bool(row.get("api_key")),
-                api_key_last4=key_last4(row.get("api_key")))
+    view = {
+        k: row[k]
+        for k in (
+            "id",
+            "name",
+            "kind",
+            "base_url",
+            "default_model",
+            "models",
+            "enabled",
+            "created_at",
+            "updated_at",
+            "created_by",
+        )
+    }
+    view.update(
+        source="database",
+        read_only=False,
+        api_key_set=bool(row.get("api_key")),
+        api_key_last4=key_last4(row.get("api_key")),
+    )
     return view
 
 
@@ -70,10 +87,19 @@ class ProviderConnectionRepo:
     def create(self, fields: dict, created_by: Optional[str]) -> dict:
         """Store a validated connection; Conflict when the name is taken (in any case)."""
         now = time.time()
-        row = {"id": new_id("prov_"), "created_at": now, "updated_at": now, "created_by": created_by,
-               "name": fields["name"], "kind": fields["kind"], "base_url": fields.get("base_url"),
-               "api_key": fields.get("api_key") or None, "default_model": fields.get("default_model"),
-               "models": json.dumps(fields.get("models") or []), "enabled": 1 if fields.get("enabled", True) else 0}
+        row = {
+            "id": new_id("prov_"),
+            "created_at": now,
+            "updated_at": now,
+            "created_by": created_by,
+            "name": fields["name"],
+            "kind": fields["kind"],
+            "base_url": fields.get("base_url"),
+            "api_key": fields.get("api_key") or None,
+            "default_model": fields.get("default_model"),
+            "models": json.dumps(fields.get("models") or []),
+            "enabled": 1 if fields.get("enabled", True) else 0,
+        }
         try:
             with self._l.tx() as db:
                 db.table("provider_connections").insert(row)
@@ -112,5 +138,8 @@ class ProviderConnectionRepo:
 
     @staticmethod
     def _bump(db) -> None:
-        db.execute("insert into settings (key, value) values (?, '1') on conflict(key) do update"
-                   " set value = cast(cast(value as integer) + 1 as text)", [VERSION_KEY])
+        db.execute(
+            "insert into settings (key, value) values (?, '1') on conflict(key) do update"
+            " set value = cast(cast(value as integer) + 1 as text)",
+            [VERSION_KEY],
+        )

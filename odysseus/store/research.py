@@ -34,24 +34,62 @@ class ResearchRepo:
     def create(self, job_id: str, owner: str, session_id: str, query: str) -> dict:
         """Record a running job."""
         now = time.time()
-        row = {"job_id": job_id, "owner": owner, "session_id": session_id, "query": query, "status": "running",
-               "partial": 0, "message_id": None, "report": "", "sources": "[]", "findings": "[]", "stats": "{}",
-               "error": None, "created_at": now, "updated_at": now, "finished_at": None}
+        row = {
+            "job_id": job_id,
+            "owner": owner,
+            "session_id": session_id,
+            "query": query,
+            "status": "running",
+            "partial": 0,
+            "message_id": None,
+            "report": "",
+            "sources": "[]",
+            "findings": "[]",
+            "stats": "{}",
+            "error": None,
+            "created_at": now,
+            "updated_at": now,
+            "finished_at": None,
+        }
         with self._l.tx() as db:
             db.table("research_jobs").insert(row, replace=True)
         return _decode(row)
 
-    def finish(self, job_id: str, status: str, *, message_id: Optional[int], report: str, sources: List[dict],
-               findings: List[dict], stats: dict, partial: bool, error: Optional[str]) -> None:
+    def finish(
+        self,
+        job_id: str,
+        status: str,
+        *,
+        message_id: Optional[int],
+        report: str,
+        sources: List[dict],
+        findings: List[dict],
+        stats: dict,
+        partial: bool,
+        error: Optional[str],
+    ) -> None:
         """Record a job's outcome and result (once: a finished job stays as it ended)."""
         assert status in JOB_STATUSES
         now = time.time()
         with self._l.tx() as db:
-            db.execute("update research_jobs set status = ?, message_id = ?, report = ?, sources = ?, findings = ?,"
-                       " stats = ?, partial = ?, error = ?, updated_at = ?, finished_at = ?"
-                       " where job_id = ? and status = 'running'",
-                       [status, message_id, report, json.dumps(sources), json.dumps(findings), json.dumps(stats),
-                        1 if partial else 0, error, now, now, job_id])
+            db.execute(
+                "update research_jobs set status = ?, message_id = ?, report = ?, sources = ?, findings = ?,"
+                " stats = ?, partial = ?, error = ?, updated_at = ?, finished_at = ?"
+                " where job_id = ? and status = 'running'",
+                [
+                    status,
+                    message_id,
+                    report,
+                    json.dumps(sources),
+                    json.dumps(findings),
+                    json.dumps(stats),
+                    1 if partial else 0,
+                    error,
+                    now,
+                    now,
+                    job_id,
+                ],
+            )
 
     def get(self, owner: str, job_id: str) -> dict:
         """The owner's job, or NotFound."""
@@ -68,8 +106,12 @@ class ResearchRepo:
             where += " and (query like ? escape '\\' or report like ? escape '\\')"
             args += [_like(q), _like(q)]
         with self._l.read() as db:
-            return [_decode(r) for r in db["research_jobs"].rows_where(
-                where, args, order_by="created_at desc, rowid desc", limit=limit, offset=offset)]
+            return [
+                _decode(r)
+                for r in db["research_jobs"].rows_where(
+                    where, args, order_by="created_at desc, rowid desc", limit=limit, offset=offset
+                )
+            ]
 
     def delete(self, owner: str, job_id: str) -> None:
         """Forget the owner's job (NotFound when it is not theirs)."""
@@ -80,5 +122,6 @@ class ResearchRepo:
     def delete_session(self, owner: str, session_id: str) -> int:
         """Forget every job saved into a deleted session."""
         with self._l.tx() as db:
-            return db.execute("delete from research_jobs where owner = ? and session_id = ?",
-                              [owner, session_id]).rowcount
+            return db.execute(
+                "delete from research_jobs where owner = ? and session_id = ?", [owner, session_id]
+            ).rowcount

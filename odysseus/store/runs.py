@@ -23,9 +23,21 @@ class RunRepo:
         self._l = locked
 
     @staticmethod
-    def insert_running(db, *, run_id: str, session_id: str, owner: str, mode: str, model: str,
-                       user_message_id: Optional[int], client_message_id: Optional[str], worker: str,
-                       lease_until: float, first_seq: int, terminal_type: str) -> None:
+    def insert_running(
+        db,
+        *,
+        run_id: str,
+        session_id: str,
+        owner: str,
+        mode: str,
+        model: str,
+        user_message_id: Optional[int],
+        client_message_id: Optional[str],
+        worker: str,
+        lease_until: float,
+        first_seq: int,
+        terminal_type: str,
+    ) -> None:
         """Record a new running run inside the caller's transaction (the engine's start)."""
         now = time.time()
         db.execute(
@@ -33,15 +45,32 @@ class RunRepo:
             " partial_content, partial_thinking, user_message_id, client_message_id, detached, worker, lease_until,"
             " first_seq, terminal_type, events_purged) values (?, ?, ?, ?, ?, 'running', ?, ?, 0, '', '', ?, ?, 1,"
             " ?, ?, ?, ?, 0)",
-            [run_id, session_id, owner, mode, model, now, now, user_message_id, client_message_id, worker,
-             lease_until, first_seq, terminal_type])
+            [
+                run_id,
+                session_id,
+                owner,
+                mode,
+                model,
+                now,
+                now,
+                user_message_id,
+                client_message_id,
+                worker,
+                lease_until,
+                first_seq,
+                terminal_type,
+            ],
+        )
 
     def mark_failed(self, run_id: str, error: str) -> None:
         """A run whose final save failed for good: record it as an error so memory and database agree."""
         now = time.time()
         with self._l.tx() as db:
-            db.execute("update runs set status = 'error', error = ?, updated_at = ?, finished_at = ?,"
-                       " lease_until = null where run_id = ? and status = 'running'", [error, now, now, run_id])
+            db.execute(
+                "update runs set status = 'error', error = ?, updated_at = ?, finished_at = ?,"
+                " lease_until = null where run_id = ? and status = 'running'",
+                [error, now, now, run_id],
+            )
 
     def get(self, owner: str, run_id: str) -> dict:
         """The owner's run, or NotFound."""
@@ -54,22 +83,32 @@ class RunRepo:
     def latest_for_session(self, owner: str, session_id: str) -> Optional[dict]:
         """The session's newest run, if any."""
         with self._l.read() as db:
-            rows = select_rows(db, "select * from runs where session_id = ? and owner = ?"
-                                    " order by created_at desc, rowid desc limit 1", [session_id, owner])
+            rows = select_rows(
+                db,
+                "select * from runs where session_id = ? and owner = ? order by created_at desc, rowid desc limit 1",
+                [session_id, owner],
+            )
         return rows[0] if rows else None
 
     def by_client_message(self, owner: str, session_id: str, client_message_id: str) -> Optional[dict]:
         """The run started for ``client_message_id`` in this session, if any."""
         with self._l.read() as db:
-            rows = select_rows(db, "select * from runs where session_id = ? and owner = ? and client_message_id = ?"
-                                    " order by created_at desc limit 1", [session_id, owner, client_message_id])
+            rows = select_rows(
+                db,
+                "select * from runs where session_id = ? and owner = ? and client_message_id = ?"
+                " order by created_at desc limit 1",
+                [session_id, owner, client_message_id],
+            )
         return rows[0] if rows else None
 
     def list(self, owner: str, limit: int = 50, offset: int = 0) -> List[dict]:
         """The owner's runs, newest first."""
         with self._l.read() as db:
-            return list(db["runs"].rows_where("owner = ?", [owner], order_by="created_at desc, rowid desc",
-                                              limit=limit, offset=offset))
+            return list(
+                db["runs"].rows_where(
+                    "owner = ?", [owner], order_by="created_at desc, rowid desc", limit=limit, offset=offset
+                )
+            )
 
     def running(self) -> List[dict]:
         """Every run recorded as running (on start-up: left by a dead process)."""

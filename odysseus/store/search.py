@@ -60,10 +60,20 @@ class SearchRepo:
                 " from messages_fts join messages m on m.id = messages_fts.rowid"
                 " join sessions s on s.id = m.session_id and s.owner = m.owner"
                 " where messages_fts match ? and m.owner = ? order by rank limit ? offset ?",
-                [OPEN, CLOSE, expression, owner, limit, offset]).fetchall()
+                [OPEN, CLOSE, expression, owner, limit, offset],
+            ).fetchall()
         results = []
         for session_id, message_id, role, title, created_at, marked in rows:
             snippet, highlights = split_snippet(marked)
-            results.append({"session_id": session_id, "message_id": message_id, "role": role, "title": title,
-                            "created_at": created_at, "snippet": snippet, "highlights": highlights})
+            results.append(
+                {
+                    "session_id": session_id,
+                    "message_id": message_id,
+                    "role": role,
+                    "title": title,
+                    "created_at": created_at,
+                    "snippet": snippet,
+                    "highlights": highlights,
+                }
+            )
         return results

@@ -37,8 +37,9 @@ class SessionRepo:
             raise NotFound("session not found")
         return rows[0]
 
-    def list(self, owner: str, limit: int = 100, offset: int = 0,
-             before: Optional[Tuple[float, str]] = None) -> List[dict]:
+    def list(
+        self, owner: str, limit: int = 100, offset: int = 0, before: Optional[Tuple[float, str]] = None
+    ) -> List[dict]:
         """The owner's sessions, most recently updated first (ties by id).
 
         ``before`` is the (updated_at, id) of the last session of the previous page: the
@@ -51,8 +52,9 @@ class SessionRepo:
             where += " and (updated_at < ? or (updated_at = ? and id < ?))"
             args += [before[0], before[0], before[1]]
         with self._l.read() as db:
-            return list(db["sessions"].rows_where(where, args, order_by="updated_at desc, id desc",
-                                                  limit=limit, offset=offset))
+            return list(
+                db["sessions"].rows_where(where, args, order_by="updated_at desc, id desc", limit=limit, offset=offset)
+            )
 
     def rename(self, owner: str, session_id: str, title: str) -> dict:
         """Rename the owner's session."""
@@ -70,10 +72,14 @@ class SessionRepo:
         self.get(owner, session_id)
         where = [session_id, owner]
         with self._l.tx() as db:
-            images = [row[0] for row in db.execute(
-                "select name from images where session_id = ? and owner = ?", where).fetchall()]
-            db.execute("delete from run_events where run_id in (select run_id from runs where session_id = ?"
-                       " and owner = ?)", where)
+            images = [
+                row[0]
+                for row in db.execute("select name from images where session_id = ? and owner = ?", where).fetchall()
+            ]
+            db.execute(
+                "delete from run_events where run_id in (select run_id from runs where session_id = ? and owner = ?)",
+                where,
+            )
             for table in ("messages", "runs", "jobs", "approvals", "images"):
                 db.execute(f"delete from {table} where session_id = ? and owner = ?", where)
             db.execute("delete from sessions where id = ? and owner = ?", where)

@@ -15,8 +15,14 @@ LAST_USED_RESOLUTION = 60.0
 
 def public_token(row: dict) -> dict:
     """What the owner sees of a stored token (never the hash)."""
-    return {"id": row["id"], "name": row["name"], "prefix": row["prefix"], "created_at": row["created_at"],
-            "last_used_at": row["last_used_at"], "revoked_at": row["revoked_at"]}
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "prefix": row["prefix"],
+        "created_at": row["created_at"],
+        "last_used_at": row["last_used_at"],
+        "revoked_at": row["revoked_at"],
+    }
 
 
 class TokenRepo:
@@ -27,8 +33,16 @@ class TokenRepo:
 
     def create(self, owner: str, name: str, token_hash: str, prefix: str) -> dict:
         """Record a new token by its hash."""
-        row = {"id": new_id("tok_"), "owner": owner, "name": name, "token_hash": token_hash, "prefix": prefix,
-               "created_at": time.time(), "last_used_at": None, "revoked_at": None}
+        row = {
+            "id": new_id("tok_"),
+            "owner": owner,
+            "name": name,
+            "token_hash": token_hash,
+            "prefix": prefix,
+            "created_at": time.time(),
+            "last_used_at": None,
+            "revoked_at": None,
+        }
         with self._l.tx() as db:
             db.table("api_tokens").insert(row)
         return row
@@ -51,8 +65,10 @@ class TokenRepo:
         """The owner's tokens, newest first."""
         where = "owner = ?" + ("" if include_revoked else " and revoked_at is null")
         with self._l.read() as db:
-            return [public_token(r) for r in db["api_tokens"].rows_where(where, [owner],
-                                                                         order_by="created_at desc, rowid desc")]
+            return [
+                public_token(r)
+                for r in db["api_tokens"].rows_where(where, [owner], order_by="created_at desc, rowid desc")
+            ]
 
     def revoke(self, owner: str, token_id: str) -> dict:
         """Revoke the owner's live token (NotFound for unknown, foreign or already revoked ids)."""

@@ -14,8 +14,7 @@ from ..errors import NotFound
 from .database import Locked
 
 #: the fields a client sees
-PUBLIC = ("id", "name", "mime", "size", "sha256", "uploaded_at", "width", "height", "index_status",
-          "chunk_count")
+PUBLIC = ("id", "name", "mime", "size", "sha256", "uploaded_at", "width", "height", "index_status", "chunk_count")
 
 
 def public_upload(row: dict, is_duplicate: Optional[bool] = None) -> dict:
@@ -45,8 +44,9 @@ class UploadRepo:
     def by_hash(self, owner: str, sha256: str) -> Optional[dict]:
         """The owner's existing upload with these bytes, or None."""
         with self._l.read() as db:
-            rows = list(db["uploads"].rows_where("owner = ? and sha256 = ?", [owner, sha256],
-                                                 order_by="uploaded_at", limit=1))
+            rows = list(
+                db["uploads"].rows_where("owner = ? and sha256 = ?", [owner, sha256], order_by="uploaded_at", limit=1)
+            )
         return rows[0] if rows else None
 
     def get(self, owner: str, upload_id: str) -> dict:
@@ -64,8 +64,9 @@ class UploadRepo:
     def list(self, owner: str, limit: int = 100, offset: int = 0) -> List[dict]:
         """The owner's uploads, newest first."""
         with self._l.read() as db:
-            return list(db["uploads"].rows_where("owner = ?", [owner], order_by="uploaded_at desc",
-                                                 limit=limit, offset=offset))
+            return list(
+                db["uploads"].rows_where("owner = ?", [owner], order_by="uploaded_at desc", limit=limit, offset=offset)
+            )
 
     def used_bytes(self, owner: str) -> int:
         """Bytes the owner's uploads take (the quota counts these)."""
@@ -89,8 +90,12 @@ class UploadRepo:
     def unfinished(self) -> List[str]:
         """Ids the indexer still has to do (after a restart too), oldest first."""
         with self._l.read() as db:
-            return [r[0] for r in db.execute("select id from uploads where index_status in ('pending', 'indexing')"
-                                             " order by uploaded_at").fetchall()]
+            return [
+                r[0]
+                for r in db.execute(
+                    "select id from uploads where index_status in ('pending', 'indexing') order by uploaded_at"
+                ).fetchall()
+            ]
 
     def record(self, upload_id: str) -> Optional[dict]:
         """Any owner's upload by id (the indexer's view; never for answering a client)."""
@@ -98,8 +103,9 @@ class UploadRepo:
             rows = list(db["uploads"].rows_where("id = ?", [upload_id], limit=1))
         return rows[0] if rows else None
 
-    def replace_chunks(self, upload_id: str, owner: str, texts: List[str],
-                       vectors: Optional[List[Optional[bytes]]] = None) -> bool:
+    def replace_chunks(
+        self, upload_id: str, owner: str, texts: List[str], vectors: Optional[List[Optional[bytes]]] = None
+    ) -> bool:
         """Store the upload's chunks (replacing earlier ones) and mark it indexed; False if it was deleted."""
         with self._l.tx() as db:
             if not db.execute("select 1 from uploads where id = ?", [upload_id]).fetchone():
@@ -107,17 +113,24 @@ class UploadRepo:
             self._drop_chunks(db, upload_id)
             for number, text in enumerate(texts):
                 vector = vectors[number] if vectors else None
-                cursor = db.execute("insert into upload_chunks (upload_id, owner, chunk, text, vector)"
-                                    " values (?, ?, ?, ?, ?)", [upload_id, owner, number, text, vector])
+                cursor = db.execute(
+                    "insert into upload_chunks (upload_id, owner, chunk, text, vector) values (?, ?, ?, ?, ?)",
+                    [upload_id, owner, number, text, vector],
+                )
                 db.execute("insert into upload_chunks_fts (rowid, text) values (?, ?)", [cursor.lastrowid, text])
-            db.execute("update uploads set index_status = 'indexed', index_error = null, chunk_count = ?,"
-                       " indexed_at = ? where id = ?", [len(texts), time.time(), upload_id])
+            db.execute(
+                "update uploads set index_status = 'indexed', index_error = null, chunk_count = ?,"
+                " indexed_at = ? where id = ?",
+                [len(texts), time.time(), upload_id],
+            )
         return True
 
     @staticmethod
     def _drop_chunks(db, upload_id: str) -> None:
-        db.execute("delete from upload_chunks_fts where rowid in (select id from upload_chunks where upload_id = ?)",
-                   [upload_id])
+        db.execute(
+            "delete from upload_chunks_fts where rowid in (select id from upload_chunks where upload_id = ?)",
+            [upload_id],
+        )
         db.execute("delete from upload_chunks where upload_id = ?", [upload_id])
 
     # ------------------------------------------------------------ search
@@ -128,10 +141,12 @@ class UploadRepo:
 
     def search(self, owner: str, match: str, limit: int) -> List[dict]:
         """The owner's chunks matching the FTS5 query ``match``, best BM25 first (``bm25`` > 0, higher is better)."""
-        sql = ("select c.id, c.upload_id, c.chunk, c.text, u.name, -bm25(upload_chunks_fts) as bm25"
-               " from upload_chunks_fts join upload_chunks c on c.id = upload_chunks_fts.rowid"
-               " join uploads u on u.id = c.upload_id"
-               " where upload_chunks_fts match ? and c.owner = ? order by bm25(upload_chunks_fts) limit ?")
+        sql = (
+            "select c.id, c.upload_id, c.chunk, c.text, u.name, -bm25(upload_chunks_fts) as bm25"
+            " from upload_chunks_fts join upload_chunks c on c.id = upload_chunks_fts.rowid"
+            " join uploads u on u.id = c.upload_id"
+            " where upload_chunks_fts match ? and c.owner = ? order by bm25(upload_chunks_fts) limit ?"
+        )
         with self._l.read() as db:
             cursor = db.execute(sql, [match, owner, limit])
             names = [d[0] for d in cursor.description]
@@ -143,12 +158,19 @@ class UploadRepo:
             return []
         marks = ",".join("?" * len(chunk_ids))
         with self._l.read() as db:
-            return [r[0] for r in db.execute(f"select rowid from upload_chunks_fts where upload_chunks_fts match ?"
-                                             f" and rowid in ({marks})", [match, *chunk_ids]).fetchall()]
+            return [
+                r[0]
+                for r in db.execute(
+                    f"select rowid from upload_chunks_fts where upload_chunks_fts match ? and rowid in ({marks})",
+                    [match, *chunk_ids],
+                ).fetchall()
+            ]
 
     def vectors(self, owner: str) -> Iterable[Tuple[int, str, int, str, str, bytes]]:
         """(chunk id, upload id, chunk number, text, file name, vector) of the owner's embedded chunks."""
         with self._l.read() as db:
-            return db.execute("select c.id, c.upload_id, c.chunk, c.text, u.name, c.vector from upload_chunks c"
-                              " join uploads u on u.id = c.upload_id where c.owner = ? and c.vector is not null",
-                              [owner]).fetchall()
+            return db.execute(
+                "select c.id, c.upload_id, c.chunk, c.text, u.name, c.vector from upload_chunks c"
+                " join uploads u on u.id = c.upload_id where c.owner = ? and c.vector is not null",
+                [owner],
+            ).fetchall()

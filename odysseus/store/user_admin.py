@@ -11,9 +11,14 @@ from .database import Locked
 
 def admin_view(row: dict) -> dict:
     """A user as the admin screen shows it (never the hash)."""
-    return {"id": row["id"], "username": row["username"], "is_admin": bool(row["is_admin"]),
-            "created_at": row["created_at"], "disabled": bool(row.get("disabled_at")),
-            "disabled_at": row.get("disabled_at")}
+    return {
+        "id": row["id"],
+        "username": row["username"],
+        "is_admin": bool(row["is_admin"]),
+        "created_at": row["created_at"],
+        "disabled": bool(row.get("disabled_at")),
+        "disabled_at": row.get("disabled_at"),
+    }
 
 
 class UserAdminRepo:
@@ -43,15 +48,18 @@ class UserAdminRepo:
                 raise NotFound("user not found")
             admin = bool(row[0]) if is_admin is None else is_admin
             off = bool(row[1]) if disabled is None else disabled
-            others = db.execute("select count(*) from users where is_admin = 1 and disabled_at is null and id != ?",
-                                [user_id]).fetchone()[0]
+            others = db.execute(
+                "select count(*) from users where is_admin = 1 and disabled_at is null and id != ?", [user_id]
+            ).fetchone()[0]
             if others == 0 and (not admin or off):
                 raise Conflict("this is the last active admin; make another admin first")
             if is_admin is not None:
                 db.execute("update users set is_admin = ? where id = ?", [1 if is_admin else 0, user_id])
             if disabled is True and not row[1]:
-                db.execute("update users set disabled_at = ?, session_version = session_version + 1 where id = ?",
-                           [time.time(), user_id])
+                db.execute(
+                    "update users set disabled_at = ?, session_version = session_version + 1 where id = ?",
+                    [time.time(), user_id],
+                )
             elif disabled is False:
                 db.execute("update users set disabled_at = null where id = ?", [user_id])
         return self.get(user_id)

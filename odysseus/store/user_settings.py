@@ -33,9 +33,12 @@ class UserSettingsRepo:
                 if value is None:
                     db.execute("delete from user_settings where owner = ? and key = ?", [owner, key])
                 else:
-                    db.execute("insert into user_settings (owner, key, value, updated_at) values (?, ?, ?, ?)"
-                               " on conflict(owner, key) do update set value = excluded.value,"
-                               " updated_at = excluded.updated_at", [owner, key, json.dumps(value), now])
+                    db.execute(
+                        "insert into user_settings (owner, key, value, updated_at) values (?, ?, ?, ?)"
+                        " on conflict(owner, key) do update set value = excluded.value,"
+                        " updated_at = excluded.updated_at",
+                        [owner, key, json.dumps(value), now],
+                    )
 
     def delete_owner(self, owner: str) -> None:
         """Remove every setting of ``owner``."""

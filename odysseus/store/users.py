@@ -16,8 +16,12 @@ _NOT_ADOPTED = {"users", "api_tokens", "user_settings"}
 
 def public_user(row: dict) -> dict:
     """What a client may see of a user (never the hash)."""
-    return {"id": row["id"], "username": row["username"], "is_admin": bool(row["is_admin"]),
-            "created_at": row["created_at"]}
+    return {
+        "id": row["id"],
+        "username": row["username"],
+        "is_admin": bool(row["is_admin"]),
+        "created_at": row["created_at"],
+    }
 
 
 class UserRepo:
@@ -31,24 +35,30 @@ class UserRepo:
         with self._l.read() as db:
             return db.execute("select count(*) from users").fetchone()[0]
 
-    def create(self, username: str, password_hash: str, *, is_admin: bool = False,
-               only_if_none: bool = False) -> dict:
+    def create(self, username: str, password_hash: str, *, is_admin: bool = False, only_if_none: bool = False) -> dict:
         """Insert a user; with ``only_if_none`` refuse (Conflict) once any user exists.
 
         The emptiness check and the insert are one statement, so two concurrent set-ups
         (even from two worker processes) cannot both create an admin.
         """
         now = time.time()
-        row = {"id": new_id("u_"), "username": username, "password_hash": password_hash,
-               "is_admin": 1 if is_admin else 0, "created_at": now, "password_changed_at": now,
-               "session_version": 1}
+        row = {
+            "id": new_id("u_"),
+            "username": username,
+            "password_hash": password_hash,
+            "is_admin": 1 if is_admin else 0,
+            "created_at": now,
+            "password_changed_at": now,
+            "session_version": 1,
+        }
         guard = " where not exists (select 1 from users)" if only_if_none else ""
         try:
             with self._l.tx() as db:
                 cursor = db.execute(
                     "insert into users (id, username, password_hash, is_admin, created_at, password_changed_at,"
                     " session_version) select ?, ?, ?, ?, ?, ?, ?" + guard,
-                    [row["id"], username, password_hash, row["is_admin"], now, now, 1])
+                    [row["id"], username, password_hash, row["is_admin"], now, now, 1],
+                )
                 if cursor.rowcount == 0:
                     raise Conflict("set-up is already done; sign in instead")
         except sqlite3.IntegrityError:
@@ -81,8 +91,11 @@ class UserRepo:
     def set_password(self, user_id: str, password_hash: str) -> int:
         """Replace the hash and end every other sign-in; returns the new session version."""
         with self._l.tx() as db:
-            db.execute("update users set password_hash = ?, password_changed_at = ?,"
-                       " session_version = session_version + 1 where id = ?", [password_hash, time.time(), user_id])
+            db.execute(
+                "update users set password_hash = ?, password_changed_at = ?,"
+                " session_version = session_version + 1 where id = ?",
+                [password_hash, time.time(), user_id],
+            )
             return db.execute("select session_version from users where id = ?", [user_id]).fetchone()[0]
 
     def bump_session_version(self, user_id: str) -> int:
@@ -103,8 +116,9 @@ class UserRepo:
                 if table in _NOT_ADOPTED or table.startswith("_"):
                     continue
                 if "owner" in db[table].columns_dict:
-                    moved += db.execute(f"update [{table}] set owner = ? where owner = ?",
-                                        [to_owner, from_owner]).rowcount
+                    moved += db.execute(
+                        f"update [{table}] set owner = ? where owner = ?", [to_owner, from_owner]
+                    ).rowcount
         return moved
 
 

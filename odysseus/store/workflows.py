@@ -62,7 +62,7 @@ def _members(value) -> List[dict]:
             raise BadRequest(f"members[{index}].agent_id is too long")
         role = item.get("role")
         if role not in ROLES:
-            raise BadRequest(f"members[{index}].role must be \"supervisor\" or \"specialist\"")
+            raise BadRequest(f'members[{index}].role must be "supervisor" or "specialist"')
         if agent_id in seen:
             raise BadRequest(f"agent {agent_id!r} is listed twice; each agent is a member once")
         seen.add(agent_id)
@@ -89,19 +89,30 @@ def clean_workflow(data: dict) -> dict:
     if not isinstance(supervisor, str):
         raise BadRequest("supervisor_agent_id must be a string")
     if supervisor != supervisors[0]:
-        raise BadRequest(f"supervisor_agent_id {supervisor!r} must be the member whose role is supervisor "
-                         f"({supervisors[0]!r})")
+        raise BadRequest(
+            f"supervisor_agent_id {supervisor!r} must be the member whose role is supervisor ({supervisors[0]!r})"
+        )
     if len(members) < 2:
         raise BadRequest("a workflow needs at least one specialist besides the supervisor")
-    return {"id": workflow_id, "name": (_text(data, "name", 200, required=True) or "").strip(),
-            "description": _text(data, "description", 2000, required=False),
-            "supervisor_agent_id": supervisor, "members": members}
+    return {
+        "id": workflow_id,
+        "name": (_text(data, "name", 200, required=True) or "").strip(),
+        "description": _text(data, "description", 2000, required=False),
+        "supervisor_agent_id": supervisor,
+        "members": members,
+    }
 
 
 def _decode(row: dict) -> dict:
-    return {"id": row["id"], "name": row["name"], "description": row.get("description"),
-            "supervisor_agent_id": row["supervisor_agent_id"], "members": json.loads(row["members"]),
-            "created_at": row["created_at"], "updated_at": row["updated_at"]}
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "description": row.get("description"),
+        "supervisor_agent_id": row["supervisor_agent_id"],
+        "members": json.loads(row["members"]),
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
 
 
 class WorkflowRepo:
@@ -113,8 +124,9 @@ class WorkflowRepo:
     @staticmethod
     def _check_agents(db, owner: str, workflow: dict) -> None:
         for member in workflow["members"]:
-            found = db.execute("select 1 from agents where owner = ? and agent_id = ?",
-                               [owner, member["agent_id"]]).fetchone()
+            found = db.execute(
+                "select 1 from agents where owner = ? and agent_id = ?", [owner, member["agent_id"]]
+            ).fetchone()
             if found is None:  # the same answer for unknown and foreign agents
                 raise BadRequest(f"agent {member['agent_id']!r} not found; create it first (POST /api/agents)")
 
@@ -126,11 +138,17 @@ class WorkflowRepo:
             self._check_agents(db, owner, workflow)
             if workflow["id"] is None:
                 workflow["id"] = new_workflow_id()
-            elif db.execute("select 1 from workflows where owner = ? and id = ?",
-                            [owner, workflow["id"]]).fetchone():
+            elif db.execute("select 1 from workflows where owner = ? and id = ?", [owner, workflow["id"]]).fetchone():
                 raise Conflict(f"workflow id {workflow['id']!r} is already used")
-            db.table("workflows").insert({**workflow, "owner": owner, "members": json.dumps(workflow["members"]),
-                                    "created_at": now, "updated_at": now})
+            db.table("workflows").insert(
+                {
+                    **workflow,
+                    "owner": owner,
+                    "members": json.dumps(workflow["members"]),
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
         return self.get(owner, workflow["id"])
 
     def get(self, owner: str, workflow_id: str) -> dict:
@@ -157,10 +175,19 @@ class WorkflowRepo:
         workflow = clean_workflow(merged)
         with self._l.tx() as db:
             self._check_agents(db, owner, workflow)
-            db.execute("update workflows set name = ?, description = ?, supervisor_agent_id = ?, members = ?,"
-                       " updated_at = ? where owner = ? and id = ?",
-                       [workflow["name"], workflow["description"], workflow["supervisor_agent_id"],
-                        json.dumps(workflow["members"]), time.time(), owner, workflow_id])
+            db.execute(
+                "update workflows set name = ?, description = ?, supervisor_agent_id = ?, members = ?,"
+                " updated_at = ? where owner = ? and id = ?",
+                [
+                    workflow["name"],
+                    workflow["description"],
+                    workflow["supervisor_agent_id"],
+                    json.dumps(workflow["members"]),
+                    time.time(),
+                    owner,
+                    workflow_id,
+                ],
+            )
         return self.get(owner, workflow_id)
 
     def delete(self, owner: str, workflow_id: str) -> None:

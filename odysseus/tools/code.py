@@ -20,8 +20,15 @@ from typing import List
 
 from .process import run_bounded
 from .registry import Tool, ToolContext, ToolError, ToolResult
-from .sandbox import (SAFE_PATH, SandboxError, SandboxSettings, for_chosen_directory, interpreter,
-                      prepare_workspace, sandbox_argv)
+from .sandbox import (
+    SAFE_PATH,
+    SandboxError,
+    SandboxSettings,
+    for_chosen_directory,
+    interpreter,
+    prepare_workspace,
+    sandbox_argv,
+)
 
 #: the tools this module provides (removed from the offer when the sandbox is unusable)
 CODE_TOOL_NAMES = ("run_python", "shell")
@@ -30,8 +37,13 @@ DEFAULT_OUTPUT_MAX_BYTES = 1024 * 1024
 
 def safe_env(workdir: str) -> dict:
     """The unsandboxed subprocess environment: no inherited secrets, HOME in the workdir."""
-    return {"PATH": SAFE_PATH, "HOME": workdir, "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1",
-            "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        "PATH": SAFE_PATH,
+        "HOME": workdir,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 def _stdin_with(text: str):
@@ -68,8 +80,16 @@ def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> T
         raise ToolError(f"the sandbox is not available: {exc}") from None
     stdin = _stdin_with(stdin_text) if stdin_text else None
     try:
-        done = run_bounded(argv, cancel=ctx.cancel, max_bytes=max_bytes, timeout=timeout, progress=ctx.progress,
-                           stdin=stdin, env=env, cwd=cwd)
+        done = run_bounded(
+            argv,
+            cancel=ctx.cancel,
+            max_bytes=max_bytes,
+            timeout=timeout,
+            progress=ctx.progress,
+            stdin=stdin,
+            env=env,
+            cwd=cwd,
+        )
     finally:
         if stdin is not None:
             stdin.close()
@@ -78,8 +98,11 @@ def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> T
     output = done.output.decode("utf-8", "replace")
     if done.dropped:
         output += f"\n[output truncated: {done.dropped} more bytes were dropped]"
-    return ToolResult(output if output.strip() else "(no output)", exit_code=done.exit_code or 0,
-                      meta={"exit_code": done.exit_code, "truncated": bool(done.dropped)})
+    return ToolResult(
+        output if output.strip() else "(no output)",
+        exit_code=done.exit_code or 0,
+        meta={"exit_code": done.exit_code, "truncated": bool(done.dropped)},
+    )
 
 
 def _python(ctx: ToolContext) -> str:
@@ -107,13 +130,28 @@ def code_tools(config: dict, approval: bool = True) -> List[Tool]:
     """``run_python`` and ``shell``, with the configured time limit."""
     timeout = float(config.get("CODE_TIMEOUT", 30.0))
     return [
-        Tool("run_python", "Run a Python 3 program in a sandbox whose working directory is /workspace (this chat "
-             "session's files, kept between calls) and return its output (stdout and stderr).",
-             {"type": "object", "properties": {"code": {"type": "string", "description": "the program"}},
-              "required": ["code"]},
-             run_python, needs_approval=approval, timeout=timeout, describe=lambda a: str(a.get("code", ""))),
-        Tool("shell", "Run a shell command (/bin/sh -c) in a sandbox whose working directory is /workspace "
-             "(this chat session's files) and return its output.",
-             {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-             shell, needs_approval=approval, timeout=timeout, describe=lambda a: str(a.get("command", ""))),
+        Tool(
+            "run_python",
+            "Run a Python 3 program in a sandbox whose working directory is /workspace (this chat "
+            "session's files, kept between calls) and return its output (stdout and stderr).",
+            {
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "the program"}},
+                "required": ["code"],
+            },
+            run_python,
+            needs_approval=approval,
+            timeout=timeout,
+            describe=lambda a: str(a.get("code", "")),
+        ),
+        Tool(
+            "shell",
+            "Run a shell command (/bin/sh -c) in a sandbox whose working directory is /workspace "
+            "(this chat session's files) and return its output.",
+            {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+            shell,
+            needs_approval=approval,
+            timeout=timeout,
+            describe=lambda a: str(a.get("command", "")),
+        ),
     ]

@@ -144,8 +144,11 @@ def validate_exhibit(args: dict) -> dict:
 def present_exhibit(args: dict, ctx: ToolContext) -> ToolResult:
     """Validate and publish an exhibit."""
     exhibit = validate_exhibit(args)
-    return ToolResult(f"Exhibit {exhibit['id']} presented to the user.", events=[Event(EXHIBIT, exhibit)],
-                      meta={"exhibit_id": exhibit["id"]})
+    return ToolResult(
+        f"Exhibit {exhibit['id']} presented to the user.",
+        events=[Event(EXHIBIT, exhibit)],
+        meta={"exhibit_id": exhibit["id"]},
+    )
 
 
 def citation_exhibit(tool_call_id: str, rows: List[Dict]) -> Optional[dict]:
@@ -163,26 +166,40 @@ def citation_exhibit(tool_call_id: str, rows: List[Dict]) -> Optional[dict]:
         sources.append(source)
     if not sources:
         return None
-    return {"schema_version": SCHEMA_VERSION, "id": f"exh_src_{tool_call_id}", "layout": "stack",
-            "elements": [{"type": "citation", "sources": sources}]}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "id": f"exh_src_{tool_call_id}",
+        "layout": "stack",
+        "elements": [{"type": "citation", "sources": sources}],
+    }
 
 
-ELEMENT_DOC = ("Element types: mermaid {content, title?}; choice {prompt?, options[]} (a click sends the option "
-               "as the user's next message); table {columns[], rows[][], caption?}; citation {sources: [{label, "
-               "url?, quote?, kind: active|passive (default passive), source_type?: web|memory|doc}]}. "
-               "Re-using an id amends that exhibit in place.")
+ELEMENT_DOC = (
+    "Element types: mermaid {content, title?}; choice {prompt?, options[]} (a click sends the option "
+    "as the user's next message); table {columns[], rows[][], caption?}; citation {sources: [{label, "
+    "url?, quote?, kind: active|passive (default passive), source_type?: web|memory|doc}]}. "
+    "Re-using an id amends that exhibit in place."
+)
 
 
 def exhibit_tools() -> List[Tool]:
     """The internal ``present_exhibit`` tool."""
-    return [Tool(
-        name="present_exhibit",
-        description="Show the user a typed exhibit (diagram, choices, table, citations) instead of plain text. "
-                    + ELEMENT_DOC,
-        parameters={"type": "object", "properties": {
-            "id": {"type": "string", "description": "stable id; re-use it to amend an exhibit"},
-            "title": {"type": "string"},
-            "layout": {"type": "string", "enum": list(LAYOUTS)},
-            "elements": {"type": "array", "items": {"type": "object"}, "minItems": 1}},
-            "required": ["elements"]},
-        run=present_exhibit, internal=True)]
+    return [
+        Tool(
+            name="present_exhibit",
+            description="Show the user a typed exhibit (diagram, choices, table, citations) instead of plain text. "
+            + ELEMENT_DOC,
+            parameters={
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "stable id; re-use it to amend an exhibit"},
+                    "title": {"type": "string"},
+                    "layout": {"type": "string", "enum": list(LAYOUTS)},
+                    "elements": {"type": "array", "items": {"type": "object"}, "minItems": 1},
+                },
+                "required": ["elements"],
+            },
+            run=present_exhibit,
+            internal=True,
+        )
+    ]

@@ -10,8 +10,32 @@ from typing import List, Tuple
 #: Elements whose text is never content.
 SKIP = {"script", "style", "noscript", "template", "svg", "head", "nav", "footer", "form", "iframe", "button"}
 #: Elements that end a line of text.
-BLOCK = {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "section",
-         "article", "header", "main", "blockquote", "pre", "dd", "dt", "hr", "figcaption"}
+BLOCK = {
+    "p",
+    "div",
+    "br",
+    "li",
+    "ul",
+    "ol",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "tr",
+    "table",
+    "section",
+    "article",
+    "header",
+    "main",
+    "blockquote",
+    "pre",
+    "dd",
+    "dt",
+    "hr",
+    "figcaption",
+}
 VOID = {"br", "hr", "img", "meta", "link", "input", "area", "base", "col", "embed", "source", "track", "wbr"}
 
 

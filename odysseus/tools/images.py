@@ -81,17 +81,26 @@ def generate_image(args: dict, ctx: ToolContext) -> ToolResult:
     event = {"url": url, "prompt": prompt.strip()[:1000]}
     if revised:
         event["revised_prompt"] = revised
-    return ToolResult(f"Image generated and shown to the user at {url}.", events=[Event(GENERATED_IMAGE, event)],
-                      meta={"url": url})
+    return ToolResult(
+        f"Image generated and shown to the user at {url}.", events=[Event(GENERATED_IMAGE, event)], meta={"url": url}
+    )
 
 
 def image_tools(config: dict) -> List[Tool]:
     """``generate_image`` when ``IMAGES_BASE_URL`` is configured, else nothing."""
     if not config.get("IMAGES_BASE_URL"):
         return []
-    return [Tool("generate_image", "Generate an image from a text prompt and show it to the user.",
-                 {"type": "object", "properties": {"prompt": {"type": "string"},
-                                                   "size": {"type": "string", "enum": list(SIZES)}},
-                  "required": ["prompt"]},
-                 generate_image, timeout=float(config.get("IMAGES_TIMEOUT", 120.0)) + 5,
-                 describe=lambda a: str(a.get("prompt", "")))]
+    return [
+        Tool(
+            "generate_image",
+            "Generate an image from a text prompt and show it to the user.",
+            {
+                "type": "object",
+                "properties": {"prompt": {"type": "string"}, "size": {"type": "string", "enum": list(SIZES)}},
+                "required": ["prompt"],
+            },
+            generate_image,
+            timeout=float(config.get("IMAGES_TIMEOUT", 120.0)) + 5,
+            describe=lambda a: str(a.get("prompt", "")),
+        )
+    ]

@@ -19,8 +19,9 @@ LIST_LIMIT = 100
 def _lines(rows: List[dict]) -> str:
     if not rows:
         return "(no memories)"
-    return "\n".join(f"{r['id']} [{r['category']}]{' (pinned)' if r['pinned'] else ''}: {r['text']}"
-                     for r in rows[:LIST_LIMIT])
+    return "\n".join(
+        f"{r['id']} [{r['category']}]{' (pinned)' if r['pinned'] else ''}: {r['text']}" for r in rows[:LIST_LIMIT]
+    )
 
 
 def manage_memory(args: dict, ctx: ToolContext) -> ToolResult:
@@ -50,8 +51,9 @@ def manage_memory(args: dict, ctx: ToolContext) -> ToolResult:
             raise ToolError(f"{action} needs the memory's id (see list or search)")
         if action == "edit":
             row = book.edit(memory_id, fields)
-            return ToolResult(f"Updated memory {row['id']}: {json.dumps(row['text'], ensure_ascii=False)}",
-                              meta={"id": row["id"]})
+            return ToolResult(
+                f"Updated memory {row['id']}: {json.dumps(row['text'], ensure_ascii=False)}", meta={"id": row["id"]}
+            )
         book.delete(memory_id)
         return ToolResult(f"Deleted memory {memory_id}.", meta={"id": memory_id})
     except (BadRequest, NotFound) as exc:

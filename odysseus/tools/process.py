@@ -73,15 +73,31 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_bounded(argv: List[str], *, cancel: CancelToken, max_bytes: int, timeout: float,
-                progress: Callable[[str], None] = lambda line: None, stdin=None, env: Optional[dict] = None,
-                cwd: Optional[str] = None) -> ProcessResult:
+def run_bounded(
+    argv: List[str],
+    *,
+    cancel: CancelToken,
+    max_bytes: int,
+    timeout: float,
+    progress: Callable[[str], None] = lambda line: None,
+    stdin=None,
+    env: Optional[dict] = None,
+    cwd: Optional[str] = None,
+) -> ProcessResult:
     """Run ``argv`` in a new session; return its exit code and at most ``max_bytes`` of output."""
     cancel.raise_if_cancelled()
     read_fd, write_fd = os.pipe()
     try:
-        proc = subprocess.Popen(argv, stdin=stdin if stdin is not None else subprocess.DEVNULL, stdout=write_fd,
-                                stderr=write_fd, env=env, cwd=cwd, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            argv,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            close_fds=True,
+        )
     except BaseException:
         os.close(read_fd)
         raise

@@ -99,8 +99,10 @@ class Tool:
 
     def spec(self) -> dict:
         """The OpenAI function-tool shape the provider layer translates."""
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
     def full_command(self, args: dict) -> str:
         """The exact call as a user would read it."""
@@ -116,7 +118,7 @@ def short_command(full: str, limit: int = 120) -> str:
     """The first line of a command, cut to ``limit`` characters for a tool row's title."""
     first = full.strip().splitlines()[0] if full.strip() else ""
     if len(first) > limit or "\n" in full.strip():
-        return first[:limit - 1].rstrip() + "\u2026"
+        return first[: limit - 1].rstrip() + "\u2026"
     return first
 
 

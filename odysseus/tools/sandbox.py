@@ -42,8 +42,16 @@ WORKSPACE = "/workspace"
 #: host top-level entries that are bound (read-only) or re-created as symlinks when present
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 #: files a sandbox with network access needs to resolve names and check certificates
-NETWORK_ETC = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
-               "/etc/ssl", "/etc/ca-certificates", "/etc/pki")
+NETWORK_ETC = (
+    "/etc/resolv.conf",
+    "/etc/hosts",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/gai.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+)
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -59,11 +67,11 @@ class SandboxSettings:
     uid: int = 65534
     gid: int = 65534
     cpu_seconds: int = 60
-    memory_bytes: int = 1024 ** 3
+    memory_bytes: int = 1024**3
     max_processes: int = 64
-    max_file_bytes: int = 64 * 1024 ** 2
+    max_file_bytes: int = 64 * 1024**2
     max_open_files: int = 256
-    tmp_bytes: int = 64 * 1024 ** 2
+    tmp_bytes: int = 64 * 1024**2
     unsandboxed: bool = False
     data_dir: str = ""
     #: as root, skip the wrapper that switches to ``uid`` (the kernel uid stays 0: see ``for_chosen_directory``)
@@ -72,16 +80,19 @@ class SandboxSettings:
     @classmethod
     def from_config(cls, config: dict) -> "SandboxSettings":
         """Settings from the app config; missing keys take the defaults above."""
-        return cls(bwrap=str(config.get("SANDBOX_BWRAP") or "bwrap"),
-                   uid=int(config.get("SANDBOX_UID", 65534)), gid=int(config.get("SANDBOX_GID", 65534)),
-                   cpu_seconds=int(config.get("SANDBOX_CPU_SECONDS", 60)),
-                   memory_bytes=int(config.get("SANDBOX_MEMORY_BYTES", 1024 ** 3)),
-                   max_processes=int(config.get("SANDBOX_MAX_PROCESSES", 64)),
-                   max_file_bytes=int(config.get("SANDBOX_MAX_FILE_BYTES", 64 * 1024 ** 2)),
-                   max_open_files=int(config.get("SANDBOX_MAX_OPEN_FILES", 256)),
-                   tmp_bytes=int(config.get("SANDBOX_TMP_BYTES", 64 * 1024 ** 2)),
-                   unsandboxed=bool(config.get("CODE_TOOLS_UNSANDBOXED", False)),
-                   data_dir=str(config.get("DATA_DIR") or ""))
+        return cls(
+            bwrap=str(config.get("SANDBOX_BWRAP") or "bwrap"),
+            uid=int(config.get("SANDBOX_UID", 65534)),
+            gid=int(config.get("SANDBOX_GID", 65534)),
+            cpu_seconds=int(config.get("SANDBOX_CPU_SECONDS", 60)),
+            memory_bytes=int(config.get("SANDBOX_MEMORY_BYTES", 1024**3)),
+            max_processes=int(config.get("SANDBOX_MAX_PROCESSES", 64)),
+            max_file_bytes=int(config.get("SANDBOX_MAX_FILE_BYTES", 64 * 1024**2)),
+            max_open_files=int(config.get("SANDBOX_MAX_OPEN_FILES", 256)),
+            tmp_bytes=int(config.get("SANDBOX_TMP_BYTES", 64 * 1024**2)),
+            unsandboxed=bool(config.get("CODE_TOOLS_UNSANDBOXED", False)),
+            data_dir=str(config.get("DATA_DIR") or ""),
+        )
 
 
 def as_root() -> bool:
@@ -169,8 +180,9 @@ def check_layout(settings: SandboxSettings) -> None:
         raise SandboxError(f"the Python prefix {prefix} is too broad to bind into the sandbox")
     if sys.prefix != sys.base_prefix and _under(sys.prefix, prefix) and not _under(prefix, "/usr"):
         raise SandboxError(f"the server's virtualenv {sys.prefix} is inside the Python prefix {prefix}")
-    exposed = ["/usr", prefix] + [p for p in ("/" + n for n in SYSTEM_DIRS)
-                                  if os.path.isdir(p) and not os.path.islink(p)]
+    exposed = ["/usr", prefix] + [
+        p for p in ("/" + n for n in SYSTEM_DIRS) if os.path.isdir(p) and not os.path.islink(p)
+    ]
     for root in exposed:
         if settings.data_dir and _under(settings.data_dir, root):
             raise SandboxError(f"DATA_DIR is inside {root}, which the sandbox binds read-only; move it")
@@ -187,22 +199,49 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
     check_layout(settings)
     outer = as_root() and not settings.direct
     uid, gid = (settings.uid, settings.gid) if as_root() else (os.getuid(), os.getgid())
-    limits = [prlimit, f"--cpu={settings.cpu_seconds}", f"--as={settings.memory_bytes}",
-              f"--nproc={settings.max_processes}", f"--fsize={settings.max_file_bytes}",
-              f"--nofile={settings.max_open_files}", "--core=0", "--"]
+    limits = [
+        prlimit,
+        f"--cpu={settings.cpu_seconds}",
+        f"--as={settings.memory_bytes}",
+        f"--nproc={settings.max_processes}",
+        f"--fsize={settings.max_file_bytes}",
+        f"--nofile={settings.max_open_files}",
+        "--core=0",
+        "--",
+    ]
     path = SAFE_PATH
     prefix = python_prefix()
     if not _under(prefix, "/usr"):
         path = os.path.join(prefix, "bin") + ":" + path
-    env = {"PATH": path, "HOME": WORKSPACE, "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONUNBUFFERED": "1",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        "PATH": path,
+        "HOME": WORKSPACE,
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     inner = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns"]
     if not network:
         inner.append("--unshare-net")
     inner += ["--hostname", "sandbox", "--uid", str(uid), "--gid", str(gid), "--die-with-parent", "--new-session"]
     inner += _read_only_binds(network, nested=outer)
-    inner += ["--proc", "/proc", "--dev", "/dev", "--size", str(settings.tmp_bytes), "--tmpfs", "/tmp",
-              "--bind", WORKSPACE if outer else workspace, WORKSPACE, "--chdir", WORKSPACE, "--clearenv"]
+    inner += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(settings.tmp_bytes),
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        WORKSPACE if outer else workspace,
+        WORKSPACE,
+        "--chdir",
+        WORKSPACE,
+        "--clearenv",
+    ]
     for key, value in env.items():
         inner += ["--setenv", key, value]
     inner += ["--"] + limits + list(command)
@@ -218,8 +257,24 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
     # /proc to mount its own (bwrap's --proc covers parts of it), and a /tmp for its new root.
     wrapper += ["--die-with-parent", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     wrapper += _read_only_binds(network)
-    wrapper += ["--bind", "/proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", workspace, WORKSPACE,
-                "--", setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--"]
+    wrapper += [
+        "--bind",
+        "/proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        workspace,
+        WORKSPACE,
+        "--",
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={gid}",
+        "--clear-groups",
+        "--",
+    ]
     return wrapper + inner
 
 
@@ -269,8 +324,14 @@ def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
     try:
         prepare_workspace(scratch, settings)
         argv = sandbox_argv(settings, scratch, [interpreter(), "-I", "-S", "-c", "print('sandbox-ok')"])
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
-                              env={"PATH": SAFE_PATH}, start_new_session=True)
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            env={"PATH": SAFE_PATH},
+            start_new_session=True,
+        )
     except SandboxError as exc:
         return SandboxStatus(False, "off", str(exc))
     except (OSError, subprocess.SubprocessError) as exc:
@@ -279,8 +340,12 @@ def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
         shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode != 0 or done.stdout.strip() != b"sandbox-ok":
         detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
-        return SandboxStatus(False, "off", "bubblewrap cannot create its namespaces here: "
-                             + (detail[-1][:200] if detail else f"exit {done.returncode}"))
+        return SandboxStatus(
+            False,
+            "off",
+            "bubblewrap cannot create its namespaces here: "
+            + (detail[-1][:200] if detail else f"exit {done.returncode}"),
+        )
     return SandboxStatus(True, "bubblewrap")
 
 
@@ -291,8 +356,10 @@ def startup_status(config: dict) -> SandboxStatus:
     names = raw if isinstance(raw, (list, tuple)) else str(raw or "").split(",")
     enabled = {str(n).strip() for n in names} & {"run_python", "shell"}
     if settings.unsandboxed and config.get("AUTH") != "none":
-        raise OdysseusError("CODE_TOOLS_UNSANDBOXED=1 is only allowed in single-user mode (AUTH=none): with "
-                            "accounts, code must run in the bubblewrap sandbox. Unset it, or install bubblewrap.")
+        raise OdysseusError(
+            "CODE_TOOLS_UNSANDBOXED=1 is only allowed in single-user mode (AUTH=none): with "
+            "accounts, code must run in the bubblewrap sandbox. Unset it, or install bubblewrap."
+        )
     if not enabled:
         return SandboxStatus(False, "disabled", "run_python and shell are not in AGENT_TOOLS")
     try:

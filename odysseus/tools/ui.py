@@ -43,8 +43,11 @@ def update_plan(args: dict, ctx: ToolContext) -> ToolResult:
     if isinstance(args.get("explanation"), str) and args["explanation"].strip():
         data["explanation"] = args["explanation"].strip()[:1000]
     done = sum(1 for s in plan if s["status"] == "completed")
-    return ToolResult(f"Plan updated: {done}/{len(plan)} steps completed.", events=[Event(PLAN_UPDATE, {"data": data})],
-                      meta={"plan": data})
+    return ToolResult(
+        f"Plan updated: {done}/{len(plan)} steps completed.",
+        events=[Event(PLAN_UPDATE, {"data": data})],
+        meta={"plan": data},
+    )
 
 
 def ui_control(args: dict, ctx: ToolContext) -> ToolResult:
@@ -66,21 +69,47 @@ def ui_control(args: dict, ctx: ToolContext) -> ToolResult:
 def ui_tools() -> List[Tool]:
     """The two UI tools."""
     return [
-        Tool("update_plan", "Publish or update the step-by-step plan shown to the user.",
-             {"type": "object", "properties": {
-                 "steps": {"type": "array", "items": {"type": "object", "properties": {
-                     "step": {"type": "string"}, "status": {"type": "string", "enum": list(PLAN_STATUSES)}},
-                     "required": ["step", "status"]}},
-                 "explanation": {"type": "string"}}, "required": ["steps"]},
-             update_plan, describe=lambda a: f"update_plan ({len(a.get('steps') or [])} steps)"),
-        Tool("ui_control", "Ask the user's browser to perform a recognised UI action: "
-             + ", ".join(UI_ACTIONS) + ".",
-             {"type": "object", "properties": {
-                 "action": {"type": "string", "enum": list(UI_ACTIONS)},
-                 "theme": {"type": "string", "enum": ["light", "dark", "auto"]},
-                 "mode": {"type": "string", "enum": ["chat", "agent"]},
-                 "model": {"type": "string"}, "message": {"type": "string"}, "text": {"type": "string"},
-                 "session_id": {"type": "string"}},
-              "required": ["action"]},
-             ui_control, describe=lambda a: f"ui_control {a.get('action')}"),
+        Tool(
+            "update_plan",
+            "Publish or update the step-by-step plan shown to the user.",
+            {
+                "type": "object",
+                "properties": {
+                    "steps": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "step": {"type": "string"},
+                                "status": {"type": "string", "enum": list(PLAN_STATUSES)},
+                            },
+                            "required": ["step", "status"],
+                        },
+                    },
+                    "explanation": {"type": "string"},
+                },
+                "required": ["steps"],
+            },
+            update_plan,
+            describe=lambda a: f"update_plan ({len(a.get('steps') or [])} steps)",
+        ),
+        Tool(
+            "ui_control",
+            "Ask the user's browser to perform a recognised UI action: " + ", ".join(UI_ACTIONS) + ".",
+            {
+                "type": "object",
+                "properties": {
+                    "action": {"type": "string", "enum": list(UI_ACTIONS)},
+                    "theme": {"type": "string", "enum": ["light", "dark", "auto"]},
+                    "mode": {"type": "string", "enum": ["chat", "agent"]},
+                    "model": {"type": "string"},
+                    "message": {"type": "string"},
+                    "text": {"type": "string"},
+                    "session_id": {"type": "string"},
+                },
+                "required": ["action"],
+            },
+            ui_control,
+            describe=lambda a: f"ui_control {a.get('action')}",
+        ),
     ]

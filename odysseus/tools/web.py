@@ -110,6 +110,7 @@ def guarded_session(guard: _Guard) -> requests.Session:
                 sock = super()._new_conn()
                 guard.connected(sock)
                 return sock
+
         return Checked
 
     class Pool(HTTPConnectionPool):
@@ -159,8 +160,13 @@ def fetch(url: str, ctx: ToolContext) -> tuple:
         for _ in range(MAX_REDIRECTS + 1):
             check_url(url, config)
             try:
-                response = session.get(url, stream=True, allow_redirects=False, timeout=(min(timeout, 10), timeout),
-                                       headers={"User-Agent": USER_AGENT, "Accept": "text/html,text/plain,*/*"})
+                response = session.get(
+                    url,
+                    stream=True,
+                    allow_redirects=False,
+                    timeout=(min(timeout, 10), timeout),
+                    headers={"User-Agent": USER_AGENT, "Accept": "text/html,text/plain,*/*"},
+                )
             except requests.RequestException as exc:
                 if guard.refused:
                     raise ToolError(f"refused: connected to a private or local address ({guard.refused})") from None
@@ -226,23 +232,30 @@ def _search_searxng(query: str, ctx: ToolContext) -> List[dict]:
     base = str(ctx.config.get("SEARXNG_URL") or "").rstrip("/")
     if not base:
         raise ToolError("web search is not configured (SEARXNG_URL is empty)")
-    response = requests.get(base + "/search", params={"q": query, "format": "json"},
-                            timeout=float(ctx.config.get("FETCH_TIMEOUT", 15.0)),
-                            headers={"User-Agent": USER_AGENT, "Accept": "application/json"})
+    response = requests.get(
+        base + "/search",
+        params={"q": query, "format": "json"},
+        timeout=float(ctx.config.get("FETCH_TIMEOUT", 15.0)),
+        headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+    )
     if response.status_code != 200:
         raise ToolError(f"the search backend answered HTTP {response.status_code}")
     try:
         results = repair_value(response.json().get("results") or [])  # half a surrogate pair -> U+FFFD
     except (ValueError, RecursionError, AttributeError):
         raise ToolError("the search backend did not answer JSON (is format=json enabled?)") from None
-    return [{"title": r.get("title") or r.get("url"), "url": r.get("url"), "snippet": r.get("content") or ""}
-            for r in results if isinstance(r, dict) and r.get("url")]
+    return [
+        {"title": r.get("title") or r.get("url"), "url": r.get("url"), "snippet": r.get("content") or ""}
+        for r in results
+        if isinstance(r, dict) and r.get("url")
+    ]
 
 
 def _search_ddg(query: str, ctx: ToolContext) -> List[dict]:
     url = str(ctx.config.get("DUCKDUCKGO_URL") or "")
-    response = requests.post(url, data={"q": query}, timeout=float(ctx.config.get("FETCH_TIMEOUT", 15.0)),
-                             headers={"User-Agent": USER_AGENT})
+    response = requests.post(
+        url, data={"q": query}, timeout=float(ctx.config.get("FETCH_TIMEOUT", 15.0)), headers={"User-Agent": USER_AGENT}
+    )
     if response.status_code != 200:
         raise ToolError(f"the search backend answered HTTP {response.status_code}")
     results = []
@@ -289,10 +302,22 @@ def web_tools(config: dict) -> List[Tool]:
     """``web_search`` (when a backend is configured) and ``fetch_url``."""
     tools = []
     if str(config.get("WEB_SEARCH_BACKEND") or "").lower() in ("searxng", "duckduckgo"):
-        tools.append(Tool("web_search", "Search the web. Returns titles, URLs and snippets.",
-                          {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-                          web_search, describe=lambda a: str(a.get("query", ""))))
-    tools.append(Tool("fetch_url", "Fetch a web page (http/https) and return its readable text.",
-                      {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
-                      fetch_url, describe=lambda a: str(a.get("url", ""))))
+        tools.append(
+            Tool(
+                "web_search",
+                "Search the web. Returns titles, URLs and snippets.",
+                {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+                web_search,
+                describe=lambda a: str(a.get("query", "")),
+            )
+        )
+    tools.append(
+        Tool(
+            "fetch_url",
+            "Fetch a web page (http/https) and return its readable text.",
+            {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
+            fetch_url,
+            describe=lambda a: str(a.get("url", "")),
+        )
+    )
     return tools

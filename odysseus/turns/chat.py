@@ -16,8 +16,14 @@ from ..runs.run import RunContext
 from .messages import Gather, announce, model_messages
 
 
-def chat_turn(candidates: List[Candidate], history: List[dict], temperature: Optional[float] = None,
-              system_prompt: Optional[str] = None, gather: Optional[Gather] = None, window=None):
+def chat_turn(
+    candidates: List[Candidate],
+    history: List[dict],
+    temperature: Optional[float] = None,
+    system_prompt: Optional[str] = None,
+    gather: Optional[Gather] = None,
+    window=None,
+):
     """Return a turn generator function for the run engine.
 
     ``window`` (a ``context.turn_window.TurnWindow``) compacts, trims and measures the turn;
@@ -31,10 +37,15 @@ def chat_turn(candidates: List[Candidate], history: List[dict], temperature: Opt
             yield from announce(injections, context)
             final = apply_injections(messages, injections)
         else:  # the model's window (odysseus.context.turn_window): summaries, trimming, context events
-            final = yield from window.prepare(context, history, lambda rows: model_messages(rows, system_prompt),
-                                              injections)
-        request = ChatRequest(model=candidates[0].model, messages=final, temperature=temperature,
-                              max_tokens=window.max_tokens if window is not None else None)
+            final = yield from window.prepare(
+                context, history, lambda rows: model_messages(rows, system_prompt), injections
+            )
+        request = ChatRequest(
+            model=candidates[0].model,
+            messages=final,
+            temperature=temperature,
+            max_tokens=window.max_tokens if window is not None else None,
+        )
         stream = stream_route(candidates, request, context.cancel)
         yield from (window.measured(stream, context) if window is not None else stream)
 

@@ -38,6 +38,13 @@ def sse(*events, done: bool = True) -> str:
 
 def fulfil_sse(route, body: str, session_id: str, run_id: str = "run_scripted") -> None:
     """Answer an intercepted request with a scripted SSE body and the run/session headers."""
-    route.fulfill(status=200, body=body, headers={
-        "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
-        "X-Odysseus-Run-Id": run_id, "X-Odysseus-Session-Id": session_id})
+    route.fulfill(
+        status=200,
+        body=body,
+        headers={
+            "Content-Type": "text/event-stream; charset=utf-8",
+            "Cache-Control": "no-cache",
+            "X-Odysseus-Run-Id": run_id,
+            "X-Odysseus-Session-Id": session_id,
+        },
+    )

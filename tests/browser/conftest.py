@@ -16,8 +16,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from browser_helpers import ROOT  # noqa: E402
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 # Slow enough to reload, cut or stop mid-reply; fast enough to keep the suite short.
 TOKEN_DELAY = "0.05"
 
@@ -49,8 +56,9 @@ def browser():
 @pytest.fixture
 def server(server_factory):
     """A real server with the demo model paced for mid-stream actions."""
-    return server_factory({"ODYSSEUS_DEMO_TOKEN_DELAY": TOKEN_DELAY, "ODYSSEUS_HEARTBEAT_INTERVAL": "1",
-                           "ODYSSEUS_EVICT_GRACE": "30"})
+    return server_factory(
+        {"ODYSSEUS_DEMO_TOKEN_DELAY": TOKEN_DELAY, "ODYSSEUS_HEARTBEAT_INTERVAL": "1", "ODYSSEUS_EVICT_GRACE": "30"}
+    )
 
 
 @pytest.fixture

@@ -39,10 +39,18 @@ def test_admin_adds_tests_chats_with_and_removes_a_provider(server_factory, page
     server = server_factory({"ODYSSEUS_AUTH": "password", "OLLAMA_HOST": refused_url()})
     admin = requests.Session()
     admin.headers["Origin"] = server.url
-    assert admin.post(server.url + "/api/auth/setup", json={"username": "admin", "password": PASSWORD},
-                      timeout=10).status_code == 201
-    assert admin.post(server.url + "/api/auth/users", json={"username": "bob", "password": "bob-pass-123"},
-                      timeout=10).status_code == 201
+    assert (
+        admin.post(
+            server.url + "/api/auth/setup", json={"username": "admin", "password": PASSWORD}, timeout=10
+        ).status_code
+        == 201
+    )
+    assert (
+        admin.post(
+            server.url + "/api/auth/users", json={"username": "bob", "password": "bob-pass-123"}, timeout=10
+        ).status_code
+        == 201
+    )
     page = page_factory()
     page.on("dialog", lambda dialog: dialog.accept())
     _login(page, server.url, "admin", PASSWORD)
@@ -75,7 +83,8 @@ def test_admin_adds_tests_chats_with_and_removes_a_provider(server_factory, page
     # the chat's model picker has the new model at once; a reply streams from the local server
     page.keyboard.press("Escape")
     page.wait_for_function(
-        "() => [...document.querySelectorAll('#model-picker option')].some(o => o.value === 'lab/m1')")
+        "() => [...document.querySelectorAll('#model-picker option')].some(o => o.value === 'lab/m1')"
+    )
     page.select_option("#model-picker", "lab/m1")
     page.fill("#input", "hello lab")
     page.press("#input", "Enter")
@@ -105,11 +114,13 @@ def test_admin_adds_tests_chats_with_and_removes_a_provider(server_factory, page
 
     page.click(f"{row} .remove-provider")
     page.wait_for_selector(row, state="detached")
-    assert not any(p["name"] == "lab" for p in admin.get(server.url + "/api/admin/providers", timeout=10).json()[
-        "providers"])
+    assert not any(
+        p["name"] == "lab" for p in admin.get(server.url + "/api/admin/providers", timeout=10).json()["providers"]
+    )
     page.keyboard.press("Escape")
     page.wait_for_function(
-        "() => ![...document.querySelectorAll('#model-picker option')].some(o => o.value === 'lab/m1')")
+        "() => ![...document.querySelectorAll('#model-picker option')].some(o => o.value === 'lab/m1')"
+    )
 
     # a non-admin has no Providers section
     other = page_factory()

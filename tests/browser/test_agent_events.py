@@ -7,16 +7,22 @@ from __future__ import annotations
 import requests
 from browser_helpers import fulfil_sse, open_app, shot, sse
 
-PNG = ("data:image/png;base64,"
-       "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+PNG = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 
 AGENT_TURN = sse(
     {"type": "model_info", "label": "Scripted agent", "route": "b/y"},
     {"type": "fallback", "requested": "a/x", "answered": "b/y", "reason": "a/x: connection refused"},
     {"type": "agent_prep", "data": {"tools_ms": 12}},
     {"type": "agent_step", "round": 1},
-    {"type": "plan_update", "data": {"steps": [{"title": "List files", "status": "in_progress"},
-                                               {"title": "Clean up", "status": "pending"}]}},
+    {
+        "type": "plan_update",
+        "data": {
+            "steps": [{"title": "List files", "status": "in_progress"}, {"title": "Clean up", "status": "pending"}]
+        },
+    },
     {"delta": "I will list the files."},
     {"type": "tool_start", "tool": "shell", "command": "ls", "full_command": "ls -la /srv", "round": 1},
     {"type": "tool_progress", "tool": "shell", "message": "reading directory", "elapsed": 1.0, "round": 1},
@@ -30,8 +36,15 @@ AGENT_TURN = sse(
     {"type": "intent_nudge_exhausted", "nudges": 2},
     {"type": "rounds_exhausted", "rounds": 8},
     {"delta": "Now I need to delete a file."},
-    {"type": "ask_user", "data": {"kind": "tool_approval", "approval_id": "ap1", "tool": "shell",
-                                  "call": {"name": "shell", "arguments": {"command": "rm a.txt"}}}},
+    {
+        "type": "ask_user",
+        "data": {
+            "kind": "tool_approval",
+            "approval_id": "ap1",
+            "tool": "shell",
+            "call": {"name": "shell", "arguments": {"command": "rm a.txt"}},
+        },
+    },
     {"type": "usage", "data": {"input_tokens": 12, "output_tokens": 40}},
     {"type": "metrics", "data": {"total_time": 2.5, "output_tokens": 40, "tokens_per_second": 16, "cost": 0.0012}},
     {"type": "message_saved", "message_id": 999, "role": "assistant"},
@@ -98,8 +111,12 @@ def test_agent_events_render_in_their_regions(server, page):
 
 def test_error_event_is_terminal_and_keeps_partial_text(server, page):
     sid = new_session(server)
-    body = sse({"delta": "Partial answer"}, ("error", {"error": "Read timeout", "status": 504}),
-               {"delta": " that must not show"}, done=False)
+    body = sse(
+        {"delta": "Partial answer"},
+        ("error", {"error": "Read timeout", "status": 504}),
+        {"delta": " that must not show"},
+        done=False,
+    )
     scripted(page, sid, lambda _: body)
     open_app(page, server.url, sid)
     page.fill("#input", "anything")
@@ -112,11 +129,14 @@ def test_error_event_is_terminal_and_keeps_partial_text(server, page):
 
 def test_ui_control_actions(server, page):
     sid = new_session(server)
-    body = sse({"type": "ui_control", "data": {"action": "set_theme", "theme": "dark"}},
-               {"type": "ui_control", "data": {"action": "set_mode", "mode": "agent"}},
-               {"type": "ui_control", "data": {"action": "prefill", "text": "next question"}},
-               {"type": "ui_control", "data": {"action": "self_destruct"}},
-               {"delta": "ok"}, {"type": "chat_terminal", "data": {"status": "done"}})
+    body = sse(
+        {"type": "ui_control", "data": {"action": "set_theme", "theme": "dark"}},
+        {"type": "ui_control", "data": {"action": "set_mode", "mode": "agent"}},
+        {"type": "ui_control", "data": {"action": "prefill", "text": "next question"}},
+        {"type": "ui_control", "data": {"action": "self_destruct"}},
+        {"delta": "ok"},
+        {"type": "chat_terminal", "data": {"status": "done"}},
+    )
     scripted(page, sid, lambda _: body)
     open_app(page, server.url, sid)
     page.fill("#input", "go")
@@ -130,14 +150,16 @@ def test_ui_control_actions(server, page):
 def test_page_degrades_to_escaped_text_without_vendor_files(server, page):
     sid = new_session(server)
     page.route("**/static/vendor/**", lambda route: route.fulfill(status=404, body="missing"))
-    body = sse({"delta": "**bold** <b>tag</b> <img src=x onerror=\"window.__pwned=1\">"},
-               {"type": "chat_terminal", "data": {"status": "done"}})
+    body = sse(
+        {"delta": '**bold** <b>tag</b> <img src=x onerror="window.__pwned=1">'},
+        {"type": "chat_terminal", "data": {"status": "done"}},
+    )
     scripted(page, sid, lambda _: body)
     open_app(page, server.url, sid)
     page.fill("#input", "go")
     page.press("#input", "Enter")
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
     text = page.locator(".msg.assistant .msg-body").inner_text()
-    assert text.strip() == "**bold** <b>tag</b> <img src=x onerror=\"window.__pwned=1\">"
+    assert text.strip() == '**bold** <b>tag</b> <img src=x onerror="window.__pwned=1">'
     assert page.locator(".msg.assistant .msg-body b, .msg.assistant .msg-body img, .msg strong").count() == 0
     assert page.evaluate("window.__pwned") is None

@@ -36,17 +36,32 @@ SNAPSHOT = """() => [...document.querySelectorAll('#messages .msg')].map(m => ({
 
 MERMAID = {"type": "mermaid", "content": "graph TD; A[Browser]-->B[Server]", "title": "Flow"}
 CHOICE = {"type": "choice", "prompt": "Which DB?", "options": ["PostgreSQL", "Neo4j"]}
-TABLE = {"type": "table", "columns": ["Model", "Cost"], "caption": "Prices",
-         "rows": [["opus", 0.4], ["haiku", 0.02], ["sonnet", 0.1]]}
-CITATION = {"type": "citation", "sources": [
-    {"label": "NLLB paper", "url": "https://example.org/nllb", "quote": "No language left behind.",
-     "kind": "active", "source_type": "web"},
-    {"label": "Archive one", "url": "https://example.org/a"}, {"label": "Archive two"}]}
+TABLE = {
+    "type": "table",
+    "columns": ["Model", "Cost"],
+    "caption": "Prices",
+    "rows": [["opus", 0.4], ["haiku", 0.02], ["sonnet", 0.1]],
+}
+CITATION = {
+    "type": "citation",
+    "sources": [
+        {
+            "label": "NLLB paper",
+            "url": "https://example.org/nllb",
+            "quote": "No language left behind.",
+            "kind": "active",
+            "source_type": "web",
+        },
+        {"label": "Archive one", "url": "https://example.org/a"},
+        {"label": "Archive two"},
+    ],
+}
 
 
 SEARCH_RESULTS = [
     {"url": "https://ithaca.example/one", "title": "Ithaca one", "content": "first"},
-    {"url": "https://ithaca.example/two", "title": "Ithaca two", "content": "second"}]
+    {"url": "https://ithaca.example/two", "title": "Ithaca two", "content": "second"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -62,16 +77,28 @@ def searx():
 
 
 def _env(model, **extra):
-    return {"ODYSSEUS_AUTH": "none", "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-x",
-            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5", "ODYSSEUS_EVICT_GRACE": "30", **extra}
+    return {
+        "ODYSSEUS_AUTH": "none",
+        "OPENAI_BASE_URL": model.url + "/v1",
+        "OPENAI_API_KEY": "sk-x",
+        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        "ODYSSEUS_EVICT_GRACE": "30",
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
 def agent_server(model, searx, tmp_path_factory):
     """One server for the approval and exhibit tests (each works in its own session)."""
-    server = LiveServer(str(tmp_path_factory.mktemp("agentpage")), _env(
-        model, ODYSSEUS_AGENT_TOOLS="shell,present_exhibit,update_plan,web_search",
-        ODYSSEUS_WEB_SEARCH_BACKEND="searxng", ODYSSEUS_SEARXNG_URL=searx)).start()
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("agentpage")),
+        _env(
+            model,
+            ODYSSEUS_AGENT_TOOLS="shell,present_exhibit,update_plan,web_search",
+            ODYSSEUS_WEB_SEARCH_BACKEND="searxng",
+            ODYSSEUS_SEARXNG_URL=searx,
+        ),
+    ).start()
     yield server
     server.stop()
 
@@ -94,7 +121,10 @@ def send(page, text):
 def replies_done(page, count):
     page.wait_for_function(
         "n => document.querySelectorAll('.msg.assistant[data-outcome]').length >= n && !document.querySelector("
-        "'.msg.assistant.streaming')", arg=count, timeout=20000)
+        "'.msg.assistant.streaming')",
+        arg=count,
+        timeout=20000,
+    )
 
 
 def reload_and_compare(page):
@@ -111,14 +141,16 @@ def reload_and_compare(page):
 
 def test_approve_deny_and_a_pending_card_after_reload(agent_server, model, page):
     plan = {"steps": [{"step": "Say hello", "status": "in_progress"}, {"step": "Report", "status": "pending"}]}
-    script(model,
-           reply("Let me plan.", [tool("call_plan", "update_plan", **plan)]),
-           reply("Running it now.", [tool("call_sh1", "shell", command="echo hello-from-shell")]),
-           reply("The shell said **hello**."),
-           reply("", [tool("call_sh2", "shell", command="rm -rf ./precious")]),
-           reply("OK, I left it alone."),
-           reply("One more.", [tool("call_sh3", "shell", command="echo third-call")]),
-           reply("Third call done."))
+    script(
+        model,
+        reply("Let me plan.", [tool("call_plan", "update_plan", **plan)]),
+        reply("Running it now.", [tool("call_sh1", "shell", command="echo hello-from-shell")]),
+        reply("The shell said **hello**."),
+        reply("", [tool("call_sh2", "shell", command="rm -rf ./precious")]),
+        reply("OK, I left it alone."),
+        reply("One more.", [tool("call_sh3", "shell", command="echo third-call")]),
+        reply("Third call done."),
+    )
     open_app(page, agent_server.url)
     assert page.is_hidden("#account")  # single-user mode: nobody to name, nothing to sign out of
     agent_mode(page)
@@ -163,8 +195,16 @@ def test_approve_deny_and_a_pending_card_after_reload(agent_server, model, page)
     page.wait_for_selector(".approval-card:not(.expired)")
     replies_done(page, 5)
     snapshot = reload_and_compare(page)
-    assert [m["role"] for m in snapshot] == ["user", "assistant", "assistant", "user", "assistant", "assistant",
-                                             "user", "assistant"]
+    assert [m["role"] for m in snapshot] == [
+        "user",
+        "assistant",
+        "assistant",
+        "user",
+        "assistant",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     # The pending card came back from history and still works.
     page.wait_for_selector(".approval-card:not(.expired) .approve").click()
     page.wait_for_function("() => document.body.innerText.includes('Third call done.')")
@@ -174,10 +214,12 @@ def test_approve_deny_and_a_pending_card_after_reload(agent_server, model, page)
 
 
 def test_stopped_and_failed_agent_replies_look_the_same_after_reload(agent_server, model, page):
-    script(model,
-           reply("Starting the long job.", [tool("call_long", "shell", command="echo started; sleep 20")]),
-           reply("Let me think.", [tool("call_pl", "update_plan", steps=[{"step": "think", "status": "pending"}])]),
-           reply(status=500, error_body='{"error": {"message": "model exploded"}}'))
+    script(
+        model,
+        reply("Starting the long job.", [tool("call_long", "shell", command="echo started; sleep 20")]),
+        reply("Let me think.", [tool("call_pl", "update_plan", steps=[{"step": "think", "status": "pending"}])]),
+        reply(status=500, error_body='{"error": {"message": "model exploded"}}'),
+    )
     open_app(page, agent_server.url)
     agent_mode(page)
     send(page, "run the long job")
@@ -203,11 +245,13 @@ def first_column(page, column=1):
 
 def test_exhibits_live_history_and_phone(agent_server, model, page, page_factory):
     everything = {"id": "exh_all", "title": "Everything", "elements": [MERMAID, CHOICE, TABLE, CITATION]}
-    script(model,
-           reply("Searching first.", [tool("call_ws", "web_search", query="ithaca")]),
-           reply("", [tool("call_ex", "present_exhibit", **everything)]),
-           reply("Here is everything."),
-           reply("You picked Neo4j."))
+    script(
+        model,
+        reply("Searching first.", [tool("call_ws", "web_search", query="ithaca")]),
+        reply("", [tool("call_ex", "present_exhibit", **everything)]),
+        reply("Here is everything."),
+        reply("You picked Neo4j."),
+    )
     open_app(page, agent_server.url)
     agent_mode(page)
     send(page, "show me everything")
@@ -217,8 +261,10 @@ def test_exhibits_live_history_and_phone(agent_server, model, page, page_factory
     assert ids == ["exh_src_call_ws", "exh_all"]
     # the auto-captured web citation: passive sources only, listed
     passive = reply_el.locator("[data-exhibit-id=exh_src_call_ws] .sources.passive li a")
-    assert passive.evaluate_all("links => links.map(a => a.href)") == ["https://ithaca.example/one",
-                                                                       "https://ithaca.example/two"]
+    assert passive.evaluate_all("links => links.map(a => a.href)") == [
+        "https://ithaca.example/one",
+        "https://ithaca.example/two",
+    ]
     card = reply_el.locator("[data-exhibit-id=exh_all]")
     page.wait_for_selector("[data-exhibit-id=exh_all] .mermaid-canvas[data-rendered=true] svg", timeout=20000)
     # the labels survive sanitising (SVG text, not HTML in foreignObject)
@@ -277,13 +323,29 @@ def test_exhibits_live_history_and_phone(agent_server, model, page, page_factory
 
 
 def test_continue_after_rounds_exhausted_and_running_marks(model, server_factory, page):
-    server = server_factory(_env(model, ODYSSEUS_AGENT_TOOLS="shell,present_exhibit,update_plan",
-                                 ODYSSEUS_AGENT_MAX_ROUNDS="1", ODYSSEUS_AGENT_APPROVAL_TTL="1.5"))
-    script(model,
-           reply("Step one.", [tool("call_p1", "update_plan", steps=[{"step": "one", "status": "completed"},
-                                                                      {"step": "two", "status": "pending"}])]),
-           reply("Step two, slowly: " + "tick " * 20, chunk_delay=0.1),
-           reply("Other " * 12, chunk_delay=0.15))
+    server = server_factory(
+        _env(
+            model,
+            ODYSSEUS_AGENT_TOOLS="shell,present_exhibit,update_plan",
+            ODYSSEUS_AGENT_MAX_ROUNDS="1",
+            ODYSSEUS_AGENT_APPROVAL_TTL="1.5",
+        )
+    )
+    script(
+        model,
+        reply(
+            "Step one.",
+            [
+                tool(
+                    "call_p1",
+                    "update_plan",
+                    steps=[{"step": "one", "status": "completed"}, {"step": "two", "status": "pending"}],
+                )
+            ],
+        ),
+        reply("Step two, slowly: " + "tick " * 20, chunk_delay=0.1),
+        reply("Other " * 12, chunk_delay=0.15),
+    )
     open_app(page, server.url)
     agent_mode(page)
     send(page, "do two steps")

@@ -44,14 +44,24 @@ def scripts():
 @pytest.fixture(scope="module")
 def alloy_server(scripts, tmp_path_factory):
     fake = FakeProvider(chooser=scripts)
-    server = LiveServer(str(tmp_path_factory.mktemp("alloypage")), {
-        "ODYSSEUS_AUTH": "none", "OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-x",
-        "OPENAI_MODEL": "fake-1", "ODYSSEUS_AGENT_TOOLS": "update_plan,shell",
-        "ODYSSEUS_AGENT_APPROVAL_TOOLS": "shell", "ODYSSEUS_ALLOY_MAX_DEPTH": "2",
-        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5", "ODYSSEUS_EVICT_GRACE": "30"}).start()
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("alloypage")),
+        {
+            "ODYSSEUS_AUTH": "none",
+            "OPENAI_BASE_URL": fake.url + "/v1",
+            "OPENAI_API_KEY": "sk-x",
+            "OPENAI_MODEL": "fake-1",
+            "ODYSSEUS_AGENT_TOOLS": "update_plan,shell",
+            "ODYSSEUS_AGENT_APPROVAL_TOOLS": "shell",
+            "ODYSSEUS_ALLOY_MAX_DEPTH": "2",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_EVICT_GRACE": "30",
+        },
+    ).start()
     for agent_id in ("chief_boss", "alpha_one", "beta_two", "shell_runner"):
-        make_agent(server.url, agent_id, f"You are {agent_id}.", **({"tools": ["shell"]} if agent_id == "shell_runner"
-                                                                      else {}))
+        make_agent(
+            server.url, agent_id, f"You are {agent_id}.", **({"tools": ["shell"]} if agent_id == "shell_runner" else {})
+        )
     yield server
     server.stop()
     fake.close()
@@ -77,7 +87,10 @@ def send(page, message):
 def wait_done(page, count=1):
     page.wait_for_function(
         "n => document.querySelectorAll('.msg.assistant[data-outcome]').length >= n && !document.querySelector("
-        "'.msg.assistant.streaming')", arg=count, timeout=30000)
+        "'.msg.assistant.streaming')",
+        arg=count,
+        timeout=30000,
+    )
 
 
 def reload_same(page):
@@ -90,13 +103,21 @@ def reload_same(page):
 
 
 def test_delegation_cards_stream_live_nest_and_look_the_same_after_a_reload(alloy_server, scripts, team, page):
-    scripts.script("chief_boss", tools(delegate("c_a", "alpha_one", "Research the topic."),
-                                       delegate("c_b", "beta_two", "Plan the write-up.")),
-                   text("Here is the combined answer."))
-    scripts.script("alpha_one", tools(delegate("n1", "shell_runner", "Check one fact.")),
-                   text(*[f"alpha{i} " for i in range(10)], delay=0.12))
-    scripts.script("beta_two", tools(("p1", "update_plan", {"steps": [{"step": "outline", "status": "completed"}]})),
-                   text("plan ", "ready", delay=0.1))
+    scripts.script(
+        "chief_boss",
+        tools(delegate("c_a", "alpha_one", "Research the topic."), delegate("c_b", "beta_two", "Plan the write-up.")),
+        text("Here is the combined answer."),
+    )
+    scripts.script(
+        "alpha_one",
+        tools(delegate("n1", "shell_runner", "Check one fact.")),
+        text(*[f"alpha{i} " for i in range(10)], delay=0.12),
+    )
+    scripts.script(
+        "beta_two",
+        tools(("p1", "update_plan", {"steps": [{"step": "outline", "status": "completed"}]})),
+        text("plan ", "ready", delay=0.1),
+    )
     scripts.script("shell_runner", text("fact ", "checked", delay=0.1))
     pick_team(page, alloy_server.url)
     send(page, "Write a report together")
@@ -118,14 +139,14 @@ def test_delegation_cards_stream_live_nest_and_look_the_same_after_a_reload(allo
     reload_same(page)
 
 
-def test_a_stopped_delegation_and_a_specialist_approval_look_the_same_after_a_reload(alloy_server, scripts, team,
-                                                                                     page):
+def test_a_stopped_delegation_and_a_specialist_approval_look_the_same_after_a_reload(alloy_server, scripts, team, page):
     scripts.script("chief_boss", tools(delegate("s1", "alpha_one", "Work for a long time.")))
     scripts.script("alpha_one", stall("still ", "working"))
     pick_team(page, alloy_server.url)
     send(page, "Start something long")
-    page.wait_for_function("() => document.querySelector('.delegation .delegation-text')?.textContent === "
-                           "'still working'")
+    page.wait_for_function(
+        "() => document.querySelector('.delegation .delegation-text')?.textContent === 'still working'"
+    )
     page.click("#send")  # Stop
     wait_done(page)
     stopped = page.evaluate(CARDS)[0]

@@ -39,15 +39,15 @@ def model():
 
 @pytest.fixture
 def app_url(server_factory, model):
-    server = server_factory({"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test",
-                             "OPENAI_MODEL": "m"})
+    server = server_factory({"OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-test", "OPENAI_MODEL": "m"})
     return server.url
 
 
 def wait_shown(page, expected, branched=False, timeout=40000):
     """Wait until the conversation on screen is ``expected``; ``branched``: as re-read after a new branch
     (the page shows the session again once a regenerate/resend ends, with its pager)."""
-    got = page.wait_for_function("""([expected, branched]) => {
+    got = page.wait_for_function(
+        """([expected, branched]) => {
         const box = document.getElementById('messages');
         if (box.hasAttribute('aria-busy')) return false;
         if (branched && !box.querySelector('.branch-pager')) return false;
@@ -56,7 +56,10 @@ def wait_shown(page, expected, branched=False, timeout=40000):
         const got = rows.map((n) => [n.classList.contains('user') ? 'user' : 'assistant',
             n.classList.contains('user') ? n.querySelector('.msg-body').textContent : (n.replyView || {}).text]);
         return JSON.stringify(got) === JSON.stringify(expected) && got;
-    }""", arg=[[list(row) for row in expected], branched], timeout=timeout).json_value()
+    }""",
+        arg=[[list(row) for row in expected], branched],
+        timeout=timeout,
+    ).json_value()
     assert got == [list(row) for row in expected]
 
 
@@ -96,14 +99,20 @@ def test_edit_and_resend_sends_the_edited_branch_only(app_url, model, page):
     page.locator(".msg.user").nth(1).locator(".edit").click()
     page.fill(".edit-form textarea", "SECOND, edited")
     page.click(".edit-form .resend")
-    wait_shown(page, [("user", "first"), ("assistant", "answer 1"), ("user", "SECOND, edited"),
-                      ("assistant", "answer 3")], branched=True)
+    wait_shown(
+        page,
+        [("user", "first"), ("assistant", "answer 1"), ("user", "SECOND, edited"), ("assistant", "answer 3")],
+        branched=True,
+    )
     assert turns(model.posts[-1]) == [("user", "first"), ("assistant", "answer 1"), ("user", "SECOND, edited")]
     edited = page.locator(".msg.user").nth(1)
     assert edited.locator(".branch-index").text_content() == "2/2"
     edited.locator(".branch-prev").click()
-    wait_shown(page, [("user", "first"), ("assistant", "answer 1"), ("user", "second"), ("assistant", "answer 2")],
-               branched=True)
+    wait_shown(
+        page,
+        [("user", "first"), ("assistant", "answer 1"), ("user", "second"), ("assistant", "answer 2")],
+        branched=True,
+    )
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     wait_shown(page, [("user", "first"), ("assistant", "answer 1"), ("user", "second"), ("assistant", "answer 2")])

@@ -9,8 +9,9 @@ def _open(page, server):
 
 
 def test_missing_bubblewrap_shows_a_short_notice_in_agent_mode(server_factory, page):
-    server = server_factory(env={"ODYSSEUS_AGENT_TOOLS": "shell,run_python",
-                                 "ODYSSEUS_SANDBOX_BWRAP": "/nonexistent/bwrap"})
+    server = server_factory(
+        env={"ODYSSEUS_AGENT_TOOLS": "shell,run_python", "ODYSSEUS_SANDBOX_BWRAP": "/nonexistent/bwrap"}
+    )
     _open(page, server)
     notice = page.locator("#code-tools-notice")
     page.check("input[name='mode'][value='chat']", force=True)

@@ -14,6 +14,7 @@ from fakeproviders import FakeProvider, Reply, openai_text
 @pytest.fixture
 def models():
     """One OpenAI-compatible server listing m1 and m2; ``slow`` makes each reply take ~10 s."""
+
     def choose(record):
         name = record.body.get("model")
         pieces = [f"{name} says " if i == 0 else f"word{i} " for i in range(40 if server.slow else 3)]
@@ -21,16 +22,19 @@ def models():
 
     server = FakeProvider(chooser=choose)
     server.slow = False
-    server.get_json["/v1/models"] = {"object": "list", "data": [{"id": "m1", "object": "model"},
-                                                                 {"id": "m2", "object": "model"}]}
+    server.get_json["/v1/models"] = {
+        "object": "list",
+        "data": [{"id": "m1", "object": "model"}, {"id": "m2", "object": "model"}],
+    }
     yield server
     server.close()
 
 
 @pytest.fixture
 def url(server_factory, models):
-    return server_factory({"OPENAI_BASE_URL": models.url + "/v1", "OPENAI_API_KEY": "sk-test",
-                           "OPENAI_MODEL": "m1"}).url
+    return server_factory(
+        {"OPENAI_BASE_URL": models.url + "/v1", "OPENAI_API_KEY": "sk-test", "OPENAI_MODEL": "m1"}
+    ).url
 
 
 def chat_posts(models):

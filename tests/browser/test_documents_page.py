@@ -36,10 +36,17 @@ def model():
 
 @pytest.fixture(scope="module")
 def docs_server(model, tmp_path_factory):
-    server = LiveServer(str(tmp_path_factory.mktemp("docpage")), {
-        "ODYSSEUS_AUTH": "none", "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-x",
-        "ODYSSEUS_AGENT_TOOLS": "update_plan", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        "ODYSSEUS_EVICT_GRACE": "30"}).start()
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("docpage")),
+        {
+            "ODYSSEUS_AUTH": "none",
+            "OPENAI_BASE_URL": model.url + "/v1",
+            "OPENAI_API_KEY": "sk-x",
+            "ODYSSEUS_AGENT_TOOLS": "update_plan",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            "ODYSSEUS_EVICT_GRACE": "30",
+        },
+    ).start()
     yield server
     server.stop()
 
@@ -52,8 +59,13 @@ def script(model, *replies):
 
 def slow_call(call_id, name, delay=0.0, **arguments):
     text = json.dumps(arguments)
-    return {"id": call_id, "name": name, "arguments": arguments, "fragment_delay": delay,
-            "fragments": [text[i:i + 9] for i in range(0, len(text), 9)]}
+    return {
+        "id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "fragment_delay": delay,
+        "fragments": [text[i : i + 9] for i in range(0, len(text), 9)],
+    }
 
 
 def send(page, text):
@@ -64,14 +76,20 @@ def send(page, text):
 def replies_done(page, count):
     page.wait_for_function(
         "n => document.querySelectorAll('.msg.assistant[data-outcome]').length >= n && !document.querySelector("
-        "'.msg.assistant.streaming')", arg=count, timeout=30000)
+        "'.msg.assistant.streaming')",
+        arg=count,
+        timeout=30000,
+    )
 
 
 def session_with_document(server, content):
     """A session (one plain turn) with an active document made over REST."""
     sid = requests.post(server.url + "/api/sessions", json={"title": "doc chat"}, timeout=10).json()["id"]
-    doc = requests.post(server.url + "/api/document", timeout=10,
-                        json={"session_id": sid, "title": "Poem", "language": "markdown", "content": content})
+    doc = requests.post(
+        server.url + "/api/document",
+        timeout=10,
+        json={"session_id": sid, "title": "Poem", "language": "markdown", "content": content},
+    )
     assert doc.status_code == 201
     return sid, doc.json()
 
@@ -81,8 +99,13 @@ def server_doc(server, doc_id):
 
 
 def test_live_preview_then_the_same_state_after_a_reload(docs_server, model, page):
-    script(model, reply("Writing it.", [slow_call("c1", "create_document", 0.04, title="Steps", language="python",
-                                                  content=CODE)]), reply("Here it is."))
+    script(
+        model,
+        reply(
+            "Writing it.", [slow_call("c1", "create_document", 0.04, title="Steps", language="python", content=CODE)]
+        ),
+        reply("Here it is."),
+    )
     open_app(page, docs_server.url)
     page.click(".mode-switch label:has(input[value=agent])")
     send(page, "write the steps")
@@ -120,15 +143,22 @@ def test_ai_edit_of_the_open_document_is_reviewed_then_rejected_or_accepted(docs
     assert page.inner_text(".doc-diff ins").strip() == "violets are green."
     assert page.text_content(".doc-editor") == doc["content"]  # not replaced before the user decides
     assert [t["function"]["name"] for t in model.requests[0]["tools"]] == [
-        "create_document", "update_document", "edit_document", "suggest_document"]
+        "create_document",
+        "update_document",
+        "edit_document",
+        "suggest_document",
+    ]
     shot(page, "22-document-ai-edit-review")
     page.click(".doc-reject")
     page.wait_for_function("() => document.querySelector('.doc-status').innerText.includes('rejected')")
     kept = server_doc(docs_server, doc["id"])
     assert kept["content"] == doc["content"] and kept["version"] == 3  # v2 the assistant's, v3 the rejection
 
-    script(model, reply("", [slow_call("c2", "update_document", 0.02, content="Roses are red,\nskies are grey.\n")]),
-           reply("Rewritten."))
+    script(
+        model,
+        reply("", [slow_call("c2", "update_document", 0.02, content="Roses are red,\nskies are grey.\n")]),
+        reply("Rewritten."),
+    )
     send(page, "rewrite the second line")
     page.wait_for_selector(".doc-review .doc-preview")  # a rewrite of the open document previews aside
     page.wait_for_selector("#doc-panel[data-state=review] .doc-accept")
@@ -144,10 +174,12 @@ def test_suggestion_cards_one_at_a_time(docs_server, model, page):
     sid, doc = session_with_document(docs_server, "one two three four\n")
     open_app(page, docs_server.url, sid)
     page.wait_for_selector("#doc-panel:not([hidden])")
-    suggestions = [{"find": "one", "replace": "ONE", "reason": "shout"},
-                   {"find": "two", "replace": "2", "reason": "digits"},
-                   {"find": "three", "replace": "3", "reason": "digits"},
-                   {"find": "four", "replace": "4", "reason": "digits"}]
+    suggestions = [
+        {"find": "one", "replace": "ONE", "reason": "shout"},
+        {"find": "two", "replace": "2", "reason": "digits"},
+        {"find": "three", "replace": "3", "reason": "digits"},
+        {"find": "four", "replace": "4", "reason": "digits"},
+    ]
     script(model, reply("", [slow_call("c1", "suggest_document", suggestions=suggestions)]), reply("See the cards."))
     send(page, "suggest changes")
     card = page.wait_for_selector(".suggestion-card[data-suggestion-id=sugg-1]")

@@ -7,26 +7,76 @@ from __future__ import annotations
 import requests
 from browser_helpers import fulfil_sse, open_app, shot, sse
 
-MERMAID = {"type": "exhibit", "schema_version": 1, "id": "ex1", "title": "Architecture", "layout": "stack",
-           "elements": [{"type": "mermaid", "content": "graph TD; A[Browser]-->B[Server]"}]}
-TABLE = {"type": "exhibit", "schema_version": 1, "id": "ex2", "layout": "stack", "elements": [
-    {"type": "table", "columns": ["Model", "Cost"], "caption": "Prices",
-     "rows": [["opus", "0.40"], ["haiku", "0.02"], ["sonnet", "0.10"]]}]}
-CITATION = {"type": "exhibit", "schema_version": 1, "id": "ex3", "layout": "stack", "elements": [
-    {"type": "citation", "sources": [
-        {"label": "NLLB paper", "url": "https://example.org/nllb", "quote": "No language left behind.",
-         "kind": "active", "source_type": "web"},
-        {"label": "Archive one", "url": "https://example.org/a"},
-        {"label": "Archive two", "url": "javascript:alert(1)", "kind": "passive"}]}]}
-CHOICE = {"type": "exhibit", "schema_version": 1, "id": "ex4", "layout": "stack", "elements": [
-    {"type": "choice", "prompt": "Which DB?", "options": ["PostgreSQL", "Neo4j"]}]}
-UNKNOWN = {"type": "exhibit", "schema_version": 1, "id": "ex5", "layout": "stack",
-           "elements": [{"type": "hologram", "frames": 3}]}
-AMENDED = {**MERMAID, "title": "Architecture v2",
-           "elements": [{"type": "mermaid", "content": "graph LR; A-->B-->C"}]}
+MERMAID = {
+    "type": "exhibit",
+    "schema_version": 1,
+    "id": "ex1",
+    "title": "Architecture",
+    "layout": "stack",
+    "elements": [{"type": "mermaid", "content": "graph TD; A[Browser]-->B[Server]"}],
+}
+TABLE = {
+    "type": "exhibit",
+    "schema_version": 1,
+    "id": "ex2",
+    "layout": "stack",
+    "elements": [
+        {
+            "type": "table",
+            "columns": ["Model", "Cost"],
+            "caption": "Prices",
+            "rows": [["opus", "0.40"], ["haiku", "0.02"], ["sonnet", "0.10"]],
+        }
+    ],
+}
+CITATION = {
+    "type": "exhibit",
+    "schema_version": 1,
+    "id": "ex3",
+    "layout": "stack",
+    "elements": [
+        {
+            "type": "citation",
+            "sources": [
+                {
+                    "label": "NLLB paper",
+                    "url": "https://example.org/nllb",
+                    "quote": "No language left behind.",
+                    "kind": "active",
+                    "source_type": "web",
+                },
+                {"label": "Archive one", "url": "https://example.org/a"},
+                {"label": "Archive two", "url": "javascript:alert(1)", "kind": "passive"},
+            ],
+        }
+    ],
+}
+CHOICE = {
+    "type": "exhibit",
+    "schema_version": 1,
+    "id": "ex4",
+    "layout": "stack",
+    "elements": [{"type": "choice", "prompt": "Which DB?", "options": ["PostgreSQL", "Neo4j"]}],
+}
+UNKNOWN = {
+    "type": "exhibit",
+    "schema_version": 1,
+    "id": "ex5",
+    "layout": "stack",
+    "elements": [{"type": "hologram", "frames": 3}],
+}
+AMENDED = {**MERMAID, "title": "Architecture v2", "elements": [{"type": "mermaid", "content": "graph LR; A-->B-->C"}]}
 AMENDED_LATER = {**MERMAID, "title": "Architecture v3"}
-EXHIBITS = sse({"delta": "Here is what I found."}, MERMAID, TABLE, CITATION, CHOICE, UNKNOWN, AMENDED,
-               {"type": "chat_terminal", "data": {"status": "done"}})
+EXHIBITS = sse(
+    {"delta": "Here is what I found."},
+    MERMAID,
+    TABLE,
+    CITATION,
+    CHOICE,
+    UNKNOWN,
+    AMENDED,
+    {"type": "chat_terminal", "data": {"status": "done"}},
+)
 
 
 def scripted(page, server):
@@ -36,8 +86,15 @@ def scripted(page, server):
     def handle(route):
         body = route.request.post_data_json
         bodies.append(body)
-        answer = EXHIBITS if len(bodies) == 1 else sse({"delta": f"You chose {body['message']}."}, AMENDED_LATER,
-                                                       {"type": "chat_terminal", "data": {"status": "done"}})
+        answer = (
+            EXHIBITS
+            if len(bodies) == 1
+            else sse(
+                {"delta": f"You chose {body['message']}."},
+                AMENDED_LATER,
+                {"type": "chat_terminal", "data": {"status": "done"}},
+            )
+        )
         fulfil_sse(route, answer, sid)
 
     page.route("**/api/chat_stream", handle)
@@ -49,8 +106,7 @@ def scripted(page, server):
 
 
 def first_column(page, column: int = 1):
-    return page.locator(".table-scroll tbody tr").evaluate_all(
-        f"rows => rows.map(r => r.cells[{column}].textContent)")
+    return page.locator(".table-scroll tbody tr").evaluate_all(f"rows => rows.map(r => r.cells[{column}].textContent)")
 
 
 def test_each_exhibit_type(server, page):

@@ -30,6 +30,7 @@ def _long_session(server, count=LONG) -> str:
     def fill(db):
         for i in range(count):
             insert_message(db, "local", session_id, "user" if i % 2 == 0 else "assistant", f"message number {i}")
+
     _write(server, fill)
     return session_id
 
@@ -45,8 +46,13 @@ def test_scrolling_up_loads_older_messages_and_keeps_the_view(server, page):
     assert _texts(page)[-1] == f"message number {LONG - 1}"
     assert page.get_attribute("#messages", "data-history-more") == "true"
     # the newest message is in view at the bottom
-    assert page.evaluate("(() => { const b = document.getElementById('messages');"
-                         " return b.scrollHeight - b.scrollTop - b.clientHeight; })()") < 150
+    assert (
+        page.evaluate(
+            "(() => { const b = document.getElementById('messages');"
+            " return b.scrollHeight - b.scrollTop - b.clientHeight; })()"
+        )
+        < 150
+    )
 
     for loaded in (400, 600):
         # pick the oldest message shown and remember where it is on screen, then scroll to the top
@@ -56,12 +62,15 @@ def test_scrolling_up_loads_older_messages_and_keeps_the_view(server, page):
         page.wait_for_function(f"{SHOWN} === {loaded}")
         page.wait_for_function("!document.querySelector('.history-more')?.disabled")
         # the message that was at the top is still where it was (the page grew above it)
-        top = page.evaluate("""(text) => {
+        top = page.evaluate(
+            """(text) => {
             const box = document.getElementById('messages');
             const node = [...box.querySelectorAll('.msg')]
                 .find(n => n.querySelector('.msg-body').innerText.trim() === text);
             return node.getBoundingClientRect().top - box.getBoundingClientRect().top;
-        }""", first_text)
+        }""",
+            first_text,
+        )
         assert -5 < top < 200, top
         assert page.evaluate("document.getElementById('messages').scrollTop") > 1000
 
@@ -105,15 +114,27 @@ def test_switching_sessions_while_older_messages_load_drops_them(server, page):
 
 
 def test_sidebar_loads_more_sessions_on_scroll(server, page):
-    _write(server, lambda db: db["sessions"].insert_all(
-        {"id": f"s_page{i:04d}", "owner": "local", "title": f"chat {i:04d}", "created_at": 1000.0 + i,
-         "updated_at": 1000.0 + i} for i in range(230)))
+    _write(
+        server,
+        lambda db: db["sessions"].insert_all(
+            {
+                "id": f"s_page{i:04d}",
+                "owner": "local",
+                "title": f"chat {i:04d}",
+                "created_at": 1000.0 + i,
+                "updated_at": 1000.0 + i,
+            }
+            for i in range(230)
+        ),
+    )
     open_app(page, server.url)
     rows = "document.querySelectorAll('#session-list .session').length"
     page.wait_for_function(f"{rows} === 100")
     assert page.get_attribute("#session-list", "data-has-more") == "true"
-    page.evaluate("(() => { const nav = document.getElementById('session-list').parentElement;"
-                  " nav.scrollTop = nav.scrollHeight; })()")
+    page.evaluate(
+        "(() => { const nav = document.getElementById('session-list').parentElement;"
+        " nav.scrollTop = nav.scrollHeight; })()"
+    )
     page.wait_for_function(f"{rows} === 200")
     page.click(".sessions-more")
     page.wait_for_function(f"{rows} === 230")

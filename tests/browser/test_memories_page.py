@@ -49,14 +49,25 @@ def site(model, tmp_path_factory):
     pages = ThreadingHTTPServer(("127.0.0.1", 0), Page)
     threading.Thread(target=pages.serve_forever, daemon=True).start()
     page_url = f"http://127.0.0.1:{pages.server_address[1]}/ithaca"
-    results = [{"title": "Ithaca <b>island</b>", "url": page_url, "content": "An island in the Ionian Sea"},
-               {"title": "Bad link", "url": "javascript:alert(1)", "content": "never a link"}]
+    results = [
+        {"title": "Ithaca <b>island</b>", "url": page_url, "content": "An island in the Ionian Sea"},
+        {"title": "Bad link", "url": "javascript:alert(1)", "content": "never a link"},
+    ]
     with searxng(results) as search:
-        server = LiveServer(str(tmp_path_factory.mktemp("mempage")), {
-            "ODYSSEUS_AUTH": "none", "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-x",
-            "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": search,
-            "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32", "ODYSSEUS_AGENT_TOOLS": "shell",
-            "ODYSSEUS_AGENT_APPROVAL_TOOLS": "", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+        server = LiveServer(
+            str(tmp_path_factory.mktemp("mempage")),
+            {
+                "ODYSSEUS_AUTH": "none",
+                "OPENAI_BASE_URL": model.url + "/v1",
+                "OPENAI_API_KEY": "sk-x",
+                "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
+                "ODYSSEUS_SEARXNG_URL": search,
+                "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32",
+                "ODYSSEUS_AGENT_TOOLS": "shell",
+                "ODYSSEUS_AGENT_APPROVAL_TOOLS": "",
+                "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+            },
+        ).start()
         try:
             yield server
         finally:
@@ -132,10 +143,10 @@ def test_memories_screen_add_edit_pin_search_delete_and_switches(site, page):
 
 
 def test_memory_pill_and_web_sources_under_a_reply_match_after_a_reload(site, model, page):
-    pinned = requests.post(site.url + "/api/memory", json={"text": "Answer briefly", "category": "style",
-                                                           "pinned": True}, timeout=10).json()
-    recalled = requests.post(site.url + "/api/memory", json={"text": "I sailed to Ithaca in 2019"},
-                             timeout=10).json()
+    pinned = requests.post(
+        site.url + "/api/memory", json={"text": "Answer briefly", "category": "style", "pinned": True}, timeout=10
+    ).json()
+    recalled = requests.post(site.url + "/api/memory", json={"text": "I sailed to Ithaca in 2019"}, timeout=10).json()
     script(model, reply("Ithaca is in the **Ionian** Sea."), reply("No web this time."))
     open_app(page, site.url)
     assert page.is_visible("#use-web") and page.is_hidden("#workspace-pick")

@@ -51,6 +51,7 @@ def fast(server_factory):
 
 # ---------------------------------------------------------------- replies
 
+
 def test_demo_reply_shows_markdown_code_table_math_and_copy_copies_the_source(fast, page_factory):
     page = page_factory(permissions=["clipboard-read", "clipboard-write"])
     open_app(page, fast.url)
@@ -71,15 +72,23 @@ def test_demo_reply_shows_markdown_code_table_math_and_copy_copies_the_source(fa
     shot(page, "20-demo-markdown")
 
 
-MATH = ("Inline $a_1 + b_1$ and \\(x^2\\), display:\n\n$$\\int_0^1 x\\,dx = \\frac{1}{2}$$\n\n"
-        "\\[\\sum_{i=1}^n i\\]\n\nCode stays: `$not_math$` and\n\n```\nprice = $5 + $6\n$$ x $$\n```\n\n"
-        "Money: $5 and $6 is not math; escaped \\$7.")
+MATH = (
+    "Inline $a_1 + b_1$ and \\(x^2\\), display:\n\n$$\\int_0^1 x\\,dx = \\frac{1}{2}$$\n\n"
+    "\\[\\sum_{i=1}^n i\\]\n\nCode stays: `$not_math$` and\n\n```\nprice = $5 + $6\n$$ x $$\n```\n\n"
+    "Money: $5 and $6 is not math; escaped \\$7."
+)
 
 
 def test_latex_renders_with_katex_and_code_is_untouched(fast, page):
     open_app(page, fast.url)
-    page.route("**/api/chat_stream", lambda route: fulfil_sse(route, sse(
-        {"type": "delta", "delta": MATH}, {"type": "chat_terminal", "data": {"status": "done"}}), "s_math"))
+    page.route(
+        "**/api/chat_stream",
+        lambda route: fulfil_sse(
+            route,
+            sse({"type": "delta", "delta": MATH}, {"type": "chat_terminal", "data": {"status": "done"}}),
+            "s_math",
+        ),
+    )
     send(page, "math please")
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
     body = page.locator(".msg.assistant .segment")
@@ -135,8 +144,12 @@ def test_too_long_and_refused_messages_stay_in_the_box(server_factory, page):
     assert "the limit is 50" in page.inner_text("#composer-note")
     assert page.input_value("#input") == long_text and posts == []
     # The server refuses (here: a body too large): the text comes back with the server's reason.
-    page.route("**/api/chat_stream", lambda route: route.fulfill(
-        status=413, content_type="application/json", body=json.dumps({"error": "request body too large"})))
+    page.route(
+        "**/api/chat_stream",
+        lambda route: route.fulfill(
+            status=413, content_type="application/json", body=json.dumps({"error": "request body too large"})
+        ),
+    )
     page.fill("#input", "fits the limit")
     page.press("#input", "Enter")
     page.wait_for_function("() => document.getElementById('input').value === 'fits the limit'")
@@ -146,6 +159,7 @@ def test_too_long_and_refused_messages_stay_in_the_box(server_factory, page):
 
 
 # ---------------------------------------------------------------- conversations
+
 
 def test_title_is_a_clean_first_line_with_the_demo(fast, page):
     open_app(page, fast.url)
@@ -170,8 +184,10 @@ def test_search_finds_a_word_from_an_old_chat_and_opens_it(fast, page):
     assert page.locator("#search-results img").count() == 0
     assert "<img" in page.locator("#search-results .result-snippet").first.inner_text()
     page.fill("#search", "zebras stripes")
-    page.wait_for_function("() => [...document.querySelectorAll('#search-results .search-result')]"
-                           ".every(r => !r.innerText.includes('onerror'))")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#search-results .search-result')]"
+        ".every(r => !r.innerText.includes('onerror'))"
+    )
     page.locator(f"#search-results .search-result[data-session-id='{old}'] button").first.click()
     page.wait_for_function(f"() => location.search.includes('{old}')")
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
@@ -211,18 +227,26 @@ def test_export_markdown_and_json_and_import_round_trips(fast, page):
 
 # ---------------------------------------------------------------- settings
 
+
 @pytest.fixture
 def recording_model():
     """An OpenAI-compatible model server that records what it is sent."""
-    fake = FakeProvider(default=Reply(chunks=openai_text("Trip ", "to Rome", usage={"prompt_tokens": 3,
-                                                                                     "completion_tokens": 2})))
+    fake = FakeProvider(
+        default=Reply(chunks=openai_text("Trip ", "to Rome", usage={"prompt_tokens": 3, "completion_tokens": 2}))
+    )
     yield fake
     fake.close()
 
 
 def test_settings_reach_the_model_and_the_page(server_factory, recording_model, page):
-    server = server_factory({"OPENAI_BASE_URL": recording_model.url + "/v1", "OPENAI_API_KEY": "sk-test",
-                             "OPENAI_MODEL": "m", "ODYSSEUS_TITLE_MODE": "model"})
+    server = server_factory(
+        {
+            "OPENAI_BASE_URL": recording_model.url + "/v1",
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_MODEL": "m",
+            "ODYSSEUS_TITLE_MODE": "model",
+        }
+    )
     open_app(page, server.url)
     page.click("#open-settings")
     page.wait_for_selector("#settings-preferences")
@@ -265,8 +289,15 @@ def _login(page, url, username, password):
 
 def test_account_settings_password_tokens_and_admin(server_factory, page_factory):
     server = server_factory({"ODYSSEUS_AUTH": "password", "ODYSSEUS_DEMO_TOKEN_DELAY": "0.002"})
-    assert requests.post(server.url + "/api/auth/setup", json={"username": "admin", "password": "admin-pass-1"},
-                         headers={"Origin": server.url}, timeout=10).status_code == 201
+    assert (
+        requests.post(
+            server.url + "/api/auth/setup",
+            json={"username": "admin", "password": "admin-pass-1"},
+            headers={"Origin": server.url},
+            timeout=10,
+        ).status_code
+        == 201
+    )
     page = page_factory()
     page.on("dialog", lambda d: d.accept("bob-new-pass") if d.type == "prompt" else d.accept())
     _login(page, server.url, "admin", "admin-pass-1")
@@ -296,25 +327,41 @@ def test_account_settings_password_tokens_and_admin(server_factory, page_factory
     page.wait_for_selector(f"{bob} .user-state:text-is('admin')")
     page.click(f"{bob} .reset-password")
     page.wait_for_selector("#settings-admin .result:text('Password of bob reset.')")
-    login = requests.post(server.url + "/api/auth/login", json={"username": "bob", "password": "bob-new-pass"},
-                          headers={"Origin": server.url}, timeout=10)
+    login = requests.post(
+        server.url + "/api/auth/login",
+        json={"username": "bob", "password": "bob-new-pass"},
+        headers={"Origin": server.url},
+        timeout=10,
+    )
     assert login.status_code == 200
     page.click(f"{bob} .toggle-disabled")
     page.wait_for_selector(f"{bob} .user-state:text-is('admin, disabled')")
-    refused = requests.post(server.url + "/api/auth/login", json={"username": "bob", "password": "bob-new-pass"},
-                            headers={"Origin": server.url}, timeout=10)
+    refused = requests.post(
+        server.url + "/api/auth/login",
+        json={"username": "bob", "password": "bob-new-pass"},
+        headers={"Origin": server.url},
+        timeout=10,
+    )
     assert refused.status_code == 403 and "disabled" in refused.json()["error"]
     # password change: the old one stops working
     page.fill("#settings input[name=current_password]", "admin-pass-1")
     page.fill("#settings input[name=new_password]", "admin-pass-2")
     page.click("#settings .change-password")
     page.wait_for_selector("#settings-password .result:text('Password changed')")
-    assert requests.post(server.url + "/api/auth/login", json={"username": "admin", "password": "admin-pass-2"},
-                         headers={"Origin": server.url}, timeout=10).status_code == 200
+    assert (
+        requests.post(
+            server.url + "/api/auth/login",
+            json={"username": "admin", "password": "admin-pass-2"},
+            headers={"Origin": server.url},
+            timeout=10,
+        ).status_code
+        == 200
+    )
     shot(page, "23-settings-admin")
 
 
 # ---------------------------------------------------------------- the demo in agent mode
+
 
 def test_demo_tool_tour_plan_exhibit_and_approval_card(fast, page):
     open_app(page, fast.url)
@@ -326,14 +373,17 @@ def test_demo_tool_tour_plan_exhibit_and_approval_card(fast, page):
     assert "run_python" in card.inner_text()
     shot(page, "24-demo-approval")
     page.locator(".approval-card button", has_text=re.compile("^Approve$")).click()
-    page.wait_for_function("() => /whole agent loop/.test(document.querySelector('.msg.assistant:last-of-type')"
-                           "?.replyView?.text || '')", timeout=30000)
+    page.wait_for_function(
+        "() => /whole agent loop/.test(document.querySelector('.msg.assistant:last-of-type')?.replyView?.text || '')",
+        timeout=30000,
+    )
     page.wait_for_selector(".msg.assistant:last-of-type[data-outcome=ok]")
     assert "Hello from the Odysseus demo!" in page.locator(".tool-row", has_text="run_python").last.text_content()
     assert page.locator(".plan-box").last.text_content().count("Sum up") == 1
 
 
 # ---------------------------------------------------------------- the streaming self-test
+
 
 def test_self_test_warns_behind_a_buffering_proxy_and_stays_quiet_without(fast, page_factory):
     direct = page_factory(stream_check=True)
@@ -354,7 +404,8 @@ def test_self_test_warns_behind_a_buffering_proxy_and_stays_quiet_without(fast, 
         behind.click("#stream-warning button")
         behind.click("#open-settings")
         behind.click("#settings .run-stream-check")
-        behind.wait_for_selector("#settings-stream .result[data-kind=error]:has-text('proxy_buffering off')",
-                                 timeout=20000)
+        behind.wait_for_selector(
+            "#settings-stream .result[data-kind=error]:has-text('proxy_buffering off')", timeout=20000
+        )
     finally:
         proxy.close()

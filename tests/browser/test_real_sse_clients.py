@@ -78,6 +78,7 @@ window.followFetch = (url, body) => new Promise((resolve, reject) => {
 def _content(items):
     """Reply text from chat-projection data frames (reasoning left out)."""
     import json
+
     text = []
     for item in items:
         data = item.get("data") or ""
@@ -94,8 +95,14 @@ def _ids(items):
 
 @pytest.fixture
 def cut_app(server_factory, page):
-    server = server_factory({"ODYSSEUS_DEMO_TOKEN_DELAY": "0.01", "ODYSSEUS_SSE_RETRY_MS": "100",
-                             "ODYSSEUS_HEARTBEAT_INTERVAL": "1", "ODYSSEUS_EVICT_GRACE": "60"})
+    server = server_factory(
+        {
+            "ODYSSEUS_DEMO_TOKEN_DELAY": "0.01",
+            "ODYSSEUS_SSE_RETRY_MS": "100",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "1",
+            "ODYSSEUS_EVICT_GRACE": "60",
+        }
+    )
     proxy = CutProxy(server.port, low=300, high=3000, max_cuts=25, seed=7)
 
     def serve(route):
@@ -120,12 +127,14 @@ def test_event_source_follows_a_session_through_cuts_and_a_run_switch(cut_app):
     starter = requests.post(server.url + "/api/chat_stream", json={"message": first}, stream=True, timeout=30)
     session_id = starter.headers["X-Odysseus-Session-Id"]
     starter.close()
-    page.evaluate("url => { window.done = window.followEventSource(url); }",
-                  f"{proxy.url}/api/chat/resume/{session_id}?after=0")
+    page.evaluate(
+        "url => { window.done = window.followEventSource(url); }", f"{proxy.url}/api/chat/resume/{session_id}?after=0"
+    )
     page.wait_for_function("window.sourceGot && window.sourceGot.length > 20", timeout=30000)
     # run switch: a new send replaces the running run; the same EventSource goes on into it
-    requests.post(server.url + "/api/chat_stream", json={"message": second, "session_id": session_id},
-                  stream=True, timeout=30).close()
+    requests.post(
+        server.url + "/api/chat_stream", json={"message": second, "session_id": session_id}, stream=True, timeout=30
+    ).close()
     got = page.evaluate("window.done")
     ids = _ids(got)
     assert ids == sorted(set(ids)), "an id came twice or went back"
@@ -142,9 +151,13 @@ def test_fetch_event_source_retries_the_post_through_cuts_across_runs(cut_app):
     texts = []
     last = 0
     for n, message in enumerate(["first run for fetch-event-source " * 2, "second run for fetch-event-source"]):
-        result = page.evaluate("([url, body]) => window.followFetch(url, body)",
-                               [f"{proxy.url}/api/chat_stream",
-                                {"message": message, "session_id": session_id, "client_message_id": f"fes-{n}"}])
+        result = page.evaluate(
+            "([url, body]) => window.followFetch(url, body)",
+            [
+                f"{proxy.url}/api/chat_stream",
+                {"message": message, "session_id": session_id, "client_message_id": f"fes-{n}"},
+            ],
+        )
         got = result["got"]
         ids = _ids(got)
         assert ids == sorted(set(ids)) and ids[0] > last, "an id came twice, went back or repeated a run's"

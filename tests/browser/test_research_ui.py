@@ -38,11 +38,21 @@ def site():
 @pytest.fixture(scope="module")
 def research_server(model, site, tmp_path_factory):
     with searxng(lambda query: site.rows("/p1", "/p2")) as search_url:
-        server = LiveServer(str(tmp_path_factory.mktemp("researchpage")), {
-            "ODYSSEUS_AUTH": "none", "OPENAI_BASE_URL": model.url + "/v1", "OPENAI_API_KEY": "sk-x",
-            "OPENAI_MODEL": "scripted", "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng", "ODYSSEUS_SEARXNG_URL": search_url,
-            "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32", "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-            "ODYSSEUS_EVICT_GRACE": "60", "ODYSSEUS_RESEARCH_PROGRESS_INTERVAL": "60"}).start()
+        server = LiveServer(
+            str(tmp_path_factory.mktemp("researchpage")),
+            {
+                "ODYSSEUS_AUTH": "none",
+                "OPENAI_BASE_URL": model.url + "/v1",
+                "OPENAI_API_KEY": "sk-x",
+                "OPENAI_MODEL": "scripted",
+                "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
+                "ODYSSEUS_SEARXNG_URL": search_url,
+                "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32",
+                "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+                "ODYSSEUS_EVICT_GRACE": "60",
+                "ODYSSEUS_RESEARCH_PROGRESS_INTERVAL": "60",
+            },
+        ).start()
         yield server
         server.stop()
 
@@ -62,13 +72,13 @@ def test_panel_live_after_a_reload_mid_job_and_from_history(research_server, pag
     shot(page, "research-panel-live")
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
-    page.wait_for_function("() => document.querySelector('.research-panel .research-counts')?.innerText"
-                           " === '1 source · 1 finding'")
+    page.wait_for_function(
+        "() => document.querySelector('.research-panel .research-counts')?.innerText === '1 source · 1 finding'"
+    )
     assert page.evaluate(PANEL) == live  # the same panel, rebuilt by replaying the run from its start
     assert page.is_checked("#research-toggle")  # remembered
     # the job goes on after the reload and ends with the cited report
-    page.wait_for_function("() => document.querySelector('.research-panel')?.dataset.phase === 'done'",
-                           timeout=30000)
+    page.wait_for_function("() => document.querySelector('.research-panel')?.dataset.phase === 'done'", timeout=30000)
     page.wait_for_selector("#messages .msg.assistant[data-outcome=ok]")
     done = page.evaluate(PANEL)
     assert done["counts"] == "2 sources · 2 findings" and len(done["sources"]) == 2
@@ -95,10 +105,12 @@ def test_panel_live_after_a_reload_mid_job_and_from_history(research_server, pag
 def test_research_list_reopens_and_deletes(research_server, page, site, model):
     model.set()
     site.delays.clear()
-    started = requests.post(research_server.url + "/api/research/start", json={"query": "Ithaca walls"},
-                            timeout=10).json()
-    with requests.get(f"{research_server.url}/api/research/stream/{started['job_id']}", stream=True,
-                      timeout=30) as stream:
+    started = requests.post(
+        research_server.url + "/api/research/start", json={"query": "Ithaca walls"}, timeout=10
+    ).json()
+    with requests.get(
+        f"{research_server.url}/api/research/stream/{started['job_id']}", stream=True, timeout=30
+    ) as stream:
         for _ in stream.iter_content(chunk_size=None):
             pass
     open_app(page, research_server.url)

@@ -70,12 +70,23 @@ def test_theme_toggle_and_keyboard_only_use(server, page_factory):
     assert page.locator(".msg.user .msg-body").inner_text() == "typed with the keyboard"
     # A markdown reply with code: rendered, highlighted, themed.
     sid = page.url.split("session=")[1]
-    markdown = ("Here is a **function** with a list:\n\n- it returns a *string*\n- it has no arguments\n\n"
-                "```python\ndef hello():\n    # greet\n    return 'world'\n```\n")
-    page.route("**/api/chat_stream", lambda route: fulfil_sse(route, sse(
-        {"type": "model_info", "label": "Offline demo model"}, {"delta": markdown},
-        {"type": "metrics", "data": {"total_time": 0.8, "output_tokens": 31, "tokens_per_second": 38.7}},
-        {"type": "chat_terminal", "data": {"status": "done"}}), sid))
+    markdown = (
+        "Here is a **function** with a list:\n\n- it returns a *string*\n- it has no arguments\n\n"
+        "```python\ndef hello():\n    # greet\n    return 'world'\n```\n"
+    )
+    page.route(
+        "**/api/chat_stream",
+        lambda route: fulfil_sse(
+            route,
+            sse(
+                {"type": "model_info", "label": "Offline demo model"},
+                {"delta": markdown},
+                {"type": "metrics", "data": {"total_time": 0.8, "output_tokens": 31, "tokens_per_second": 38.7}},
+                {"type": "chat_terminal", "data": {"status": "done"}},
+            ),
+            sid,
+        ),
+    )
     page.fill("#input", "show me some code")
     page.keyboard.press("Enter")
     page.wait_for_function("() => document.querySelectorAll('.msg.assistant[data-outcome=ok]').length == 2")

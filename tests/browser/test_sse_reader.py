@@ -25,13 +25,20 @@ SCRIPT = """async (chunks) => {
 def test_parser_buffers_until_blank_line(server, page):
     open_app(page, server.url)
     euro = list("€".encode())  # a character split across two network chunks
-    out = page.evaluate(SCRIPT, [
-        ": connected\n\nid: 2\nda", "ta: {\"delta\":\"Hi \"}\n", "\n",
-        "id: 3\r\ndata: {\"delta\":\"", euro[:1], euro[1:] + list(b"\"}\r\n\r\n"),
-        ": heartbeat 1\n\nid: 4\ndata: {\"type\":\"usage\",\"data\":{\"output_tokens\":2}}\n\n",
-        "id: 5\nevent: error\ndata: {\"error\":\"Read timeout\",\"status\":504}\n\n",
-        "id: 6\ndata: {\"delta\":\"never parsed\"}\n\n",
-    ])
+    out = page.evaluate(
+        SCRIPT,
+        [
+            ": connected\n\nid: 2\nda",
+            'ta: {"delta":"Hi "}\n',
+            "\n",
+            'id: 3\r\ndata: {"delta":"',
+            euro[:1],
+            euro[1:] + list(b'"}\r\n\r\n'),
+            ': heartbeat 1\n\nid: 4\ndata: {"type":"usage","data":{"output_tokens":2}}\n\n',
+            'id: 5\nevent: error\ndata: {"error":"Read timeout","status":504}\n\n',
+            'id: 6\ndata: {"delta":"never parsed"}\n\n',
+        ],
+    )
     assert out["result"] == "stopped"
     assert out["seen"] == [
         {"comment": "connected"},
@@ -45,7 +52,6 @@ def test_parser_buffers_until_blank_line(server, page):
 
 def test_frame_cut_by_end_of_stream_is_dropped(server, page):
     open_app(page, server.url)
-    out = page.evaluate(SCRIPT, ["id: 2\ndata: {\"delta\":\"a\"}\n\n", "id: 3\ndata: {\"delta\":\"b\"}\n",
-                                 "data: [DONE]"])
+    out = page.evaluate(SCRIPT, ['id: 2\ndata: {"delta":"a"}\n\n', 'id: 3\ndata: {"delta":"b"}\n', "data: [DONE]"])
     assert out["result"] == "eof"
     assert out["seen"] == [{"id": "2", "event": {"type": "delta", "delta": "a"}}]

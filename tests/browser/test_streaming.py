@@ -22,14 +22,19 @@ def reply_text(page, index: int = -1) -> str:
 
 def reply_source(page, index: int = -1) -> str:
     """The markdown source of a reply (what Copy copies), compared exactly: the demo reply has a table and code."""
-    return page.evaluate("i => { const r = [...document.querySelectorAll('.msg.assistant')].at(i);"
-                         " return r && r.replyView ? r.replyView.text : ''; }", index)
+    return page.evaluate(
+        "i => { const r = [...document.querySelectorAll('.msg.assistant')].at(i);"
+        " return r && r.replyView ? r.replyView.text : ''; }",
+        index,
+    )
 
 
 def wait_reply_chars(page, count: int) -> None:
     page.wait_for_function(
         "n => { const b = [...document.querySelectorAll('.msg.assistant .msg-body')].pop();"
-        " return b && b.innerText.length > n; }", arg=count)
+        " return b && b.innerText.length > n; }",
+        arg=count,
+    )
 
 
 def wait_outcome(page, outcome: str, timeout: float = 20000) -> None:
@@ -214,8 +219,12 @@ def test_stale_stop_never_stops_a_newer_run(server, page):
     while not held and time.monotonic() < deadline:
         page.wait_for_timeout(20)
     assert held
-    newer = open_stream("POST", server.url + "/api/chat_stream", json={"message": "second run", "session": sid},
-                        headers={"Connection": "close"})
+    newer = open_stream(
+        "POST",
+        server.url + "/api/chat_stream",
+        json={"message": "second run", "session": sid},
+        headers={"Connection": "close"},
+    )
     with page.expect_response("**/api/chat/stop/**") as info:
         held[0].continue_()
     assert info.value.json() == {"stopped": False}

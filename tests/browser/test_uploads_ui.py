@@ -78,8 +78,9 @@ def test_attach_by_button_drop_and_paste_then_sources_and_reload(server, page):
     page.evaluate(DROP, ["volcano.txt", VOLCANO.decode()])
     page.evaluate(PASTE, ["pasted.png", base64.b64encode(sf.png(6, 4)).decode()])
     page.wait_for_selector("#attach-tray:not([hidden])")
-    page.wait_for_function("() => document.querySelectorAll('#attach-tray .attach-chip.ready').length === 3",
-                           timeout=30000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#attach-tray .attach-chip.ready').length === 3", timeout=30000
+    )
     assert page.evaluate("window.progressSeen.length") > 0 and page.evaluate("Math.max(...window.progressSeen)") > 0
     assert page.locator("#attach-tray .attach-chip progress").count() == 0  # bars go when the upload is done
     assert page.locator("#attach-tray img.attach-thumb").count() == 1  # the pasted image is previewed
@@ -100,8 +101,9 @@ def test_attach_by_button_drop_and_paste_then_sources_and_reload(server, page):
     wait_indexed(server)
     page.fill("#input", "Which volcano erupts often?")
     page.press("#input", "Enter")
-    page.wait_for_function("() => document.querySelectorAll('.msg.assistant[data-outcome=ok]').length === 2",
-                           timeout=30000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('.msg.assistant[data-outcome=ok]').length === 2", timeout=30000
+    )
     live = context_snapshot(page)
     sources = live[3]["sources"]
     assert sources and sources[0][1] == "volcano.txt" and sources[0][0] == uploads["volcano.txt"]["id"]
@@ -116,9 +118,13 @@ def test_attach_by_button_drop_and_paste_then_sources_and_reload(server, page):
 
 def test_a_refused_file_shows_its_reason_and_is_not_sent(server, page):
     open_app(page, server.url)
-    page.set_input_files("#attach-input", files=[
-        {"name": "tool", "mimeType": "application/octet-stream", "buffer": sf.ELF},
-        {"name": "ok.txt", "mimeType": "text/plain", "buffer": b"fine text"}])
+    page.set_input_files(
+        "#attach-input",
+        files=[
+            {"name": "tool", "mimeType": "application/octet-stream", "buffer": sf.ELF},
+            {"name": "ok.txt", "mimeType": "text/plain", "buffer": b"fine text"},
+        ],
+    )
     page.wait_for_selector("#attach-tray .attach-chip.failed .attach-error")
     assert "executables are not accepted" in page.inner_text("#attach-tray .attach-chip.failed")
     page.wait_for_selector("#attach-tray .attach-chip.ready")

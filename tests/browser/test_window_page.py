@@ -29,10 +29,17 @@ base_url = "{model.url}/v1"
 api_key = "sk-x"
 models = [{{name = "scripted", context_length = 700}}]
 ''')
-    server = LiveServer(str(tmp_path_factory.mktemp("windowpage")), {
-        "ODYSSEUS_AUTH": "none", "ODYSSEUS_CONFIG": str(config), "ODYSSEUS_REPLY_RESERVE_TOKENS": "100",
-        "ODYSSEUS_COMPACT_THRESHOLD": "0.5", "ODYSSEUS_COMPACT_MIN_MESSAGES": "4",
-        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5"}).start()
+    server = LiveServer(
+        str(tmp_path_factory.mktemp("windowpage")),
+        {
+            "ODYSSEUS_AUTH": "none",
+            "ODYSSEUS_CONFIG": str(config),
+            "ODYSSEUS_REPLY_RESERVE_TOKENS": "100",
+            "ODYSSEUS_COMPACT_THRESHOLD": "0.5",
+            "ODYSSEUS_COMPACT_MIN_MESSAGES": "4",
+            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        },
+    ).start()
     yield server
     server.stop()
 
