@@ -39,8 +39,9 @@ class SyncedRouter(ModelRouter):
         self._store = store
         self._on_change = on_change
         self._lock = threading.Lock()
-        self._config_providers: List[Provider] = [build_provider(cfg, app_config)
-                                                  for cfg in app_config.get("PROVIDERS") or []]
+        self._config_providers: List[Provider] = [
+            build_provider(cfg, app_config) for cfg in app_config.get("PROVIDERS") or []
+        ]
         self._stored: Dict[tuple, Provider] = {}  # (id, updated_at) -> provider
         self._version: Optional[int] = None
         self._checked_at = 0.0
@@ -122,8 +123,9 @@ class SyncedRouter(ModelRouter):
             providers[provider.name] = provider
             taken.add(provider.name.lower())
         live = {name.lower() for name in providers}
-        self._retired = (self._retired | {row["name"].lower() for row in rows}
-                         | {p.name.lower() for p in self._stored.values()}) - live
+        self._retired = (
+            self._retired | {row["name"].lower() for row in rows} | {p.name.lower() for p in self._stored.values()}
+        ) - live
         self._stored = stored
         if not providers:
             providers["demo"] = build_provider(ProviderConfig(name="demo", kind="demo"), self._app_config)
