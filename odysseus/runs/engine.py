@@ -243,22 +243,22 @@ class RunEngine:
         current = self.for_session(owner, session_id)
         replacing = current is not None and current.status == "running"
         with self._lock:
-            if self.active - (1 if replacing else 0) >= int(self.config["MAX_ACTIVE_RUNS"]):
-                raise CapacityError("too many runs in progress; try again shortly")
+            self._refuse_without_room(freed_slots=1 if replacing else 0)
+
+    def _refuse_without_room(self, freed_slots: int = 0) -> None:
+        """CapacityError unless one more run fits (a slot under ``MAX_ACTIVE_RUNS``, and budget after
+        evicting idle finished runs); ``freed_slots`` running runs are about to end. Call under ``_lock``."""
+        if self.active - freed_slots >= int(self.config["MAX_ACTIVE_RUNS"]):
+            raise CapacityError("too many runs in progress; try again shortly")
+        if self.budget.used >= self.budget.limit:
+            self._evict_idle(free_bytes=self.budget.used - self.budget.limit + 1)
             if self.budget.used >= self.budget.limit:
-                self._evict_idle(free_bytes=self.budget.used - self.budget.limit + 1)
-                if self.budget.used >= self.budget.limit:
-                    raise CapacityError("run memory budget exhausted; try again shortly")
+                raise CapacityError("run memory budget exhausted; try again shortly")
 
     def _reserve(self, spec: StartSpec, session_id: str, base: int = 0) -> Run:
         """Take a capacity slot and log ``run_started`` and ``start`` in memory; CapacityError (nothing stored)."""
         with self._lock:
-            if self.active >= int(self.config["MAX_ACTIVE_RUNS"]):
-                raise CapacityError("too many runs in progress; try again shortly")
-            if self.budget.used >= self.budget.limit:
-                self._evict_idle(free_bytes=self.budget.used - self.budget.limit + 1)
-                if self.budget.used >= self.budget.limit:
-                    raise CapacityError("run memory budget exhausted; try again shortly")
+            self._refuse_without_room()
             self.active += 1
         run_id = new_id("run_")
         run = Run(
