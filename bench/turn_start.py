@@ -55,37 +55,33 @@ def summarize(statements: List[str]) -> Dict[str, int]:
 
 
 def hold_finished_runs(engine, n: int) -> None:
-    """Put ``n`` finished, reader-less runs into the engine's memory (a busy replay window)."""
+    """Put ``n`` finished, reader-less runs into the engine's memory (a busy replay window), as
+    ``RunEngine._finalize`` leaves a run: held, finished, its eviction scheduled an ``EVICT_GRACE`` away."""
     from odysseus.events import Event
     from odysseus.runs.run import Run
     from odysseus.runs.run_log import RunLog
 
-    for i in range(n):
-        run_id = f"run_held{i}"
-        log = RunLog(100, 1 << 20, engine.budget)
-        log.append(Event("delta", {"delta": "x"}))
-        run = Run(
-            run_id=run_id,
-            session_id=f"s_held{i}",
-            owner="held",
-            mode="chat",
-            model="bench",
-            client_message_id=None,
-            user_message_id=None,
-            log=log,
-            terminal_type="chat_terminal",
-        )
-        run.status, run.finalized, run.finished_at = "done", True, time.time()
-        run.settled.set()
-        with engine._lock:  # as _finalize leaves a run: held, finished, its eviction scheduled
+    with engine._lock:
+        for i in range(n):
+            log = RunLog(100, 1 << 16, engine.budget)
+            log.append(Event("delta", {"delta": "x"}))
+            run = Run(
+                run_id=f"run_held{i}",
+                session_id=f"s_held{i}",
+                owner="held",
+                mode="chat",
+                model="bench",
+                client_message_id=None,
+                user_message_id=None,
+                log=log,
+                terminal_type="chat_terminal",
+            )
+            run.status, run.finalized, run.finished_at = "done", True, time.time()
+            run.settled.set()
             engine.runs[run.run_id] = run
-            if hasattr(engine, "_finished"):
-                engine._finished[run.run_id] = run
+            engine._finished[run.run_id] = run
             engine.by_session[(run.owner, run.session_id)] = run
-            if hasattr(engine, "_evict_heap"):
-                engine._schedule_evict(run)
-            else:
-                run.evict_at = time.monotonic() + 3600
+            engine._schedule_evict(run)
 
 
 def measure(turns: int = 300, held: int = 0, warmup: int = 20) -> Dict[str, float]:

@@ -18,11 +18,9 @@ import pytest
 from apphelpers import close_app
 from fakeproviders import FakeProvider, Reply, openai_text
 
+from bench.turn_start import hold_finished_runs
 from odysseus import create_app
-from odysseus.events import Event
 from odysseus.llm.base import ProviderConfig
-from odysseus.runs.run import Run
-from odysseus.runs.run_log import RunLog
 
 H = {"Origin": "http://localhost"}
 
@@ -151,37 +149,12 @@ class CountingRuns(dict):
         return super().__iter__()
 
 
-def hold_finished(engine, n: int) -> None:
-    """``n`` finished, reader-less runs held in memory as ``_finalize`` leaves them (a busy replay window)."""
-    with engine._lock:
-        for i in range(n):
-            log = RunLog(100, 1 << 16, engine.budget)
-            log.append(Event("delta", {"delta": "x"}))
-            run = Run(
-                run_id=f"run_held{i}",
-                session_id=f"s_held{i}",
-                owner="someone-else",
-                mode="chat",
-                model="m/x",
-                client_message_id=None,
-                user_message_id=None,
-                log=log,
-                terminal_type="chat_terminal",
-            )
-            run.status, run.finalized, run.finished_at = "done", True, time.time()
-            run.settled.set()
-            engine.runs[run.run_id] = run
-            engine._finished[run.run_id] = run
-            engine.by_session[(run.owner, run.session_id)] = run
-            engine._schedule_evict(run)
-
-
 def test_a_start_with_20000_finished_runs_held_costs_the_same_statements_as_with_none(traced):
     app, log = traced
     engine = app.extensions["odysseus.runs"]
     _, first = turn(app, log)
     without, _ = turn(app, log, session_id=first.session_id)
-    hold_finished(engine, 20_000)
+    hold_finished_runs(engine, 20_000)
     engine.runs = CountingRuns(engine.runs)
     CountingRuns.walks = 0
     began = time.process_time()
