@@ -168,19 +168,14 @@ class MemoryRepo:
         if not match:
             return []
         with self._l.read() as db:
-            cursor = db.execute(
+            rows = select_rows(
+                db,
                 "select m.*, bm25(memories_fts) as rank from memories_fts"
                 " join memories m on m.rowid = memories_fts.rowid"
                 " where memories_fts match ? and m.owner = ? order by rank limit ?",
                 [match, owner, limit],
             )
-            rows = cursor.fetchall()
-            columns = [c[0] for c in cursor.description]  # the same statement names its columns
-        out = []
-        for values in rows:
-            row = dict(zip(columns, values, strict=True))
-            out.append({**public_memory(row), "score": round(-row["rank"], 6)})
-        return out
+        return [{**public_memory(row), "score": round(-row["rank"], 6)} for row in rows]
 
     def recall(
         self,

@@ -152,13 +152,13 @@ class MessageRepo:
             if before is not None:
                 where, args = where + " and id < ?", args + [before]
             # execute, not query(): sqlite-utils wraps query() in a savepoint, and this may run inside a start
-            cursor = db.execute(
+            selected = select_rows(
+                db,
                 f"{_PATH} select * from messages where id in (select id from path) and {where}"
                 " order by id desc limit ?",
                 args + [limit + 1],
             )
-            columns = [d[0] for d in cursor.description]
-            rows = [_decode(dict(zip(columns, r, strict=True))) for r in cursor.fetchall()]
+            rows = [_decode(row) for row in selected]
         has_more = len(rows) > limit
         return rows[:limit][::-1], has_more
 
