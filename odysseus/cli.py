@@ -22,7 +22,8 @@ def serve(args: argparse.Namespace) -> int:
     from .bind import single_user_refusal
     from .config import load_config
 
-    refusal = single_user_refusal(load_config(), [os.environ.get("HOST", "127.0.0.1")])
+    # gunicorn's master (execed below) warns about unknown keys: this read stays quiet so they are said once
+    refusal = single_user_refusal(load_config(warn=False), [os.environ.get("HOST", "127.0.0.1")])
     if refusal:
         print(refusal, file=sys.stderr)
         return 2

@@ -9,11 +9,14 @@ from the conventional variables ``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
 ``OPENAI_MODEL`` / ``OLLAMA_MODEL`` / ``ANTHROPIC_MODEL`` default model.
 
 Every key is declared in ``odysseus.config_keys`` (default, type, help, README section); an
-``ODYSSEUS_*`` variable naming no key is logged as a warning with the closest key.
+``ODYSSEUS_*`` variable or a TOML key naming no key is logged as a warning with the closest key,
+once per process: gunicorn's master warns while it reads its settings and the workers it forks
+inherit what was already said, so one start-up says each thing once (not once per worker).
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import tomllib
@@ -121,17 +124,53 @@ def model_entries(entries: List[Any]) -> tuple:
     return names, windows
 
 
+#: Top-level TOML tables read as tables rather than flattened into keys (``TABLES``).
+TOML_TABLES = frozenset({"prices"})
+#: Warnings already logged by this process (or by the gunicorn master it was forked from).
+_said: set = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.warning("%s", message)
+
+
 def warn_unknown_variables(env: Mapping[str, str]) -> None:
     """Log a warning for every ``ODYSSEUS_*`` variable that names no key, with the closest known name."""
     for name, close in config_keys.unknown_variables(env):
         hint = f"; did you mean {close}?" if close else ""
-        log.warning("unknown configuration variable %s (not a key of odysseus.config_keys)%s", name, hint)
+        _warn_once(f"unknown configuration variable {name} (not a key of odysseus.config_keys){hint}")
+
+
+def unknown_toml_keys(doc: Mapping[str, Any]) -> List[str]:
+    """Keys of an ``ODYSSEUS_CONFIG`` document (providers and routes already taken out) that name no key,
+    as written (``heartbeat_intervl``, ``citations.flg``), each with the closest key in the same spelling."""
+    found = []
+    known = [name.lower() for name in DEFAULTS]
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            if key.lower() in TOML_TABLES:
+                continue
+            for sub, sub_value in value.items():
+                if isinstance(sub_value, dict) or f"{key}_{sub}".upper() not in DEFAULTS:
+                    found.append((f"{key}.{sub}", f"{key}_{sub}".lower()))
+        elif key.upper() not in DEFAULTS:
+            found.append((key, key.lower()))
+    out = []
+    for shown, flat in found:
+        close = difflib.get_close_matches(flat, known, n=1, cutoff=0.75)
+        out.append(f"{shown} (did you mean {close[0]}?)" if close else shown)
+    return out
 
 
 def load_config(
-    env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None
+    env: Optional[Mapping[str, str]] = None, overrides: Optional[Mapping[str, Any]] = None, warn: bool = True
 ) -> Dict[str, Any]:
-    """Build the flat config dict, including ``PROVIDERS`` (list of ProviderConfig) and ``ROUTES``."""
+    """Build the flat config dict, including ``PROVIDERS`` (list of ProviderConfig) and ``ROUTES``.
+
+    ``warn=False`` reads without warning about unknown keys (``odysseus serve``, which execs gunicorn:
+    its master warns)."""
     env = os.environ if env is None else env
     config: Dict[str, Any] = dict(DEFAULTS)
     toml_providers: List[dict] = []
@@ -145,6 +184,8 @@ def load_config(
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise OdysseusError(f"cannot read ODYSSEUS_CONFIG {path}: {exc}") from exc
         toml_providers = doc.pop("providers", [])
+        for unknown in unknown_toml_keys({k: v for k, v in doc.items() if k != "routes"}) if warn else []:
+            _warn_once(f"unknown key {unknown} in ODYSSEUS_CONFIG {path} (not a key of odysseus.config_keys)")
         routes = {
             name: list(spec.get("candidates", spec) if isinstance(spec, dict) else spec)
             for name, spec in doc.pop("routes", {}).items()
@@ -158,7 +199,8 @@ def load_config(
                         config[flat] = sub_value
             else:
                 config[key.upper()] = value
-    warn_unknown_variables(env)
+    if warn:
+        warn_unknown_variables(env)
     for name, raw in env.items():
         if name.startswith("ODYSSEUS_") and name != "ODYSSEUS_CONFIG":
             key = name[len("ODYSSEUS_") :]

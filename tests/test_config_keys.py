@@ -105,6 +105,33 @@ def test_known_and_process_variables_are_not_warned(caplog, tmp_path):
     assert config["HEARTBEAT_INTERVAL"] == 5.0 and config["SESSION_COOKIE_SECURE"] is True
 
 
+def test_unknown_toml_keys_are_warned_with_the_closest_key(caplog, tmp_path):
+    caplog.set_level(logging.WARNING, logger="odysseus.config")
+    toml = tmp_path / "typo.toml"
+    toml.write_text(
+        "heartbeat_intervl = 3\nzzqq_toml = 1\n[citations]\nnot_a_citation_key = 1\n"
+        '[prices."a/b"]\ninput = 1\n[routes]\nfast = ["a/b"]\n'
+    )
+    config = load_config(env={"ODYSSEUS_CONFIG": str(toml)})
+    messages = [r.getMessage() for r in caplog.records if r.name == "odysseus.config"]
+    assert any("heartbeat_intervl" in m and "heartbeat_interval" in m for m in messages), messages
+    assert any("zzqq_toml" in m and "did you mean" not in m for m in messages), messages
+    assert any("citations.not_a_citation_key" in m for m in messages), messages
+    assert not any("prices" in m or "routes" in m or "fast" in m for m in messages), messages
+    assert config["HEARTBEAT_INTERVAL"] == 10.0 and config["ROUTES"] == {"fast": ["a/b"]}
+
+
+def test_each_warning_is_said_once_per_process(caplog):
+    """gunicorn's master reads the configuration several times and forks its workers from itself:
+    each process (with what it inherited) says a given thing once, not once per read or per worker."""
+    caplog.set_level(logging.WARNING, logger="odysseus.config")
+    env = {"ODYSSEUS_ONCE_ONLY_TYPO": "1"}
+    for _ in range(3):
+        load_config(env=env)
+    messages = [r.getMessage() for r in caplog.records if "ODYSSEUS_ONCE_ONLY_TYPO" in r.getMessage()]
+    assert len(messages) == 1, messages
+
+
 def test_start_up_warns_about_unknown_variable(monkeypatch, caplog, tmp_path):
     """create_app (what wsgi.py runs at start-up) logs the warning from the real environment."""
     from apphelpers import close_app
