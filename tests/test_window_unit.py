@@ -256,3 +256,14 @@ def _write(tmp_path, text):
     path = tmp_path / "bad.toml"
     path.write_text(text)
     return path
+
+
+def test_an_edited_base_url_is_asked_again_not_served_from_the_old_servers_cache(reporting):
+    """An admin edit keeps the connection's name but points it elsewhere: the cached window of the old
+    server must not answer for the new one (the cache is keyed by where requests go, not only the name)."""
+    book = WindowBook({"DEFAULT_CONTEXT_WINDOW": 8192, "CONTEXT_WINDOW_PROBE_TIMEOUT": 2.0})
+    down = build_providers({"PROVIDERS": [ProviderConfig("lab", "openai", base_url="http://127.0.0.1:9/v1")]})[0]
+    assert book.length(Candidate(down, "big")) == (8192, "default")  # silent: cached as silence
+    moved = build_providers({"PROVIDERS": [ProviderConfig("lab", "openai", base_url=reporting + "/v1")]})[0]
+    assert book.length(Candidate(moved, "big")) == (32768, "provider")
+    assert book.length(Candidate(down, "big")) == (8192, "default")  # the old address keeps its own entry

@@ -122,6 +122,12 @@ def reported_length(provider: Any, model: str, timeout: float) -> Optional[int]:
     return None
 
 
+def _address(provider: Any) -> str:
+    """Where a provider's requests go (its kind and base URL), for keys that must not outlive an edit."""
+    config = getattr(provider, "config", None)
+    return f"{getattr(config, 'kind', '')} {getattr(config, 'base_url', '') or getattr(provider, 'root', '')}"
+
+
 class WindowBook:
     """The app's windows per (provider, model): configured, reported (cached) or default."""
 
@@ -129,7 +135,7 @@ class WindowBook:
         self.config = config
         self.ttl = float(config.get("CONTEXT_WINDOW_CACHE_SECONDS", 600.0))
         self.timeout = float(config.get("CONTEXT_WINDOW_PROBE_TIMEOUT", 5.0))
-        self._cache: Dict[Tuple[str, str], Tuple[Optional[int], float]] = {}
+        self._cache: Dict[Tuple[str, str, str], Tuple[Optional[int], float]] = {}
         self._lock = threading.Lock()
 
     def length(self, candidate: Any) -> Tuple[int, str]:
@@ -138,7 +144,9 @@ class WindowBook:
         configured = configured_length(provider, model)
         if configured:
             return configured, "config"
-        key = (getattr(provider, "name", ""), model)
+        # the provider's address is part of the key: an admin edit that points a connection at another
+        # server (same name) must not keep the old server's window for up to the cache's lifetime
+        key = (getattr(provider, "name", ""), _address(provider), model)
         now = time.monotonic()
         with self._lock:
             cached = self._cache.get(key)
