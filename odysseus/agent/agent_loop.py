@@ -20,55 +20,48 @@ Invariants:
   why; ``ctx.metadata["agent"]`` and ``ctx.terminal`` always describe how far it got,
   so the engine's one terminal record carries the completion state even on failure.
 - No Flask, no SQL: storage arrives as ``AgentHooks`` callbacks.
+
+The loop is three parts: this module (the driver, model rounds, guards and endings),
+``tool_steps`` (one call's execution) and ``approval_steps`` (asking and applying an answer);
+``calls`` keeps the task's state and call helpers.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from dataclasses import dataclass
 from typing import Callable, Generator, Iterator, List, Optional, Tuple
 
 from ..cancel import Cancelled
-from ..turns.messages import model_messages
 from ..errors import OdysseusError, ProviderError
-from ..documents.service import record_touch
 from ..events import (
     AGENT_PREP,
     AGENT_STEP,
-    ASK_USER,
     BUDGET_EXCEEDED,
     DELTA,
-    DOC_SUGGESTIONS,
-    DOC_UPDATE,
-    EXHIBIT,
     FINISH,
     INTENT_NUDGE_EXHAUSTED,
     LOOP_BREAKER_TRIGGERED,
     MODEL_INFO,
     ROUNDS_EXHAUSTED,
-    TOOL_APPROVAL_RESOLVED,
     TOOL_CALL,
     TOOL_CALL_DELTA,
-    TOOL_OUTPUT,
-    TOOL_START,
     USAGE,
-    WEB_SOURCES,
     Event,
     delta,
 )
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
-from ..tools.exhibits import citation_exhibit
-from ..tools.registry import ToolContext, ToolRegistry, ToolResult, short_command
-from .approvals import DECISIONS, KIND, call_hash, public_call
+from ..tools.registry import ToolContext, ToolRegistry
+from .approval_steps import ApprovalSteps
+from .calls import assistant_message, initial_state, normalize_call
 from .guards import LAST_ROUND, NUDGE, AgentSettings, LoopBreaker, announces_action, call_signature, sanitize
-from .tool_runner import run_tool
+from .tool_steps import ToolSteps
 
-#: tools whose results are captured as a passive citation exhibit
-CITATION_TOOLS = ("web_search", "web_research")
+#: the names other modules import from here (the calls' helpers live in ``calls``)
+__all__ = ["AgentHooks", "AgentLoop", "Resolution", "agent_turn", "initial_state"]
 
 
 @dataclass
@@ -91,66 +84,7 @@ class Resolution:
     call: dict
 
 
-def initial_state(history: List[dict], settings: AgentSettings) -> dict:
-    """The state of a new task: model messages from the session history."""
-    return {
-        "task_id": "task_" + secrets.token_urlsafe(8),
-        "messages": model_messages(history, settings.system_prompt),
-        "pending": [],
-        "round": 0,
-        "task_approved": [],
-        "loop": [],
-    }
-
-
-def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[truncated: {len(text) - limit} more characters]"
-
-
-def new_server_id() -> str:
-    """A server-side tool call id (96 random bits); the provider's id is never trusted to be unique."""
-    return "tc_" + secrets.token_urlsafe(12)
-
-
-def normalize_call(data: dict, round_no: int) -> dict:
-    """A provider tool call as the loop keeps it: ids, name, parsed arguments (or the parse error)."""
-    call = {
-        "id": data.get("id") or f"call_{round_no}_{data.get('index', 0)}",
-        "server_id": new_server_id(),
-        "name": data.get("name") or "",
-    }
-    args = data.get("arguments")
-    if isinstance(args, str):
-        try:
-            args = json.loads(args) if args.strip() else {}
-        except ValueError:
-            call["error"] = "the arguments were not valid JSON"
-            args = {"_raw": args[:2000]}
-    if not isinstance(args, dict):
-        call["error"] = "the arguments must be a JSON object"
-        args = {"_raw": args}
-    call["arguments"] = args
-    return call
-
-
-def _assistant_message(text: str, calls: List[dict]) -> dict:
-    return {
-        "role": "assistant",
-        "content": text or None,
-        "tool_calls": [
-            {
-                "id": c["id"],
-                "type": "function",
-                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)},
-            }
-            for c in calls
-        ],
-    }
-
-
-class AgentLoop:
+class AgentLoop(ToolSteps, ApprovalSteps):
     """One agent turn over a run context; ``run`` is the generator the engine drives."""
 
     def __init__(
@@ -294,7 +228,7 @@ class AgentLoop:
                     f"[Stopped: the tool-call budget of {settings.max_tool_calls} calls for one request was used up.]",
                 )
                 return
-            self.messages.append(_assistant_message(text, calls))
+            self.messages.append(assistant_message(text, calls))
             self.state["pending"] = list(calls)
             if (yield from self._run_pending()):
                 return
@@ -400,203 +334,6 @@ class AgentLoop:
             self.state["pending"].pop(0)
             yield from self._execute(call)
         return False
-
-    def _execute(self, call: dict) -> Iterator[Event]:
-        tool = self.registry.get(call["name"])
-        round_no = self.state["round"]
-        full = tool.full_command(call["arguments"]) if tool else f"{call['name']}(...)"
-        command = short_command(full)
-        internal = tool is not None and tool.internal  # e.g. present_exhibit: its events only, no tool row
-        if not internal:
-            yield Event(
-                TOOL_START,
-                {
-                    "tool": call["name"],
-                    "command": command,
-                    "full_command": full,
-                    "round": round_no,
-                    "call_id": call["id"],
-                    "server_id": call.get("server_id"),
-                    "arguments": call["arguments"],
-                },
-            )
-        started = time.monotonic()
-        if tool is None:
-            result = ToolResult(
-                f"Error: there is no tool named {call['name']!r}. Available: {', '.join(self.registry.names())}",
-                exit_code=1,
-            )
-        elif call.get("error"):
-            result = ToolResult(f"Error: {call['error']}", exit_code=1)
-        else:
-            timeout = tool.timeout if tool.timeout is not None else self.settings.tool_timeout
-            assert self.tool_ctx is not None  # set by run() before the first round
-            try:
-                result = yield from run_tool(
-                    tool,
-                    call["arguments"],
-                    self.tool_ctx,
-                    self.ctx.cancel,
-                    timeout=timeout,
-                    progress_interval=self.settings.progress_interval,
-                    round_no=round_no,
-                )
-            except Cancelled:  # the run was stopped mid-tool: the saved reply still shows the row
-                self.meta["tools"].append(
-                    {
-                        "call_id": call["id"],
-                        "server_id": call.get("server_id"),
-                        "tool": call["name"],
-                        "command": command,
-                        "full_command": full,
-                        "round": round_no,
-                        "cancelled": True,
-                    }
-                )
-                raise
-        self.tools_ms += (time.monotonic() - started) * 1000
-        self.used += 1
-        self.term["tool_calls"] = self.used
-        for event in result.events:
-            if event.type == EXHIBIT:
-                self._record_exhibit(event.data)
-            elif event.type in (DOC_UPDATE, DOC_SUGGESTIONS):  # the saved reply names the documents it touched
-                record_touch(self.ctx.metadata, event)
-            yield event
-        display = _cap(result.output, self.settings.display_cap)
-        self.messages.append(
-            {"role": "tool", "tool_call_id": call["id"], "content": _cap(result.output, self.settings.output_cap)}
-        )
-        if internal:
-            return
-        yield Event(
-            TOOL_OUTPUT,
-            {
-                "tool": call["name"],
-                "command": command,
-                "output": display,
-                "exit_code": result.exit_code,
-                "round": round_no,
-                "call_id": call["id"],
-                "server_id": call.get("server_id"),
-            },
-        )
-        yield from self._capture_citations(call, result)
-        row = {
-            "call_id": call["id"],
-            "server_id": call.get("server_id"),
-            "tool": call["name"],
-            "command": command,
-            "full_command": full,
-            "output": display,
-            "exit_code": result.exit_code,
-            "round": round_no,
-        }
-        for key in ("plan", "url"):
-            if key in result.meta:
-                row[key] = result.meta[key]
-        self.meta["tools"].append(row)
-        if "plan" in result.meta:
-            self.meta["plan"] = result.meta["plan"]
-
-    def _record_exhibit(self, exhibit: dict) -> None:
-        """Keep the newest version of each exhibit id in the saved reply; amend older replies too."""
-        saved = self.ctx.metadata.setdefault("exhibits", [])
-        for index, old in enumerate(saved):
-            if old.get("id") == exhibit.get("id"):
-                saved[index] = exhibit
-                break
-        else:
-            saved.append(exhibit)
-        self.hooks.amend_exhibit(self.ctx, exhibit)
-
-    def _capture_citations(self, call: dict, result: ToolResult) -> Iterator[Event]:
-        """After a web search's result: a passive citation exhibit of its sources (config flag)."""
-        if not self.settings.auto_capture_citations or call["name"] not in CITATION_TOOLS or result.exit_code:
-            return
-        rows = next((e.data.get("data") for e in result.events if e.type == WEB_SOURCES), None) or []
-        exhibit = citation_exhibit(call["id"], rows)
-        if exhibit is not None:
-            self._record_exhibit(exhibit)
-            yield Event(EXHIBIT, exhibit)
-
-    # ------------------------------------------------------------------ approvals
-    def _ask(self, call: dict) -> Iterator[Event]:
-        """Persist the state with an approval request, emit ``ask_user`` and end the turn."""
-        tool = self.registry.get(call["name"])
-        full = tool.full_command(call["arguments"]) if tool else call["name"]
-        info = self.hooks.request_approval(self.ctx, call, self.snapshot())
-        data = {
-            "kind": KIND,
-            "approval_id": info["approval_id"],
-            "call": public_call(call),
-            "call_hash": call_hash(call),
-            "tool": call["name"],
-            "command": short_command(full),
-            "full_command": full,
-            "expires_at": info["expires_at"],
-            "decisions": list(DECISIONS),
-            "round": self.state["round"],
-        }
-        yield Event(ASK_USER, {"data": data})
-        self.meta["awaiting_approval"] = {
-            "approval_id": info["approval_id"],
-            "call": public_call(call),
-            "expires_at": info["expires_at"],
-        }
-        self.term["completion"] = "awaiting_approval"
-        self.term["approval_id"] = info["approval_id"]
-        yield from self._note(f"[Waiting for your approval to run {call['name']}: {short_command(full, 80)}]")
-
-    def _resolve(self) -> Generator[Event, None, bool]:
-        """Apply the user's answer to the pending call; returns True when the turn ended again."""
-        res = self.resolution
-        assert res is not None  # _body resolves only with an answer
-        pending = self.state["pending"]
-        if (
-            not pending
-            or pending[0].get("server_id") != res.call.get("server_id")
-            or call_hash(pending[0]) != call_hash(res.call)
-        ):
-            raise OdysseusError("the saved task does not match this approval", status=409)
-        call = pending[0]
-        yield Event(
-            TOOL_APPROVAL_RESOLVED,
-            {
-                "decision": res.decision,
-                "approval_id": res.approval_id,
-                "call_id": call["id"],
-                "server_id": call.get("server_id"),
-                "tool": call["name"],
-            },
-        )
-        self.meta["approval"] = {
-            "approval_id": res.approval_id,
-            "decision": res.decision,
-            "call_id": call["id"],
-            "server_id": call.get("server_id"),
-        }
-        if res.decision == "deny":
-            pending.pop(0)
-            self.messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call["id"],
-                    "content": "The user denied this tool call; it was not run.",
-                }
-            )
-            self.meta["tools"].append(
-                {"call_id": call["id"], "tool": call["name"], "denied": True, "round": self.state["round"]}
-            )
-        else:
-            if res.decision == "approve_task" and call["name"] not in self.state["task_approved"]:
-                self.state["task_approved"].append(call["name"])
-            self.ctx.cancel.raise_if_cancelled()
-            # The approved call itself runs here, by identity: nothing is remembered that
-            # another call (one with the same provider id, say) could match.
-            pending.pop(0)
-            yield from self._execute(call)
-        return (yield from self._run_pending())
 
     def snapshot(self) -> dict:
         """The JSON-able state a continuation rebuilds the model messages from."""
