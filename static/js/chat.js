@@ -4,18 +4,20 @@
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
+import { ComposerInput } from "./composer_input.js";
 import { addBranchPager, cutFrom, selectBranch } from "./branches.js";
 import { Compare } from "./compare.js";
 import { ContextControls } from "./context_controls.js";
-import { button } from "./dom.js";
+import { openEditForm } from "./edit_form.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
 import { ReplyView, UserView } from "./render.js";
+import { CodeToolsNotice, checkStreamingOnce, showStreamVerdict } from "./page_notices.js";
 import { openResearchList, researchToggle } from "./research.js";
 import { Search } from "./search.js";
-import { runStreamCheck } from "./selftest.js";
 import { openSettings } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
+import { applyUiControl } from "./ui_control.js";
 import { Workflows } from "./workflows.js";
 import { ContextMeter, summaryDivider } from "./window_render.js";
 
@@ -39,8 +41,7 @@ const ui = {
 };
 
 // answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
-const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [],
-                codeToolsOff: "" };
+const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [] };
 const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
 const meter = new ContextMeter($("context-meter")); // the model's window (window_render.js)
 // Compare mode (compare.js): side-by-side replies; `ctx` is read when a pane is made
@@ -82,6 +83,8 @@ function mode() {
   return checked ? checked.value : "chat";
 }
 
+const codeTools = new CodeToolsNotice(ui.codeNotice, mode); // why run_python / shell are off (agent mode)
+
 function setMode(value) {
   const radio = /** @type {HTMLInputElement | null} */ (
     document.querySelector(`input[name="mode"][value="${CSS.escape(String(value))}"]`));
@@ -89,7 +92,7 @@ function setMode(value) {
     radio.checked = true;
     localStorage.setItem("odysseus-mode", radio.value);
   }
-  showCodeNotice();
+  codeTools.show();
   compare.renderPicker(mode() === "compare");
 }
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
@@ -175,66 +178,13 @@ const workflows = new Workflows({
   onPick: () => setMode("agent"),
 });
 
-/** Apply a `ui_control` action (documented in docs/protocol-frontend.md); unknown ones are ignored. */
+/** Apply a `ui_control` action (ui_control.js). */
 function uiControl(data) {
-  switch (data.action) {
-    case "set_theme":
-      window.odysseusTheme.set(data.theme === "auto" ? "" : data.theme);
-      break;
-    case "set_mode":
-      setMode(data.mode);
-      break;
-    case "select_model":
-      if ([...ui.model.options].some((o) => o.value === data.model)) ui.model.value = data.model;
-      break;
-    case "notify":
-      toast(String(data.message || ""));
-      break;
-    case "prefill":
-      ui.input.value = String(data.text || "");
-      ui.input.focus();
-      break;
-    case "open_session":
-      if (data.session_id) openSession(String(data.session_id));
-      break;
-    default:
-      console.debug("ignored ui_control", data);
-  }
+  applyUiControl(data, { setMode, modelPicker: ui.model, input: ui.input, toast, openSession });
 }
 
 function editMessage(view) {
-  if (view.editing) return;
-  view.editing = true;
-  const form = document.createElement("form");
-  form.className = "edit-form";
-  const area = document.createElement("textarea");
-  area.value = view.text;
-  area.setAttribute("aria-label", "Edit message");
-  const save = Object.assign(document.createElement("button"), { type: "submit", textContent: "Save" });
-  const cancel = Object.assign(document.createElement("button"), { type: "button", textContent: "Cancel" });
-  form.append(area, save, cancel);
-  if (view instanceof UserView) { // edit and resend: the edited text continues the chat as a new branch
-    const resend = Object.assign(document.createElement("button"), { type: "button", textContent: "Save & send",
-                                                                    className: "resend" });
-    resend.addEventListener("click", () => { if (area.value.trim() && resendEdited(view, area.value)) close(); });
-    form.insertBefore(resend, cancel);
-  }
-  view.body.hidden = true;
-  view.body.after(form);
-  area.focus();
-  const close = () => { form.remove(); view.body.hidden = false; view.editing = false; };
-  cancel.addEventListener("click", close);
-  form.addEventListener("keydown", (e) => { if (e.key === "Escape") close(); });
-  form.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    try {
-      const saved = await api("PATCH", `/api/messages/${view.id}`, { content: area.value });
-      view.setText(saved.content ?? area.value);
-      close();
-    } catch (err) {
-      toast(`Could not save: ${err.message}`);
-    }
-  });
+  openEditForm(view, { resend: resendEdited, toast });
 }
 
 // ---- branches (branches.js): regenerate / retry, edit and resend, the `< 2/3 >` pager -------------
@@ -447,10 +397,10 @@ function makeTurn(options) {
       showEmpty();
       if (!ui.input.value.trim() && turn.text) {
         ui.input.value = turn.text;
-        autosize();
-        updateCount();
+        composer.autosize();
+        composer.updateCount();
       }
-      note(`Not sent: ${error.message}. Your message is back in the box.`, "error");
+      composer.note(`Not sent: ${error.message}. Your message is back in the box.`, "error");
       ui.note.dataset.reason = "refused";
     },
     onReplaced: (saved, turn) => {
@@ -541,57 +491,12 @@ function send(text, { mode: sendMode = mode(), extra = {}, showUser = true, bran
 }
 
 /** A line under the composer: why a send did not happen (the text stays in the box). */
-function note(text, kind = "info") {
-  ui.note.textContent = text || "";
-  ui.note.dataset.kind = kind;
-}
-
-/** The character count, shown from 80 % of MAX_MESSAGE_CHARS and marked when over it. */
-function updateCount() {
-  const length = ui.input.value.length;
-  const show = length >= MAX_CHARS * 0.8;
-  ui.charCount.textContent = show ? `${length.toLocaleString()} / ${MAX_CHARS.toLocaleString()} characters` : "";
-  ui.charCount.dataset.over = length > MAX_CHARS ? "true" : "false";
-  if (ui.note.dataset.kind === "error" && length <= MAX_CHARS && ui.note.dataset.reason === "length") note("");
-}
-
-ui.composer.addEventListener("submit", (event) => {
-  event.preventDefault();
-  if (running()) {
-    if (compare.running()) compare.stop();
-    else state.turn.stop();
-    return;
-  }
-  const text = ui.input.value;
-  if (!text.trim()) return;
-  if (text.length > MAX_CHARS) {
-    note(`This message is ${text.length.toLocaleString()} characters; the limit is ${MAX_CHARS.toLocaleString()}. ` +
-         "Shorten it or split it; your text stays here.", "error");
-    ui.note.dataset.reason = "length";
-    return;
-  }
-  note("");
-  if (!send(text)) return; // refused (e.g. uploads still going): keep the text
-  ui.input.value = "";
-  autosize();
-  updateCount();
+// The composer's text box (composer_input.js): Send/Stop, Enter, the character count and its notes.
+const composer = new ComposerInput({
+  form: ui.composer, input: ui.input, note: ui.note, charCount: ui.charCount, maxChars: MAX_CHARS, running,
+  stop: () => { if (compare.running()) compare.stop(); else state.turn.stop(); },
+  send: (text) => send(text),
 });
-
-ui.input.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-    event.preventDefault();
-    if (!running()) ui.composer.requestSubmit();
-    else if (ui.input.value.trim()) {
-      note("A reply is still being written: wait for it to finish or press Stop, then send. Your message stays here.");
-    }
-  }
-});
-
-function autosize() {
-  ui.input.style.height = "auto";
-  ui.input.style.height = `${Math.min(ui.input.scrollHeight, 240)}px`;
-}
-ui.input.addEventListener("input", () => { autosize(); updateCount(); });
 
 // ---- models, layout, theme ---------------------------------------------------------------------
 
@@ -742,7 +647,7 @@ ui.settings.addEventListener("click", async () => {
     await openSettings(openModal, {
       status: state.status, models: state.models,
       onSaved: (settings) => applySettings(settings),
-      onStreamCheck: showStreamVerdict,
+      onStreamCheck: (verdict) => showStreamVerdict(ui.streamWarning, verdict),
       onProvidersChanged: () => loadModels(),  // the admin added, edited or removed a provider
     });
   } catch (err) {
@@ -750,44 +655,8 @@ ui.settings.addEventListener("click", async () => {
   }
 });
 
-function showStreamVerdict(verdict) {
-  document.body.dataset.streamCheck = verdict.verdict;
-  if (verdict.verdict !== "buffered") {
-    ui.streamWarning.hidden = true;
-    return;
-  }
-  ui.streamWarning.textContent = verdict.message;
-  ui.streamWarning.appendChild(button("Dismiss", "ghost", () => { ui.streamWarning.hidden = true; }));
-  ui.streamWarning.hidden = false;
-}
-
-/** Once per browser session after sign-in: warn when a proxy buffers the event stream. */
-async function checkStreamingOnce() {
-  if (sessionStorage.getItem("odysseus-stream-checked")) return;
-  sessionStorage.setItem("odysseus-stream-checked", "1");
-  showStreamVerdict(await runStreamCheck());
-}
-
-// ---- code tools notice (agent mode) -------------------------------------------------------------
-
-/** In agent mode, say when run_python / shell are not offered, and why (from /api/health). */
-function showCodeNotice() {
-  const off = state.codeToolsOff;
-  ui.codeNotice.textContent = off ? `Code tools are off: ${off}` : "";
-  ui.codeNotice.hidden = !off || mode() !== "agent";
-}
-async function loadCodeTools() {
-  try {
-    const info = (await api("GET", "/api/health")).code_tools || {};
-    const off = info.sandbox !== "disabled" && (!info.available || info.allowed === false);
-    state.codeToolsOff = off ? (info.reason || "unavailable") : "";
-  } catch (err) {
-    state.codeToolsOff = "";
-  }
-  showCodeNotice();
-}
 for (const radio of document.querySelectorAll('input[name="mode"]')) {
-  radio.addEventListener("change", showCodeNotice);
+  radio.addEventListener("change", () => codeTools.show());
   radio.addEventListener("change", () => compare.renderPicker(mode() === "compare"));
 }
 
@@ -799,12 +668,12 @@ async function start() {
   showEmpty();
   const [, , , prefs] = await Promise.all([loadModels(), refreshSessions(), loadAccount(),
                                           api("GET", "/api/user/settings").catch(() => null), workflows.load(),
-                                          loadCodeTools()]);
+                                          codeTools.load()]);
   applySettings(prefs && prefs.settings, { initial: true });
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";
-  checkStreamingOnce();
+  checkStreamingOnce(ui.streamWarning);
 }
 
 // Test and debugging handle; the page never reads it itself.
