@@ -402,6 +402,46 @@ def test_other_instances_on_the_same_database_follow(tmp_path, model_server):
         close_app(second)
 
 
+def test_a_deleted_or_renamed_name_is_404_on_an_app_that_never_loaded_it(tmp_path, model_server):
+    """A connection made and deleted (or renamed) while another worker was not looking, or before a restart:
+    that worker's ``name/model`` is a 404, not the bare model handed to the one provider left; a new
+    connection that takes the name again is served."""
+    first = _make_app(tmp_path, model_server.url + "/v1")
+    try:
+        app, admin, _bob = _accounts(first)
+        for name in ("gone", "old"):
+            made = admin.post(
+                "/api/admin/providers",
+                json={"name": name, "kind": "openai", "base_url": model_server.url + "/v1", "default_model": "m1"},
+            ).get_json()
+            if name == "gone":
+                assert admin.delete(f"/api/admin/providers/{made['id']}").status_code == 200
+            else:
+                assert admin.patch(f"/api/admin/providers/{made['id']}", json={"name": "new"}).status_code == 200
+    finally:
+        close_app(first)
+    later = _make_app(tmp_path, model_server.url + "/v1")  # a restart, or a worker that never saw them
+    try:
+        client = later.test_client()
+        client.post("/api/auth/login", json={"username": "root", "password": "root-pass-1"}, headers=H)
+        posts = len(model_server.posts)
+        for spec in ("gone/m1", "old/m1", "GONE/m1"):
+            status, text = _chat(client, spec)
+            assert status == 404 and "was removed or disabled" in json.loads(text)["error"], (spec, text)
+        assert len(model_server.posts) == posts  # nothing reached the remaining provider
+        assert _chat(client, "new/m1")[0] == 200
+        again = client.post(
+            "/api/admin/providers",
+            headers=H,
+            json={"name": "Gone", "kind": "openai", "base_url": model_server.url + "/v1", "default_model": "m2"},
+        )
+        assert again.status_code == 201
+        status, text = _chat(client, "Gone/m1")
+        assert status == 200 and model_server.posts[-1].body["model"] == "m1"
+    finally:
+        close_app(later)
+
+
 def test_demo_only_without_any_provider(tmp_path, model_server):
     app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "password", "PROVIDERS": [], "DEMO_TOKEN_DELAY": 0.001})
     try:

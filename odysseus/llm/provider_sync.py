@@ -12,6 +12,9 @@ Invariants:
   rebuilds the stored providers (unchanged rows keep their provider object and its
   connection pool), swaps the dict in one assignment and calls ``on_change`` (the app drops
   its model catalog). Runs already streaming hold their provider object and are unaffected.
+- A ``name/model`` of a connection that was deleted, renamed or disabled is a 404: the names come
+  from what this process saw and from the store's ``retired_provider_names`` (a worker that never
+  loaded the connection, or one started after the delete, knows them too).
 """
 
 from __future__ import annotations
@@ -95,13 +98,14 @@ class SyncedRouter(ModelRouter):
             if version == self._version:
                 return False
             rows = self._store.provider_connections.list()
-            self._providers = self._build(rows)
+            retired = self._store.provider_connections.retired_names()
+            self._providers = self._build(rows, retired)
             self._version = version
         if self._on_change is not None:
             self._on_change()
         return True
 
-    def _build(self, rows: List[dict]) -> Dict[str, Provider]:
+    def _build(self, rows: List[dict], retired: Optional[set] = None) -> Dict[str, Provider]:
         providers = {p.name: p for p in self._config_providers}
         taken = {name.lower() for name in providers}
         stored: Dict[tuple, Provider] = {}
@@ -124,7 +128,10 @@ class SyncedRouter(ModelRouter):
             taken.add(provider.name.lower())
         live = {name.lower() for name in providers}
         self._retired = (
-            self._retired | {row["name"].lower() for row in rows} | {p.name.lower() for p in self._stored.values()}
+            self._retired
+            | (retired or set())
+            | {row["name"].lower() for row in rows}
+            | {p.name.lower() for p in self._stored.values()}
         ) - live
         self._stored = stored
         if not providers:

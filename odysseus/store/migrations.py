@@ -476,3 +476,10 @@ def m130_provider_connections(db: Database) -> None:
         not_null={"id", "name", "kind"},
     )
     db.execute("create unique index provider_connections_name on provider_connections (name collate nocase)")
+
+
+@migration
+def m135_retired_provider_names(db: Database) -> None:
+    """Names of provider connections the admin deleted or renamed, so ``name/model`` stays a clear 404 on every
+    worker and after a restart (not a bare model name handed to whichever provider is left)."""
+    db.execute("create table retired_provider_names (name text primary key collate nocase, retired_at float)")

@@ -4,6 +4,10 @@ The API key is stored as given (SQLite in DATA_DIR; README "Providers"), read on
 router when it builds the provider and never put into a view. Every write bumps
 ``provider_connections_version`` in the ``settings`` table in the same transaction, so any
 worker on the same database can tell cheaply that its provider set is stale.
+
+A deleted connection's name, and the old name of a renamed one, go into ``retired_provider_names``
+in the same transaction (and leave it when a connection takes the name again): every worker's
+router answers ``name/model`` for them with a 404, including one that never loaded the connection.
 """
 
 from __future__ import annotations
@@ -76,6 +80,11 @@ class ProviderConnectionRepo:
         with self._l.read() as db:
             return [_row(r) for r in db["provider_connections"].rows_where(order_by="created_at, rowid")]
 
+    def retired_names(self) -> set:
+        """Lower-cased names of deleted or renamed connections that no connection has taken again."""
+        with self._l.read() as db:
+            return {row[0].lower() for row in db.execute("select name from retired_provider_names")}
+
     def get(self, connection_id: str) -> dict:
         """One connection, or NotFound."""
         with self._l.read() as db:
@@ -103,6 +112,7 @@ class ProviderConnectionRepo:
         try:
             with self._l.tx() as db:
                 db.table("provider_connections").insert(row)
+                db.execute("delete from retired_provider_names where name = ?", [row["name"]])
                 self._bump(db)
         except sqlite3.IntegrityError:
             raise Conflict(f"a provider named {fields['name']!r} exists already") from None
@@ -120,9 +130,13 @@ class ProviderConnectionRepo:
         values["updated_at"] = time.time()
         try:
             with self._l.tx() as db:
-                if db.execute("select 1 from provider_connections where id = ?", [connection_id]).fetchone() is None:
+                found = db.execute("select name from provider_connections where id = ?", [connection_id]).fetchone()
+                if found is None:
                     raise NotFound("provider not found")
                 db.table("provider_connections").update(connection_id, values)
+                if "name" in values and values["name"].lower() != found[0].lower():
+                    self._retire(db, found[0])
+                    db.execute("delete from retired_provider_names where name = ?", [values["name"]])
                 self._bump(db)
         except sqlite3.IntegrityError:
             raise Conflict(f"a provider named {changes.get('name')!r} exists already") from None
@@ -131,10 +145,20 @@ class ProviderConnectionRepo:
     def delete(self, connection_id: str) -> None:
         """Remove a connection; NotFound when there is none."""
         with self._l.tx() as db:
-            cursor = db.execute("delete from provider_connections where id = ?", [connection_id])
-            if cursor.rowcount == 0:
+            found = db.execute("select name from provider_connections where id = ?", [connection_id]).fetchone()
+            if found is None:
                 raise NotFound("provider not found")
+            db.execute("delete from provider_connections where id = ?", [connection_id])
+            self._retire(db, found[0])
             self._bump(db)
+
+    @staticmethod
+    def _retire(db, name: str) -> None:
+        db.execute(
+            "insert into retired_provider_names (name, retired_at) values (?, ?)"
+            " on conflict(name) do update set retired_at = excluded.retired_at",
+            [name, time.time()],
+        )
 
     @staticmethod
     def _bump(db) -> None:
