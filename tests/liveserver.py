@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 import requests
 
@@ -162,3 +162,25 @@ def _wait_gone(fds: Dict[int, int], timeout: float) -> List[int]:
         for pid in [pid for pid, fd in waiting.items() if fd in ready]:
             del waiting[pid]
     return list(waiting)
+
+
+#: the API key the test model servers are given (they check nothing; it only has to look like a key)
+TEST_MODEL_KEY = "sk-test-key-not-secret"
+
+
+@contextlib.contextmanager
+def serving_model(model_url: str, data_dir: str, **env: str) -> Iterator[LiveServer]:
+    """A started server whose OpenAI-compatible provider is the test model at ``model_url`` (a
+    tests/scripted_model.py ``ScriptedModel`` or a tests/fakeproviders.py ``FakeProvider``), with
+    heartbeats every 0.5 s and the extra settings ``env``; stopped on leaving the block."""
+    settings = {
+        "OPENAI_BASE_URL": model_url + "/v1",
+        "OPENAI_API_KEY": TEST_MODEL_KEY,
+        "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
+        **env,
+    }
+    server = LiveServer(data_dir, settings).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -2,7 +2,7 @@
 
 Slow are: every test under tests/browser/ (a real Chromium), every test that starts a real
 gunicorn server (it uses the ``live`` / ``server_factory`` fixtures, or a fixture, a test or a
-helper they call names ``LiveServer``), and what a module or test marks ``pytest.mark.slow``
+helper they call names ``LiveServer`` or ``serving_model``), and what a module or test marks ``pytest.mark.slow``
 itself (fuzzing modules, single tests measured over about a second). ``LiveServer.start`` fails
 a test that is not marked, so a new live test cannot slip into the fast set unnoticed.
 """
@@ -15,7 +15,7 @@ from typing import Any, Set
 
 BROWSER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "browser") + os.sep
 LIVE_FIXTURES = {"live", "server_factory"}
-LIVE_NAME = "LiveServer"
+LIVE_NAMES = {"LiveServer", "serving_model"}  # tests/liveserver.py
 
 
 def is_slow(item: Any) -> bool:
@@ -32,14 +32,14 @@ def is_slow(item: Any) -> bool:
 
 
 def _starts_live_server(func: Any, seen: Set[int], depth: int = 3) -> bool:
-    """Does ``func`` (or a function of its module it calls, a few levels deep) name ``LiveServer``?"""
+    """Does ``func`` (or a function of its module it calls, a few levels deep) name one of ``LIVE_NAMES``?"""
     func = getattr(func, "__wrapped__", func)
     code = getattr(func, "__code__", None)
     if code is None or id(code) in seen or depth < 0:
         return False
     seen.add(id(code))
     names = _names(code)
-    if LIVE_NAME in names:
+    if LIVE_NAMES & names:
         return True
     module_globals = getattr(func, "__globals__", {})
     for name in names:

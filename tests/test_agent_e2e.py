@@ -14,6 +14,7 @@ import requests
 from scripted_model import ScriptedModel, reply, tool
 from sseclient import open_stream, post_chat, text_of
 from waiting import wait_for
+from liveserver import serving_model
 
 
 @pytest.fixture(scope="module")
@@ -24,21 +25,14 @@ def model():
 
 @pytest.fixture(scope="module")
 def server(model, tmp_path_factory):
-    from liveserver import LiveServer
-
-    srv = LiveServer(
+    with serving_model(
+        model.url,
         str(tmp_path_factory.mktemp("agent")),
-        {
-            "OPENAI_BASE_URL": model.url + "/v1",
-            "OPENAI_API_KEY": "sk-test-key-not-secret",
-            "ODYSSEUS_AGENT_TOOLS": "shell,run_python,update_plan,fetch_url",
-            "ODYSSEUS_TOOL_PROGRESS_INTERVAL": "0.3",
-            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-            "ODYSSEUS_EVICT_GRACE": "30",
-        },
-    ).start()
-    yield srv
-    srv.stop()
+        ODYSSEUS_AGENT_TOOLS="shell,run_python,update_plan,fetch_url",
+        ODYSSEUS_TOOL_PROGRESS_INTERVAL="0.3",
+        ODYSSEUS_EVICT_GRACE="30",
+    ) as srv:
+        yield srv
 
 
 def frames_of(stream):

@@ -17,6 +17,7 @@ import requests
 from alloy_fakes import AgentScripts, FakeProvider, delegate, make_agent, make_workflow, stall, text, tools
 from sseclient import open_stream, post_chat
 from waiting import wait_for
+from liveserver import serving_model
 
 AGENTS = ("chief_boss", "alpha_one", "beta_two", "gamma_three")
 
@@ -35,27 +36,20 @@ def fake(scripts):
 
 @pytest.fixture(scope="module")
 def server(fake, tmp_path_factory):
-    from liveserver import LiveServer
-
-    srv = LiveServer(
+    with serving_model(
+        fake.url,
         str(tmp_path_factory.mktemp("alloy")),
-        {
-            "OPENAI_BASE_URL": fake.url + "/v1",
-            "OPENAI_API_KEY": "sk-test-key-not-secret",
-            "OPENAI_MODEL": "fake-1",
-            "ODYSSEUS_AGENT_TOOLS": "update_plan,shell,present_exhibit",
-            "ODYSSEUS_AGENT_APPROVAL_TOOLS": "shell",
-            "ODYSSEUS_ALLOY_MAX_DEPTH": "2",
-            "ODYSSEUS_ALLOY_DELEGATION_TIMEOUT": "3",
-            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-            "ODYSSEUS_EVICT_GRACE": "30",
-        },
-    ).start()
-    for agent_id in AGENTS:
-        make_agent(srv.url, agent_id, f"You are {agent_id}.")
-    make_agent(srv.url, "shell_runner", "You run shell commands.", tools=["shell"])
-    yield srv
-    srv.stop()
+        OPENAI_MODEL="fake-1",
+        ODYSSEUS_AGENT_TOOLS="update_plan,shell,present_exhibit",
+        ODYSSEUS_AGENT_APPROVAL_TOOLS="shell",
+        ODYSSEUS_ALLOY_MAX_DEPTH="2",
+        ODYSSEUS_ALLOY_DELEGATION_TIMEOUT="3",
+        ODYSSEUS_EVICT_GRACE="30",
+    ) as srv:
+        for agent_id in AGENTS:
+            make_agent(srv.url, agent_id, f"You are {agent_id}.")
+        make_agent(srv.url, "shell_runner", "You run shell commands.", tools=["shell"])
+        yield srv
 
 
 @pytest.fixture

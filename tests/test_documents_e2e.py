@@ -10,6 +10,7 @@ import pytest
 import requests
 from scripted_model import ScriptedModel, reply
 from sseclient import open_stream, post_chat
+from liveserver import serving_model
 
 LIMIT = 4096
 DOC_TOOLS = ["create_document", "update_document", "edit_document", "suggest_document"]
@@ -27,21 +28,14 @@ def model():
 
 @pytest.fixture(scope="module")
 def server(model, tmp_path_factory):
-    from liveserver import LiveServer
-
-    srv = LiveServer(
+    with serving_model(
+        model.url,
         str(tmp_path_factory.mktemp("docs")),
-        {
-            "OPENAI_BASE_URL": model.url + "/v1",
-            "OPENAI_API_KEY": "sk-test-key-not-secret",
-            "ODYSSEUS_AGENT_TOOLS": "update_plan",
-            "ODYSSEUS_DOCUMENT_MAX_BYTES": str(LIMIT),
-            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-            "ODYSSEUS_EVICT_GRACE": "30",
-        },
-    ).start()
-    yield srv
-    srv.stop()
+        ODYSSEUS_AGENT_TOOLS="update_plan",
+        ODYSSEUS_DOCUMENT_MAX_BYTES=str(LIMIT),
+        ODYSSEUS_EVICT_GRACE="30",
+    ) as srv:
+        yield srv
 
 
 def awkward(arguments: dict) -> list:

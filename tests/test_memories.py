@@ -19,6 +19,7 @@ from waiting import wait_for
 from odysseus.context.memory_extract import is_duplicate, parse_facts
 from odysseus.store import Store
 from odysseus.store.memories import fts_query
+from liveserver import serving_model
 
 
 # ------------------------------------------------------------------ the store
@@ -95,19 +96,12 @@ def model():
 
 @pytest.fixture(scope="module")
 def server(model, tmp_path_factory):
-    from liveserver import LiveServer
-
-    srv = LiveServer(
+    with serving_model(
+        model.url,
         str(tmp_path_factory.mktemp("memories")),
-        {
-            "OPENAI_BASE_URL": model.url + "/v1",
-            "OPENAI_API_KEY": "sk-test-key-not-secret",
-            "ODYSSEUS_AGENT_TOOLS": "manage_memory",
-            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-        },
-    ).start()
-    yield srv
-    srv.stop()
+        ODYSSEUS_AGENT_TOOLS="manage_memory",
+    ) as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from scripted_model import reply
 from searxng import searxng
 from sseclient import open_stream, post_chat, types_of
 from waiting import wait_for
+from liveserver import serving_model
 
 PAGES = {f"/p{i}": (f"Page {i}", f"Text of page {i} about ithaca. " * 10) for i in range(1, 9)}
 
@@ -42,24 +43,17 @@ def search(site):
 
 @pytest.fixture(scope="module")
 def server(model, search, tmp_path_factory):
-    from liveserver import LiveServer
-
-    srv = LiveServer(
+    with serving_model(
+        model.url,
         str(tmp_path_factory.mktemp("research")),
-        {
-            "OPENAI_BASE_URL": model.url + "/v1",
-            "OPENAI_API_KEY": "sk-test-key-not-secret",
-            "OPENAI_MODEL": "scripted",
-            "ODYSSEUS_WEB_SEARCH_BACKEND": "searxng",
-            "ODYSSEUS_SEARXNG_URL": search.url,
-            "ODYSSEUS_FETCH_ALLOWED_NETWORKS": "127.0.0.1/32",
-            "ODYSSEUS_HEARTBEAT_INTERVAL": "0.5",
-            "ODYSSEUS_EVICT_GRACE": "30",
-            "ODYSSEUS_RESEARCH_PROGRESS_INTERVAL": "1",
-        },
-    ).start()
-    yield srv
-    srv.stop()
+        OPENAI_MODEL="scripted",
+        ODYSSEUS_WEB_SEARCH_BACKEND="searxng",
+        ODYSSEUS_SEARXNG_URL=search.url,
+        ODYSSEUS_FETCH_ALLOWED_NETWORKS="127.0.0.1/32",
+        ODYSSEUS_EVICT_GRACE="30",
+        ODYSSEUS_RESEARCH_PROGRESS_INTERVAL="1",
+    ) as srv:
+        yield srv
 
 
 @pytest.fixture(autouse=True)
