@@ -27,7 +27,7 @@ H = {"Origin": "http://localhost"}
 #: the request thread's budget for one chat turn start (new session / existing session)
 # +1 since the admin's provider connections: each start reads their version counter, so a
 # provider added on another worker is used by the next turn here (odysseus/llm/provider_sync.py)
-START_STATEMENTS = {"new": 12, "existing": 14}
+START_STATEMENTS = {"new": 11, "existing": 13}
 START_WRITES = 4  # insert session (or not) + insert message + update session head + insert run
 WRITER_COMMITS_PER_TURN = 3  # one final save; at most two group flushes besides on a loaded machine
 
