@@ -187,8 +187,8 @@ class RunEngine:
         session_id = spec.session_id or new_id("s_")
         with self.session_lock(spec.owner, session_id):
             if spec.client_message_id and not creating:
-                row = self.store.runs.by_client_message(spec.owner, session_id, spec.client_message_id)
-                if row is not None or self.store.messages.by_client_id(spec.owner, session_id, spec.client_message_id):
+                row, sent = self.store.runs.client_message_state(spec.owner, session_id, spec.client_message_id)
+                if row is not None or sent:
                     run = self.get(spec.owner, row["run_id"]) if row else None
                     if run is not None and not run.log.released:
                         return Started(session_id, run, row, attached=True)
