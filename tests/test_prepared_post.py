@@ -14,7 +14,8 @@ from odysseus.cancel import CancelToken
 from odysseus.llm.http import Timeouts, Transport
 from odysseus.llm.prepared_post import PostPlan, plan_for
 
-PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+PROXY_VARS += tuple(name.upper() for name in PROXY_VARS)
 TIMEOUTS = Timeouts(connect=5, first_token=5, idle=5)
 
 
@@ -84,7 +85,7 @@ def proxy():
     server.close()
 
 
-BODY = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "héllo \u2028 \"quoted\""}]}
+BODY = {"model": "m", "stream": True, "messages": [{"role": "user", "content": 'héllo \u2028 "quoted"'}]}
 
 
 def read(transport: Transport, url: str) -> dict:
@@ -99,7 +100,7 @@ def test_the_planned_post_sends_the_bytes_session_post_sends(model):
     transport = Transport("t", TIMEOUTS, {"Authorization": "Bearer sk-test", "X-Extra": "1"})
     url = model.url("/v1/chat/completions")
     slow = transport.session.post(url, json=BODY, headers=dict(transport.headers), stream=True, timeout=(5, 5))
-    slow.content
+    assert slow.json()["via"] == "model"
     slow.close()
     assert read(transport, url) == {"via": "model", "target": "/v1/chat/completions"}
     assert read(transport, url)["via"] == "model"  # the plan, reused

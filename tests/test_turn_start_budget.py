@@ -179,7 +179,8 @@ def test_a_send_with_a_client_message_id_costs_one_statement_more_and_a_retry_at
     sent, run = turn(app, log, session_id=first.session_id, client_message_id="c-1")
     assert introspection(sent) == [] and len(sent) == len(plain) + 1, (plain, sent)
     again = app.test_client().post(
-        "/api/chat_stream", json={"message": "hi there", "session": first.session_id, "client_message_id": "c-1"},
+        "/api/chat_stream",
+        json={"message": "hi there", "session": first.session_id, "client_message_id": "c-1"},
         headers=H,
     )
     assert again.status_code == 200 and again.headers["X-Odysseus-Run-Id"] == run.run_id  # attached, not a new turn

@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import Any, Dict, Optional
 
 import requests
-from requests.compat import json as complexjson
+from requests.compat import json as complexjson  # type: ignore[attr-defined]  # what requests encodes with
 from requests.cookies import extract_cookies_to_jar
 from requests.hooks import default_hooks
 from requests.sessions import preferred_clock
@@ -44,11 +44,11 @@ class PostPlan:
     def __init__(self, session: requests.Session, url: str, headers: dict):
         probe = session.prepare_request(requests.Request("POST", url, headers=headers, json={}))
         self.session = session
-        self.url = probe.url
+        self.url: str = probe.url or url
         self.headers: CaseInsensitiveDict = probe.headers  # Content-Length is set per call
         self.headers.pop("Cookie", None)  # the jar's cookies are read per call
-        self.adapter = session.get_adapter(url=probe.url)
-        settings = session.merge_environment_settings(probe.url, {}, True, None, None)
+        self.adapter = session.get_adapter(url=self.url)
+        settings = session.merge_environment_settings(self.url, {}, True, None, None)
         self.proxies = settings["proxies"]
         self.verify = settings["verify"]
         self.cert = settings["cert"]

@@ -167,9 +167,11 @@ class MessageRepo:
             head = branch_head(db, session_id) if head is None else head
             if head is None:
                 return [], False
-            where, args = "session_id = ? and owner = ?", [session_id, owner]
+            where = "session_id = ? and owner = ?"
+            args: List[Any] = [session_id, owner]
+            path_args: List[Any]
             if before is not None:
-                where, args = where + " and id < ?", args + [before]
+                where, args = where + " and id < ?", [*args, before]
                 path, path_args = _PATH.format(limit=""), [head]
             else:
                 # [startpath, issue 22] the newest page walks only its own limit + 1 steps of the branch,
@@ -178,8 +180,7 @@ class MessageRepo:
             # execute, not query(): sqlite-utils wraps query() in a savepoint, and this may run inside a start
             selected = select_rows(
                 db,
-                f"{path} select * from messages where id in (select id from path) and {where}"
-                " order by id desc limit ?",
+                f"{path} select * from messages where id in (select id from path) and {where} order by id desc limit ?",
                 path_args + args + [limit + 1],
             )
             rows = [_decode(row) for row in selected]
