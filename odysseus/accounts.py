@@ -146,6 +146,10 @@ class Accounts:
         """The owner in AUTH=none: the first admin once accounts exist, else ``LOCAL_OWNER``."""
         return self.store.users.first_admin_id() or self.config["LOCAL_OWNER"]
 
+    def implicit_caller(self) -> Tuple[str, Optional[dict]]:
+        """``implicit_owner()`` and its account row (None before any account exists), in one read."""
+        return self.store.users.implicit(self.config["LOCAL_OWNER"])
+
     # ------------------------------------------------------------ passwords
     def authenticate(self, username: object, password: object, address: str) -> dict:
         """The user for these credentials; RateLimited while locked out, Unauthorized when wrong."""

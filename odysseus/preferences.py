@@ -136,9 +136,10 @@ def apply_user_defaults(req: dict, store, owner: str) -> dict:
     default model and mode are the page's pre-selection (a stale model id must not make
     every API request fail), so they are not filled here.
     """
-    defaults = user_defaults(store, owner)
-    if not req.get("system_prompt") and defaults["system_prompt"]:
-        req["system_prompt"] = defaults["system_prompt"]
-    if req.get("temperature") is None and defaults["temperature"] is not None:
-        req["temperature"] = defaults["temperature"]
+    # [startpath, issue 22] only the two stored values it fills: one statement, not the memories switch too
+    stored = effective(store.user_settings.get_all(owner))
+    if not req.get("system_prompt") and stored["system_prompt"]:
+        req["system_prompt"] = stored["system_prompt"]
+    if req.get("temperature") is None and stored["temperature"] is not None:
+        req["temperature"] = stored["temperature"]
     return req

@@ -471,6 +471,21 @@ def test_single_user_mode_serves_the_implicit_owner(app):
     assert rebinding.status_code == 403  # DNS rebinding: a foreign host name never reaches the data
 
 
+def test_the_implicit_caller_is_one_read_of_the_oldest_admin_and_their_row(make_app):
+    """[issue 22] AUTH=none resolves owner and account row in one statement, as implicit_owner + users.get did."""
+    app = make_app(AUTH="none")
+    accounts, users = app.extensions["odysseus.accounts"], app.extensions["odysseus.store"].users
+    local = app.config["LOCAL_OWNER"]
+    assert accounts.implicit_caller() == (local, None)  # no account yet
+    users.create("bob", "x")  # not an admin: still the implicit owner
+    assert accounts.implicit_caller() == (local, None)
+    first = users.create("alice", "x", is_admin=True)
+    users.create("zed", "x", is_admin=True)
+    owner, row = accounts.implicit_caller()
+    assert owner == first["id"] == accounts.implicit_owner() and row == users.get(first["id"])
+    assert app.test_client().get("/api/auth/status").json["signed_in"] is True
+
+
 @pytest.mark.slow  # measured 1.2 s
 def test_first_account_adopts_single_user_data(make_app):
     single = make_app(AUTH="none")

@@ -77,6 +77,20 @@ def test_mark_used_counts_and_stamps(repo):
     assert row["uses"] == 1 and row["last_used_at"] is not None
 
 
+def test_turn_state_is_the_switch_and_whether_anything_could_be_recalled(repo):
+    """[issue 22] the one statement a turn of a user without memories costs: switch on/off, any memory."""
+    assert repo.turn_state("me") == (True, False)  # on by default, nothing stored
+    add(repo, "you", "Someone else's memory")
+    assert repo.turn_state("me") == (True, False)  # another owner's memories do not count
+    memory = add(repo, "me", "I live in Porto")
+    assert repo.turn_state("me") == (True, True)
+    repo.set_settings("me", {"enabled": False})
+    assert repo.turn_state("me") == (False, True) and repo.turn_state("you") == (True, True)
+    repo.set_settings("me", {"enabled": True})
+    repo.delete("me", memory["id"])
+    assert repo.turn_state("me") == (True, False)
+
+
 def test_extraction_answer_parsing_and_dedup():
     assert parse_facts('Sure: ["The user likes tea", "The user lives in Oslo", "third"]') == [
         "The user likes tea",

@@ -27,7 +27,7 @@ H = {"Origin": "http://localhost"}
 #: the request thread's budget for one chat turn start (new session / existing session)
 # +1 since the admin's provider connections: each start reads their version counter, so a
 # provider added on another worker is used by the next turn here (odysseus/llm/provider_sync.py)
-START_STATEMENTS = {"new": 13, "existing": 15}
+START_STATEMENTS = {"new": 11, "existing": 13}
 START_WRITES = 4  # insert session (or not) + insert message + update session head + insert run
 WRITER_COMMITS_PER_TURN = 3  # one final save; at most two group flushes besides on a loaded machine
 
@@ -86,7 +86,7 @@ def introspection(statements):
     return [s for s in statements if "sqlite_master" in s or s.startswith(("pragma table_", "pragma index_"))]
 
 
-def turn(app, log, session_id=None):
+def turn(app, log, session_id=None, client_message_id=None):
     """One chat turn: the request thread's statements until the response exists, then the turn's end."""
     client = app.test_client()
     engine = app.extensions["odysseus.runs"]
@@ -97,6 +97,8 @@ def turn(app, log, session_id=None):
     body = {"message": "hi there"}
     if session_id:
         body["session"] = session_id
+    if client_message_id:
+        body["client_message_id"] = client_message_id
     response = client.post("/api/chat_stream", json=body, headers=H, buffered=False)
     start = normalise(log["request"])
     assert response.status_code == 200
@@ -165,3 +167,26 @@ def test_a_start_with_20000_finished_runs_held_costs_the_same_statements_as_with
     assert CountingRuns.walks == 0 and len(engine.runs) == 20_000 + 3
     assert time.process_time() - began < 5  # generous: a walk per start would still pass, the counter would not
     assert run.status == "done"
+
+
+def test_a_send_with_a_client_message_id_costs_one_statement_more_and_a_retry_attaches(traced):
+    """The page sends every message with a ``client_message_id``: the earlier run and the earlier user
+    message with that id are looked up in one statement (``RunRepo.client_message_state``)."""
+    app, log = traced
+    store = app.extensions["odysseus.store"]
+    _, first = turn(app, log)
+    plain, _ = turn(app, log, session_id=first.session_id)
+    sent, run = turn(app, log, session_id=first.session_id, client_message_id="c-1")
+    assert introspection(sent) == [] and len(sent) == len(plain) + 1, (plain, sent)
+    again = app.test_client().post(
+        "/api/chat_stream",
+        json={"message": "hi there", "session": first.session_id, "client_message_id": "c-1"},
+        headers=H,
+    )
+    assert again.status_code == 200 and again.headers["X-Odysseus-Run-Id"] == run.run_id  # attached, not a new turn
+    again.get_data()
+    row, exists = store.runs.client_message_state("local", first.session_id, "c-1")
+    assert row == store.runs.by_client_message("local", first.session_id, "c-1") and row["run_id"] == run.run_id
+    assert exists and store.messages.by_client_id("local", first.session_id, "c-1") is not None
+    assert store.runs.client_message_state("local", first.session_id, "c-2") == (None, False)
+    assert store.runs.client_message_state("someone-else", first.session_id, "c-1") == (None, False)

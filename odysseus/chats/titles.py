@@ -2,7 +2,8 @@
 
 When a session's first reply finishes (``signals.run_finished``), a background greenlet
 asks for a short title: the ``TITLE_MODEL`` route when configured, else the model that
-answered (``TITLE_MODE = "first_line"`` never asks). With the offline demo model, on any
+answered (``TITLE_MODE = "first_line"`` never asks, and titles right in the finished run's
+greenlet: one statement finds whether this was the first reply, one update at most). With the offline demo model, on any
 failure, or after ``TITLE_TIMEOUT`` seconds, the title is the first line of the user's
 message made clean (no markdown, no line breaks). A title the user has set in the meantime is never overwritten: the
 update only applies while the session still has its automatic title.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from ..cancel import CancelToken
 from ..events import DELTA
@@ -86,6 +87,30 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
     return clean_title("".join(parts))
 
 
+#: what ``str.strip`` removes from a reply for it to count (ASCII whitespace; SQLite's trim takes a set)
+_BLANKS = "' ' || char(9, 10, 11, 12, 13)"
+
+
+def first_reply_state(store, owner: str, session_id: str) -> Optional[Tuple[str, str]]:
+    """``(first user message, current title)`` when the owner's session has exactly one non-blank reply, else None.
+
+    One statement: the first user message, whether a second non-blank reply exists, and the title.
+    """
+    with store.locked.read() as db:
+        row = db.execute(
+            "select (select content from messages where session_id = ?1 and owner = ?2 and role = 'user'"
+            " order by id limit 1),"
+            " (select count(*) from (select 1 from messages where session_id = ?1 and owner = ?2"
+            f" and role = 'assistant' and length(trim(content, {_BLANKS})) > 0 limit 2)),"
+            " (select title from sessions where id = ?1 and owner = ?2)",
+            [session_id, owner],
+        ).fetchone()
+    first, replies, title = row
+    if first is None or replies != 1 or title is None:
+        return None
+    return first, title
+
+
 class TitleWriter:
     """Subscribes to ``run_finished`` for one app and titles sessions after their first reply."""
 
@@ -105,6 +130,11 @@ class TitleWriter:
         if run.status != "done" or not run.content.strip():
             return
         owner, session_id, model, reply = run.owner, run.session_id, run.model, run.content
+        if not self.ask:
+            # [startpath, issue 22] the first line needs no model: two statements at most, right here
+            # (no thread per finished run; a later reply costs the one statement that says so)
+            self._title_safely(owner, session_id, model, reply)
+            return
         self.spawn(lambda: self._title_safely(owner, session_id, model, reply))
 
     def _title_safely(self, owner: str, session_id: str, model: str, reply: str) -> None:
@@ -115,13 +145,10 @@ class TitleWriter:
 
     def write_title(self, owner: str, session_id: str, model: str, reply: str) -> Optional[str]:
         """Title the session if this was its first reply and it still has its automatic title."""
-        messages = self.store.messages.list(owner, session_id, limit=50)
-        users = [m for m in messages if m["role"] == "user"]
-        replies = [m for m in messages if m["role"] == "assistant" and (m.get("content") or "").strip()]
-        if not users or len(replies) != 1:
+        found = first_reply_state(self.store, owner, session_id)
+        if found is None:
             return None
-        first = users[0]["content"] or ""
-        current = self.store.sessions.get(owner, session_id)["title"]
+        first, current = found
         if current not in (auto_title(first), DEFAULT_TITLE):
             return None  # the user (or an import) named it
         title = ""

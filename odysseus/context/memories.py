@@ -64,7 +64,8 @@ class MemorySource:
             return []
         if request_flag(request.data, "use_memory") is False:  # also: automatic extraction skips this turn
             return [Injection(SOURCE, metadata={"use_memory": False})]
-        if not self.repo.settings(request.owner)["enabled"]:
+        enabled, any_memory = self.repo.turn_state(request.owner)  # [startpath] one statement for most users
+        if not enabled or not any_memory:
             return []
         rows = self.choose(request.owner, request.message)
         if not rows:

@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 import requests
 import urllib3
@@ -43,6 +43,7 @@ from ..errors import (
 )
 from .base import ProviderConfig
 from .env_session import EnvOnceSession
+from .prepared_post import PostPlan, plan_for
 from .stream_reader import ChunkedDecoder
 from .text_repair import repair_text, repair_value
 
@@ -448,6 +449,8 @@ class Transport:
         self.timeouts = timeouts
         self.headers = dict(headers or {})
         self.session = new_session()
+        #: [startpath, issue 22] per URL, the POST's unchanging parts prepared once (llm/prepared_post.py)
+        self._plans: Dict[str, PostPlan] = {}
 
     def open(self, url: str, body: dict, cancel: CancelToken, headers: Optional[dict] = None) -> StreamResponse:
         """POST ``body`` as JSON and return the open stream; raise ProviderHTTPError on an error status."""
@@ -504,12 +507,16 @@ class Transport:
         return stream
 
     def _post(self, url: str, body: dict, headers: Optional[dict]) -> requests.Response:
+        timeout = (self.timeouts.connect, self.timeouts.first_token)
+        plan = plan_for(self._plans, self.session, url, self.headers) if headers is None else None
+        if plan is not None:
+            return plan.post(body, timeout)
         return self.session.post(
             url,
             json=body,
             headers={**self.headers, **(headers or {})},
             stream=True,
-            timeout=(self.timeouts.connect, self.timeouts.first_token),
+            timeout=timeout,
         )
 
     def redact(self, text: str) -> str:

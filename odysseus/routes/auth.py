@@ -144,8 +144,8 @@ def _resolve_caller():
     accounts = current_app.extensions["odysseus.accounts"]
     if current_app.config["AUTH"] == "none":
         _check_single_user_host()
-        owner = accounts.implicit_owner()
-        _set_caller(accounts.store.users.get(owner), owner, "none")
+        owner, user = accounts.implicit_caller()
+        _set_caller(user, owner, "none")
     else:
         header = request.headers.get("Authorization", "")
         scheme, _, credential = header.partition(" ")

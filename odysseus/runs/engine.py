@@ -62,10 +62,11 @@ from ..events import (
     Event,
 )
 from ..store import Store, new_id
-from ..store.messages import insert_message
+from ..store.messages import insert_message, owned_branch_head
 from ..process_identity import worker_identity
 from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
+from .native import gevent_active
 from .run import Outcome, Run, RunContext
 from .run_log import ByteBudget, LogFull
 
@@ -146,6 +147,7 @@ class RunEngine:
         #: called by the janitor with the recovery cadence (e.g. background jobs re-queue orphans)
         self.maintenance: List[Callable[[], None]] = []
         self._drain: Optional[threading.Thread] = None
+        self._gevent = gevent_active()
 
     # ---------------------------------------------------------------- modes
     def register_mode(self, mode: str, builder: Callable) -> None:
@@ -185,8 +187,8 @@ class RunEngine:
         session_id = spec.session_id or new_id("s_")
         with self.session_lock(spec.owner, session_id):
             if spec.client_message_id and not creating:
-                row = self.store.runs.by_client_message(spec.owner, session_id, spec.client_message_id)
-                if row is not None or self.store.messages.by_client_id(spec.owner, session_id, spec.client_message_id):
+                row, sent = self.store.runs.client_message_state(spec.owner, session_id, spec.client_message_id)
+                if row is not None or sent:
                     run = self.get(spec.owner, row["run_id"]) if row else None
                     if run is not None and not run.log.released:
                         return Started(session_id, run, row, attached=True)
@@ -209,8 +211,22 @@ class RunEngine:
                 self.durable.enqueue(run.run_id, entry)
         self.backend.run_started(run)  # [issue 14] lease
         signals.run_started.send(run)
-        threading.Thread(target=self._drive, args=(run, turn), name=f"run-{run.run_id}", daemon=True).start()
+        self._spawn(run, turn)
         return Started(session_id, run)
+
+    def _spawn(self, run: Run, turn: Turn) -> None:
+        """Drive the turn in its own greenlet (gevent) or thread; the caller does not wait for it to begin.
+
+        [startpath, issue 22] Under gevent a plain greenlet: ``threading.Thread.start`` would add a
+        thread object, its bookkeeping and a hub round trip (it waits until the thread has started),
+        and a run needs none of it (nothing joins it or reads its name; ``settled`` says it ended).
+        """
+        if self._gevent:
+            import gevent
+
+            gevent.spawn(self._drive, run, turn)
+        else:
+            threading.Thread(target=self._drive, args=(run, turn), name=f"run-{run.run_id}", daemon=True).start()
 
     def session_last_seq(self, owner: str, session_id: str) -> int:
         """The newest event id of the session's previous runs (0 when it has none): the next run's base.
@@ -304,19 +320,17 @@ class RunEngine:
         """
         now = time.time()
         with self.store.locked.tx() as db:
-            if (
-                not creating
-                and db.execute(
-                    "select 1 from sessions where id = ? and owner = ?", [run.session_id, spec.owner]
-                ).fetchone()
-                is None
-            ):
-                raise NotFound("session not found")  # deleted since the route looked it up: store nothing
             if creating:
                 db.execute(
                     "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
                     [run.session_id, spec.owner, spec.session_title, now, now],
                 )
+                parent: Optional[int] = None  # a new session has no message yet
+            else:
+                # one statement: the session is still the owner's, and the branch the message continues
+                exists, parent = owned_branch_head(db, spec.owner, run.session_id)
+                if not exists:
+                    raise NotFound("session not found")  # deleted since the route looked it up: store nothing
             if spec.message is not None:
                 run.user_message_id = insert_message(
                     db,
@@ -326,6 +340,7 @@ class RunEngine:
                     spec.message,
                     metadata=spec.user_metadata,
                     client_message_id=spec.client_message_id,
+                    parent=parent,
                 )
             self.store.runs.insert_running(
                 db,

@@ -10,7 +10,8 @@ Invariants:
   short busy timeout (``HUB_BUSY_MS``), and ``BEGIN IMMEDIATE`` is retried with a
   cooperative sleep between attempts while another process holds the write lock. Reads in
   WAL mode never wait for writers. Bulk writes (the run event log) use their own
-  connection on a native thread (``odysseus.runs.durable``).
+  connection on a native thread (``odysseus.runs.durable``), which is also where the WAL is
+  checkpointed (the request-path connection's automatic checkpoint is only a far backstop).
 - Several processes may open one file at once: migrations run under an exclusive lock, so
   one process migrates and the others wait for it and then find nothing to do.
 """
@@ -32,6 +33,11 @@ from .migrations import migrate
 HUB_BUSY_MS = 20
 #: how long a request-path write keeps retrying a lock another process holds
 WRITE_LOCK_WAIT = 30.0
+#: [startpath, issue 22] WAL pages after which a request-path commit checkpoints. The durable writer's
+#: connection (a native thread) keeps SQLite's 1000 and commits every turn, so it is the one that
+#: checkpoints; a commit on the hub did it whenever it happened to cross the mark (a stall of several
+#: ms for every stream). This is only the backstop for a server whose writer stays idle.
+HUB_WAL_AUTOCHECKPOINT = 20000
 
 
 class DatabaseBusy(Exception):
@@ -80,6 +86,7 @@ def select_rows(db, sql: str, params: Sequence = ()) -> List[dict]:
 def open_database(path: str) -> Database:
     """Open (creating) the database at ``path`` with WAL and all migrations applied."""
     conn = connect(path, busy_ms=HUB_BUSY_MS)
+    conn.execute(f"PRAGMA wal_autocheckpoint={HUB_WAL_AUTOCHECKPOINT}")
     db = Database(conn)
     if path != ":memory:":
         _with_lock_retry(lambda: db.enable_wal())

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import BadRequest, NotFound
 from .database import Locked, select_rows
@@ -243,6 +243,16 @@ class MemoryRepo:
         if row is None:
             return {"enabled": True, "auto_extract": False}
         return {"enabled": bool(row[0]), "auto_extract": bool(row[1])}
+
+    def turn_state(self, owner: str) -> Tuple[bool, bool]:
+        """``(enabled, has any memory)`` for ``owner`` in one statement (a turn with nothing to recall stops here)."""
+        with self._l.read() as db:
+            row = db.execute(
+                "select coalesce((select enabled from memory_settings where owner = ?1), 1),"
+                " exists(select 1 from memories where owner = ?1)",
+                [owner],
+            ).fetchone()
+        return bool(row[0]), bool(row[1])
 
     def set_settings(self, owner: str, changes: dict) -> dict:
         """Change ``enabled`` and/or ``auto_extract``; returns the new settings."""

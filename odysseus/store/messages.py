@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..errors import NotFound
 from .database import Locked, select_rows
@@ -22,6 +22,10 @@ def _decode(row: dict) -> dict:
     row = dict(row)
     row["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else {}
     return row
+
+
+#: ``insert_message``'s default ``parent``: look the parent up (``_parent_for``)
+FIND_PARENT: Any = object()
 
 
 def insert_message(
@@ -35,10 +39,15 @@ def insert_message(
     metadata: Optional[dict] = None,
     run_id: Optional[str] = None,
     client_message_id: Optional[str] = None,
+    parent: Any = FIND_PARENT,
 ) -> int:
-    """Insert a message inside the caller's transaction and return its id."""
+    """Insert a message inside the caller's transaction and return its id.
+
+    ``parent``: the parent's id (or None) when the caller has just read it in this transaction
+    (the turn start: ``owned_branch_head``); by default it is looked up.
+    """
     now = time.time()
-    parent_id = _parent_for(db, session_id, role, run_id)
+    parent_id = _parent_for(db, session_id, role, run_id) if parent is FIND_PARENT else parent
     cursor = db.execute(
         "insert into messages (session_id, owner, role, content, thinking, metadata, run_id, client_message_id,"
         " created_at, parent_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -68,6 +77,16 @@ def branch_head(db, session_id: str) -> Optional[int]:
     return row[0] if row else None
 
 
+def owned_branch_head(db, owner: str, session_id: str) -> Tuple[bool, Optional[int]]:
+    """Whether ``owner`` has the session, and its branch head (as ``branch_head``): one statement."""
+    row = db.execute(
+        "select coalesce(branch_head, (select max(id) from messages where session_id = ?)) from sessions"
+        " where id = ? and owner = ?",
+        [session_id, session_id, owner],
+    ).fetchone()
+    return (False, None) if row is None else (True, row[0])
+
+
 def _parent_for(db, session_id: str, role: str, run_id: Optional[str]) -> Optional[int]:
     """A reply answers its run's user message; anything else continues the selected branch."""
     if role == "assistant" and run_id:
@@ -82,10 +101,10 @@ def _parent_for(db, session_id: str, role: str, run_id: Optional[str]) -> Option
     return branch_head(db, session_id)
 
 
-#: the ids on the path from message ? back to its root (ids shrink along it, so it ends)
+#: the ids on the path from message ? back to its root (ids shrink along it, so it ends), newest first
 _PATH = (
     "with recursive path(id) as (select ? union all select m.parent_id from messages m join path"
-    " on m.id = path.id where m.parent_id is not null and m.parent_id < m.id)"
+    " on m.id = path.id where m.parent_id is not null and m.parent_id < m.id{limit})"
 )
 
 
@@ -148,15 +167,21 @@ class MessageRepo:
             head = branch_head(db, session_id) if head is None else head
             if head is None:
                 return [], False
-            where, args = "session_id = ? and owner = ?", [head, session_id, owner]
+            where = "session_id = ? and owner = ?"
+            args: List[Any] = [session_id, owner]
+            path_args: List[Any]
             if before is not None:
-                where, args = where + " and id < ?", args + [before]
+                where, args = where + " and id < ?", [*args, before]
+                path, path_args = _PATH.format(limit=""), [head]
+            else:
+                # [startpath, issue 22] the newest page walks only its own limit + 1 steps of the branch,
+                # not the whole path back to the root (a start on a long session read all of it)
+                path, path_args = _PATH.format(limit=" limit ?"), [head, limit + 1]
             # execute, not query(): sqlite-utils wraps query() in a savepoint, and this may run inside a start
             selected = select_rows(
                 db,
-                f"{_PATH} select * from messages where id in (select id from path) and {where}"
-                " order by id desc limit ?",
-                args + [limit + 1],
+                f"{path} select * from messages where id in (select id from path) and {where} order by id desc limit ?",
+                path_args + args + [limit + 1],
             )
             rows = [_decode(row) for row in selected]
         has_more = len(rows) > limit

@@ -8,7 +8,7 @@ transaction and answers the owner-facing queries.
 from __future__ import annotations
 
 import time
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..errors import NotFound
 from .database import Locked, select_rows
@@ -100,6 +100,24 @@ class RunRepo:
                 [session_id, owner, client_message_id],
             )
         return rows[0] if rows else None
+
+    def client_message_state(self, owner: str, session_id: str, client_message_id: str) -> Tuple[Optional[dict], bool]:
+        """``by_client_message``'s row and whether the session holds a user message with that id: one statement.
+
+        [startpath, issue 22] what a turn start with a ``client_message_id`` (every send from the page) asks.
+        """
+        with self._l.read() as db:
+            cursor = db.execute(
+                "select exists(select 1 from messages where session_id = ?1 and owner = ?2"
+                " and client_message_id = ?3 and role = 'user'), r.* from (select 1) left join"
+                " (select * from runs where session_id = ?1 and owner = ?2 and client_message_id = ?3"
+                " order by created_at desc limit 1) r on 1",
+                [session_id, owner, client_message_id],
+            )
+            columns = [d[0] for d in cursor.description][1:]
+            message_exists, *values = cursor.fetchone()
+        row = dict(zip(columns, values, strict=True))
+        return (row if row["run_id"] is not None else None), bool(message_exists)
 
     def list(self, owner: str, limit: int = 50, offset: int = 0) -> List[dict]:
         """The owner's runs, newest first."""

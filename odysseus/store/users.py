@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..errors import Conflict
 from .database import Locked, select_rows
@@ -87,6 +87,21 @@ class UserRepo:
         with self._l.read() as db:
             row = db.execute("select id from users where is_admin = 1 order by created_at, rowid limit 1").fetchone()
         return row[0] if row else None
+
+    def implicit(self, fallback: str) -> Tuple[str, Optional[dict]]:
+        """The oldest admin's id (else ``fallback``) and that user's row (None for ``fallback``): one statement.
+
+        [startpath, issue 22] what ``first_admin_id`` and ``get`` answer together, for every AUTH=none request.
+        """
+        with self._l.read() as db:
+            cursor = db.execute(
+                "select o.owner, u.* from (select coalesce((select id from users where is_admin = 1"
+                " order by created_at, rowid limit 1), ?) as owner) o left join users u on u.id = o.owner",
+                [fallback],
+            )
+            columns = [d[0] for d in cursor.description][1:]
+            owner, *values = cursor.fetchone()
+        return owner, (dict(zip(columns, values, strict=True)) if values[0] is not None else None)
 
     def set_password(self, user_id: str, password_hash: str) -> int:
         """Replace the hash and end every other sign-in; returns the new session version."""
