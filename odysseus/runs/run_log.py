@@ -179,7 +179,7 @@ class RunLog:
             raise LogFull("run log cap reached")
         if self.budget is not None and not self.budget.take(size, force=forced):
             raise LogFull("process log budget exhausted")
-        entry = (numbered or Event(event.type, event.data, self.base + len(self._entries) + 1), payload)
+        entry = (numbered or event.numbered(self.base + len(self._entries) + 1), payload)
         self._entries.append(entry)
         self.bytes += size
         if event.type == CLOSE:
