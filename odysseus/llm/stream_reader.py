@@ -84,10 +84,13 @@ class ChunkedDecoder:
                     raise http.client.IncompleteRead(b"") from None
                 if size < 0:
                     raise http.client.IncompleteRead(b"")
-                if size:
-                    self.left, state = size, _DATA
-                else:
+                if not size:
                     state = _TRAILER
+                elif end - pos >= size + 2:  # the whole chunk and its CRLF are here: take it in one step
+                    out.append(buf[pos : pos + size])
+                    pos += size + 2
+                else:
+                    self.left, state = size, _DATA
         self.state = state
         self.buffer = b"" if state == _DONE else buf[pos:]
         return out[0] if len(out) == 1 else b"".join(out)
@@ -138,31 +141,53 @@ class _RaiseAfter(list):
         self.bad.decode("utf-8")  # raises
 
 
-def sse_events(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str]]:
-    """``(event name, data)`` for each SSE event of a byte stream (name ``message`` when none)."""
+def sse_batches(chunks: Iterable[bytes]) -> Iterator[List[Tuple[str, str]]]:
+    """The SSE events of a byte stream as one list per read: ``[(event name, data), ...]`` (name ``message`` when none).
+
+    An adapter loops over each list (no generator resumed per event). A read whose bytes stop
+    being UTF-8 yields the events before the bad line, then raises ``UnicodeDecodeError``.
+    """
     name: Optional[str] = None
     data: List[str] = []
     has_data = False
     # the unterminated rest of the body is dropped undecoded, as EventSource drops an unfinished block
     for lines in _lines(chunks, [b""]):
-        for line in lines:
-            if line[-1:] == "\r":
-                line = line.rstrip("\r")
-            if not line:
-                if has_data:
-                    yield name or "message", data[0] if len(data) == 1 else "\n".join(data)
-                name, data, has_data = None, [], False
-                continue
-            if line[0] == ":":
-                continue
-            field, _, value = line.partition(":")
-            if value[:1] == " ":
-                value = value[1:]
-            if field == "data":
-                data.append(value)
-                has_data = True
-            elif field == "event":
-                name = value
+        batch: List[Tuple[str, str]] = []
+        try:
+            for line in lines:
+                if line[-1:] == "\r":
+                    line = line.rstrip("\r")
+                if not line:
+                    if has_data:
+                        batch.append((name or "message", data[0] if len(data) == 1 else "\n".join(data)))
+                    name, data, has_data = None, [], False
+                    continue
+                if line[:6] == "data: ":  # the common line: what the partition below makes of it
+                    data.append(line[6:])
+                    has_data = True
+                    continue
+                if line[0] == ":":
+                    continue
+                field, _, value = line.partition(":")
+                if value[:1] == " ":
+                    value = value[1:]
+                if field == "data":
+                    data.append(value)
+                    has_data = True
+                elif field == "event":
+                    name = value
+        except UnicodeDecodeError:
+            if batch:
+                yield batch
+            raise
+        if batch:
+            yield batch
+
+
+def sse_events(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str]]:
+    """``(event name, data)`` for each SSE event of a byte stream (name ``message`` when none)."""
+    for batch in sse_batches(chunks):
+        yield from batch
 
 
 def ndjson_lines(chunks: Iterable[bytes]) -> Iterator[str]:
