@@ -67,7 +67,7 @@ from ..process_identity import worker_identity
 from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
 from .run import Outcome, Run, RunContext
-from .run_log import ByteBudget, LogFull
+from .run_log import ByteBudget, LogFull, greenlets_only
 
 log = logging.getLogger(__name__)
 
@@ -392,12 +392,24 @@ class RunEngine:
         outcome: Optional[Outcome] = None
         flushed = False
         busy_since = time.monotonic()
+        # Among greenlets of one thread (greenlets_only) _append's section cannot interleave with
+        # _finalize's (nothing in it blocks, so no other greenlet runs until it is done): the
+        # per-event lock is dropped there and the append is made inline, in the same order.
+        inline = greenlets_only()
+        append, observe, enqueue, run_id = run.log.append, run.observe, self.durable.enqueue, run.run_id
         try:
             for event in turn(run.context):
                 if event.type in PROVIDER_ONLY:
-                    run.observe(event)
+                    observe(event)
                     continue
-                self._append(run, event)
+                if inline:
+                    if run.finalized:
+                        raise Cancelled(run.cancel.reason or "stopped")
+                    entry = append(event)  # first: a refused append must not reach the saved reply
+                    observe(event)
+                    enqueue(run_id, entry)
+                else:
+                    self._append(run, event)
                 # A provider that sends a burst keeps this greenlet busy until its socket would
                 # block: yield after the first delta (subscribers send the first token right away)
                 # and then every BURST_SLICE seconds, so a long burst cannot hold the hub (and every
