@@ -24,6 +24,7 @@ Lifecycle events every run log contains:
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional
 
 # Event types that end the transcript part of a run.
@@ -121,6 +122,7 @@ _set_type = _Fields.type.__set__  # type: ignore[attr-defined]
 _set_data = _Fields.data.__set__  # type: ignore[attr-defined]
 _set_seq = _Fields.seq.__set__  # type: ignore[attr-defined]
 _alloc = object.__new__
+_decode_payload = json.JSONDecoder().decode
 
 
 class Event(_Fields):
@@ -159,7 +161,7 @@ class Event(_Fields):
         raise AttributeError(f"Event is immutable: cannot delete {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Event:
+        if not isinstance(other, Event):
             return NotImplemented
         return self.type == other.type and self.seq == other.seq and self.data == other.data
 
@@ -178,6 +180,43 @@ class Event(_Fields):
         import copy
 
         return Event(self.type, copy.deepcopy(self.data, memo), self.seq)
+
+
+class StoredDelta(Event):
+    """A logged text delta that keeps only its JSON text: ``data`` is decoded from it when read.
+
+    A run log keeps each event's payload text anyway (``run_log``); a delta's ``data`` dict and
+    its string would be a second copy of the same text, about 230 bytes per token held. The log
+    numbers a text delta into one of these (equal to the ``Event`` it stands for); projections
+    that send the payload as it is (chat) or can slice it (agent) never decode it.
+    """
+
+    __slots__ = ("payload",)
+    payload: str
+
+    @property
+    def data(self) -> dict:  # type: ignore[override]
+        """The payload, decoded (a new dict each time: nothing is cached)."""
+        return _decode_payload(self.payload)
+
+    def numbered(self, seq: int) -> "Event":
+        """Return this event carrying log number ``seq`` (a plain Event)."""
+        return Event(self.type, self.data, seq)
+
+    def __reduce__(self):
+        return (Event, (self.type, self.data, self.seq))
+
+    @classmethod
+    def of(cls, type: str, seq: Optional[int], payload: str) -> "StoredDelta":  # noqa: A002
+        """The stored form of the delta ``type``/``seq`` whose encoded data is ``payload``."""
+        event = _alloc(cls)
+        _set_type(event, type)
+        _set_seq(event, seq)
+        _set_payload(event, payload)
+        return event
+
+
+_set_payload = StoredDelta.__dict__["payload"].__set__
 
 
 def delta(text: str, thinking: bool = False) -> Event:

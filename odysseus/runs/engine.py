@@ -437,6 +437,18 @@ class RunEngine:
             outcome = Outcome("error", "internal_error", "Internal error while generating the reply", 500)
         finally:
             self._finalize(run, outcome or self._cancel_outcome(run))
+            self._settle(run)
+
+    @staticmethod
+    def _settle(run: Run) -> None:
+        """A finished run keeps its reply text as one string until eviction (not a list of token strings;
+        its log keeps each delta as payload text only, see ``RunLog.append``)."""
+        if not run.finalized:
+            return
+        if len(run.content_parts) > 1:
+            run.content_parts = [run.content]
+        if len(run.thinking_parts) > 1:
+            run.thinking_parts = [run.thinking]
 
     @staticmethod
     def _cancel_outcome(run: Run) -> Outcome:
