@@ -221,7 +221,11 @@ _set_payload = StoredDelta.__dict__["payload"].__set__
 
 def delta(text: str, thinking: bool = False) -> Event:
     """Assistant content (or reasoning, when ``thinking``) to append."""
-    return Event(DELTA, {"delta": text, "thinking": True} if thinking else {"delta": text})
+    event = _alloc(Event)  # Event(DELTA, ...) without the __init__ frame: one per streamed token
+    _set_type(event, DELTA)
+    _set_data(event, {"delta": text, "thinking": True} if thinking else {"delta": text})
+    _set_seq(event, None)
+    return event
 
 
 def usage(input_tokens: Optional[int], output_tokens: Optional[int], **extra: Any) -> Event:

@@ -78,8 +78,8 @@ class ChunkedDecoder:
                     if not line.strip(b"\r"):
                         state = _DONE
                     continue
-                try:
-                    size = int(line.split(b";", 1)[0], 16)
+                try:  # int() allows the surrounding whitespace (the CR); an extension needs the split
+                    size = int(line, 16) if b";" not in line else int(line.split(b";", 1)[0], 16)
                 except ValueError:
                     raise http.client.IncompleteRead(b"") from None
                 if size < 0:
