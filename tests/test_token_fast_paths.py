@@ -44,6 +44,20 @@ def test_sse_batches_flatten_to_the_reference_parser_at_every_split():
         assert [event for batch in batches for event in batch] == expected, chunks
 
 
+PLAIN_SSE = "".join(f'data: {{"n":{i},"t":"\u00e9:{i}"}}\n\n' for i in range(6)).encode() + (
+    b"data: \n\ndata: \x00\n\ndata:no-space\n\ndata: crlf\r\n\r\ndata: last\n\n"
+)
+
+
+def test_reads_of_whole_plain_events_take_the_block_path_and_match_the_reference():
+    expected = _reference_sse([PLAIN_SSE])
+    assert len(expected) == 11 and ("message", "\x00") in expected and ("message", "no-space") in expected
+    for chunks in _splits(PLAIN_SSE):
+        assert [event for batch in sse_batches(chunks) for event in batch] == expected, chunks
+    whole = PLAIN_SSE.split(b"data: \n\n")[0]  # six events, one read: one batch
+    assert list(sse_batches([whole])) == [_reference_sse([whole])]
+
+
 def test_a_bad_read_yields_its_good_events_before_the_error():
     raw = b"data: one\n\ndata: two\n\ndata: \xff\n\ndata: never\n\n"
     seen: List[tuple] = []

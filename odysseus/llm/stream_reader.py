@@ -20,6 +20,7 @@ Invariants (the same as the line-by-line parsers they replace):
 from __future__ import annotations
 
 import http.client
+import itertools
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 #: the longest chunk-size or trailer line accepted (as http.client's ``_MAXLINE``)
@@ -28,6 +29,8 @@ MAX_LINE = 65536
 _ASCII_SPACE = " \t\n\r\x0b\x0c"
 
 _SIZE, _DATA, _CRLF, _TRAILER, _DONE = range(5)
+_DATA_PREFIX = itertools.repeat("data: ")  # endless and stateless: shared by every map() below
+_CR = itertools.repeat("\r")
 
 
 class ChunkedDecoder:
@@ -152,6 +155,17 @@ def sse_batches(chunks: Iterable[bytes]) -> Iterator[List[Tuple[str, str]]]:
     has_data = False
     # the unterminated rest of the body is dropped undecoded, as EventSource drops an unfinished block
     for lines in _lines(chunks, [b""]):
+        if not has_data and name is None and lines.__class__ is list and not len(lines) % 2:
+            # The common read: whole events of one data line each, ["data: a", "", "data: b", ""].
+            # Tested in C (no per-line bytecode), it is what the loop below makes of those lines.
+            firsts = lines[0::2]
+            if (
+                not any(lines[1::2])
+                and all(map(str.startswith, firsts, _DATA_PREFIX))
+                and not any(map(str.endswith, firsts, _CR))
+            ):
+                yield [("message", line[6:]) for line in firsts]
+                continue
         batch: List[Tuple[str, str]] = []
         try:
             for line in lines:
