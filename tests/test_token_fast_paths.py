@@ -191,3 +191,98 @@ def test_repaired_generator_and_in_loop_repair_agree():
         "\ufffd",
         "\ufffd",
     ]
+
+
+def _anthropic_reply() -> bytes:
+    def event(name: str, doc: dict) -> bytes:
+        return f"event: {name}\ndata: {json.dumps(doc, ensure_ascii=False, separators=(',', ':'))}\n\n".encode(
+            "utf-8", "surrogatepass"
+        )
+
+    def text(index: int, value: str) -> bytes:
+        return event(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": value}},
+        )
+
+    parts = [
+        event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {"id": "m1", "model": "c", "usage": {"input_tokens": 5, "output_tokens": 1}},
+            },
+        ),
+        event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+    ]
+    parts += [text(0, f" w{i}\u00e9") for i in range(20)]  # the plain path
+    parts.append(text(0, ""))  # an empty text delta is still a delta
+    parts.append(event("ping", {"type": "ping"}))
+    parts += [text(0, "nul\x00 esc"), text(0, " after"), text(0, 'q " b \\'), text(0, " \U0001f600")]
+    parts.append(
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"half \\ud83d"}}\n\n'
+    )
+    parts += [text(0, " next")] * 3
+    parts.append(b'event: content_block_delta\ndata: {"index":0,"delta":{"type":"text_delta","text":"nameless"}}\n\n')
+    parts.append(b'event: other\ndata: {"index":0,"delta":{"type":"text_delta","text":"nameless"}}\n\n')
+    parts.append(event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    parts.append(
+        event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        )
+    )
+    parts += [text(1, " second"), text(0, " back to zero"), text(1, " second")] * 2
+    parts.append(
+        event(
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 40}},
+        )
+    )
+    parts.append(event("message_stop", {"type": "message_stop"}))
+    return b"".join(parts)
+
+
+def _anthropic(port: int):
+    from odysseus.config import DEFAULTS
+    from odysseus.llm.anthropic import AnthropicProvider
+    from odysseus.llm.base import ProviderConfig
+
+    cfg = ProviderConfig(name="raw", kind="anthropic", base_url=f"http://127.0.0.1:{port}", models=["c"])
+    return AnthropicProvider(cfg, dict(DEFAULTS))
+
+
+@pytest.mark.parametrize("chunk_size, read_size", [(4096, 65536), (5, 7), (1, 2)])
+def test_anthropic_text_template_frames_byte_identically_to_the_full_parse(monkeypatch, chunk_size, read_size):
+    from odysseus.llm.plain_chunks import FieldTemplate
+
+    body = _chunked(_anthropic_reply(), chunk_size)
+    pieces = [HEAD] + [body[i : i + read_size] for i in range(0, len(body), read_size)]
+    server = _RawServer([list(pieces), list(pieces)])
+    hits = []
+    template_content = FieldTemplate.content
+
+    def counted(self, data):
+        content = template_content(self, data)
+        hits.append(content is not None)
+        return content
+
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(FieldTemplate, "content", counted)
+            fast = _frames(_anthropic(server.port))
+        with monkeypatch.context() as patch:
+            patch.setattr(FieldTemplate, "content", lambda self, data: None)  # every chunk JSON-parsed
+            slow = _frames(_anthropic(server.port))
+    finally:
+        server.close()
+    assert sum(hits) >= 20
+    assert fast == slow
+    text = "".join(json.loads(f.split("data: ", 1)[1])["delta"] for f in fast if f.startswith("id: "))
+    assert "nul\x00 esc after" in text and "half \ufffd next next next" in text
+    assert text.count("nameless") == 1  # the event named other is no text delta, whatever its data
+    assert text.endswith(" second back to zero second second back to zero second")
