@@ -117,7 +117,9 @@ class OllamaProvider(HTTPProvider):
                 yield delta(message["thinking"], thinking=True)
             content = message.get("content")
             if content:
-                if splitter is None or splitter.passthrough(content):  # past the reasoning: no tag follows
+                if splitter is not None and splitter.passthrough(content):
+                    splitter = None  # past the reasoning for good: it would pass every later piece as it is
+                if splitter is None:
                     yield delta(content)
                 else:
                     for text, is_thinking in splitter.feed(content):

@@ -164,7 +164,9 @@ class OpenAICompatProvider(HTTPProvider):
                 if content is not None:
                     if not content:
                         continue
-                    if splitter is None or splitter.passthrough(content):
+                    if splitter is not None and splitter.passthrough(content):
+                        splitter = None  # past the reasoning for good: it would pass every later piece as it is
+                    if splitter is None:
                         yield delta(content)
                     else:
                         for text, is_thinking in splitter.feed(content):
@@ -204,7 +206,9 @@ class OpenAICompatProvider(HTTPProvider):
                         yield delta(thinking, thinking=True)
                     content = piece.get("content")
                     if content and isinstance(content, str):
-                        if splitter is None or splitter.passthrough(content):  # past the reasoning: no tag follows
+                        if splitter is not None and splitter.passthrough(content):
+                            splitter = None  # past the reasoning for good: it would pass every later piece as it is
+                        if splitter is None:
                             yield delta(content)
                         else:
                             for text, is_thinking in splitter.feed(content):
