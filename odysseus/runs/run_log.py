@@ -9,7 +9,8 @@ Invariants:
   for "everything after N".
 - Each event is serialised to JSON exactly once, on append; projections and the durable
   copy in SQLite (``odysseus.runs.durable``) reuse that text, so a replay from either is
-  byte-identical.
+  byte-identical. A text delta is kept in that one form (``events.StoredDelta``: its ``data``
+  is decoded from the text when read), not as a dict holding a second copy of the text.
 - Caps: a log holds at most ``max_events`` events and ``max_bytes`` payload bytes, and all
   logs together draw on one ``ByteBudget``. Lifecycle events (terminal record, done,
   error, close) are always admitted, so a run can always end properly; any other append
