@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 from typing import List
 
@@ -56,6 +57,38 @@ def test_reads_of_whole_plain_events_take_the_block_path_and_match_the_reference
         assert [event for batch in sse_batches(chunks) for event in batch] == expected, chunks
     whole = PLAIN_SSE.split(b"data: \n\n")[0]  # six events, one read: one batch
     assert list(sse_batches([whole])) == [_reference_sse([whole])]
+
+
+CHUNKED_BODIES = [
+    b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+    b"7\r\nab\r\ncd\n\r\n3\r\nxyz\r\n0\r\nTrailer: 1\r\n\r\n",  # a CRLF inside a payload
+    b"5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\n\r\n",  # an extension, an upper-case size
+    b"5\nhello\r\n 3 \r\nabc\r\n0\r\n\r\n",  # a bare LF after a size, spaces around one
+    b"5\r\nhelloXY3\r\nabc\r\n0\r\n\r\n",  # the CRLF after a payload is skipped unchecked
+    b"2\r\n\r\n\r\n3\r\n0\r\n\r\n0\r\n\r\n",  # payloads that are a CRLF and a zero line
+]
+
+
+@pytest.mark.parametrize("raw", CHUNKED_BODIES)
+def test_whole_chunk_runs_decode_as_the_state_machine_does_at_every_split(monkeypatch, raw):
+    from odysseus.llm import stream_reader
+
+    def decode(chunks):
+        decoder = stream_reader.ChunkedDecoder()
+        try:
+            return [decoder.feed(c) for c in chunks], decoder.done, decoder.buffer
+        except http.client.HTTPException as exc:
+            return type(exc)
+
+    splits = list(_splits(raw)) + [[raw[i : i + 9] for i in range(0, len(raw), 9)]]
+    fast = [decode(chunks) for chunks in splits]
+    with monkeypatch.context() as patch:
+        patch.setattr(stream_reader, "_whole_chunks", lambda buf, out: 0)
+        slow = [decode(chunks) for chunks in splits]
+    assert fast == slow  # the same bytes from every feed call, the same end state
+    for decoded in fast:  # every split of these (valid) bodies decodes to the end
+        assert not isinstance(decoded, type) and decoded[1] is True, decoded
+    assert (stream_reader._whole_chunks(raw, []) > 0) == (raw is CHUNKED_BODIES[0])  # the common form only
 
 
 def test_a_bad_read_yields_its_good_events_before_the_error():

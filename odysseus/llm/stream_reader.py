@@ -31,6 +31,38 @@ _ASCII_SPACE = " \t\n\r\x0b\x0c"
 _SIZE, _DATA, _CRLF, _TRAILER, _DONE = range(5)
 _DATA_PREFIX = itertools.repeat("data: ")  # endless and stateless: shared by every map() below
 _CR = itertools.repeat("\r")
+_HEX = itertools.repeat(16)
+
+
+def _whole_chunks(buf: bytes, out: List[bytes]) -> int:
+    """Decode the run of complete chunks ``buf`` starts with, by C-level list operations; return its length.
+
+    The common read of a streaming body is ``size CRLF payload CRLF`` repeated (a provider
+    sends one chunk per event). Split at CRLF, such a run is pairs (size line, payload) whose
+    sizes are the payloads' lengths: checked all at once, it is exactly what the state machine
+    would read. Anything else (an extension, a bare LF or a CRLF inside a payload, a trailer,
+    a bad size) returns 0 and the state machine reads ``buf`` itself; the last chunk and the
+    incomplete tail (a size line whose data has not all come, a partial line) are left to it.
+    """
+    parts = buf.split(b"\r\n")
+    del parts[-1]  # what follows the last CRLF: incomplete, or nothing
+    if len(parts) % 2:
+        del parts[-1]  # a size line whose payload is not all here
+    if not parts:
+        return 0
+    heads = parts[0::2]
+    bodies = parts[1::2]
+    try:
+        sizes = list(map(int, heads, _HEX))
+    except ValueError:
+        return 0
+    if 0 in sizes:  # the last chunk: the run ends before it (its trailer is the state machine's)
+        count = sizes.index(0)
+        del sizes[count:], heads[count:], bodies[count:]
+    if not sizes or sizes != list(map(len, bodies)) or b"\n" in b"".join(heads):
+        return 0
+    out.append(b"".join(bodies))
+    return sum(sizes) + sum(map(len, heads)) + 4 * len(heads)
 
 
 class ChunkedDecoder:
@@ -55,7 +87,8 @@ class ChunkedDecoder:
         """The payload bytes in ``raw`` (plus whatever an earlier read left incomplete)."""
         buf = self.buffer + raw if self.buffer else raw
         out: List[bytes] = []
-        pos, end, state = 0, len(buf), self.state
+        pos = _whole_chunks(buf, out) if self.state == _SIZE else 0
+        end, state = len(buf), self.state
         while pos < end and state != _DONE:
             if state == _DATA:
                 take = min(self.left, end - pos)
