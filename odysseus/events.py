@@ -24,6 +24,7 @@ Lifecycle events every run log contains:
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any, Optional
 
@@ -177,8 +178,6 @@ class Event(_Fields):
         return self  # immutable: a copy is the same value
 
     def __deepcopy__(self, memo: dict) -> "Event":
-        import copy
-
         return Event(self.type, copy.deepcopy(self.data, memo), self.seq)
 
 
