@@ -198,13 +198,6 @@ class StoredDelta(Event):
         """The payload, decoded (a new dict each time: nothing is cached)."""
         return _decode_payload(self.payload)
 
-    def numbered(self, seq: int) -> "Event":
-        """Return this event carrying log number ``seq`` (a plain Event)."""
-        return Event(self.type, self.data, seq)
-
-    def __reduce__(self):
-        return (Event, (self.type, self.data, self.seq))
-
     @classmethod
     def of(cls, type: str, seq: Optional[int], payload: str) -> "StoredDelta":  # noqa: A002
         """The stored form of the delta ``type``/``seq`` whose encoded data is ``payload``."""
