@@ -35,7 +35,7 @@ _HEX = itertools.repeat(16)
 
 
 def _whole_chunks(buf: bytes, out: List[bytes]) -> int:
-    """Decode the run of complete chunks ``buf`` starts with, by C-level list operations; return its length.
+    """Decode the run of whole chunks ``buf`` starts with (at a size line) by C-level list operations; its length.
 
     The common read of a streaming body is ``size CRLF payload CRLF`` repeated (a provider
     sends one chunk per event). Split at CRLF, such a run is pairs (size line, payload) whose
@@ -87,9 +87,15 @@ class ChunkedDecoder:
         """The payload bytes in ``raw`` (plus whatever an earlier read left incomplete)."""
         buf = self.buffer + raw if self.buffer else raw
         out: List[bytes] = []
-        pos = _whole_chunks(buf, out) if self.state == _SIZE else 0
-        end, state = len(buf), self.state
+        pos, end, state = 0, len(buf), self.state
+        tried = False  # the run of whole chunks, once per read: where the first size line starts
         while pos < end and state != _DONE:
+            if state == _SIZE and not tried:
+                tried = True
+                took = _whole_chunks(buf[pos:] if pos else buf, out)
+                if took:
+                    pos += took
+                    continue
             if state == _DATA:
                 take = min(self.left, end - pos)
                 out.append(buf[pos : pos + take])
