@@ -3,7 +3,7 @@
 One process reads a zero-paced reply of ``--tokens`` tokens from ``bench.model_server`` (a
 subprocess, so its CPU is not counted) through the real OpenAI-compatible adapter and
 ``stream_route`` (HTTP reads, SSE parsing, text repair, metrics), then does what the run
-engine does with every event (``RunEngine._append``: the run log's numbering and JSON, the
+engine does with every event (``RunEngine._drive``'s append: the run log's numbering and JSON, the
 run's accumulated state, the durable queue) and encodes the chat projection's frame for one
 subscriber. Reported: ``time.process_time()`` per token (median of the trials) and the
 events per second that CPU allows.
@@ -32,7 +32,7 @@ from odysseus.llm.base import ChatRequest, ProviderConfig
 from odysseus.llm.llm_core import Candidate, stream_route
 from odysseus.llm.openai_compat import OpenAICompatProvider
 from odysseus.runs.run import Run
-from odysseus.runs.run_log import RunLog
+from odysseus.runs.run_log import RunLog, greenlets_only
 from odysseus.sse import chat_frame
 
 from .common import model_server
@@ -56,14 +56,19 @@ def one_turn(provider: OpenAICompatProvider, tokens: int) -> float:
     request = ChatRequest(model="bench", messages=[{"role": "user", "content": f"fast tokens={tokens} delay=0"}])
     deltas = 0
     sent = 0
+    inline = greenlets_only()
     started = time.process_time()
     for event in stream_route([Candidate(provider, "bench")], request, CancelToken()):
         if event.type in PROVIDER_ONLY:
             run.observe(event)
             continue
-        with run.lock:  # what RunEngine._append does per event
+        if inline:  # what RunEngine._drive does per event among greenlets (no lock: see _drive)
             entry = log.append(event)
             run.observe(event)
+        else:
+            with run.lock:  # RunEngine._append, with native threads
+                entry = log.append(event)
+                run.observe(event)
         pending.append((run.run_id, entry[0].seq, entry[0].type, entry[1]))
         frame = chat_frame(*entry)
         sent += len(frame or "")

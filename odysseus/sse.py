@@ -24,6 +24,7 @@ from .events import (
     RUN_STARTED,
     START,
     Event,
+    StoredDelta,
 )
 
 #: Declared events the chat projection does not send (run_started, start, close, run_missing, provider-level
@@ -105,6 +106,19 @@ def named_frame(name: str, data: dict, seq: Optional[int] = None) -> str:
     return f"{head}event: {name}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
+def _agent_chunk(payload: str, seq: Optional[int]) -> Optional[str]:
+    """The agent ``chunk`` frame of a stored text delta, from its payload (``run_log.text_delta_payload``).
+
+    That payload is ``{"delta":<s>}`` or ``{"delta":<s>,"thinking":true}`` with ``<s>`` written by
+    json's string encoder, which ends in a quote: so ``true}`` marks reasoning (not sent), and
+    ``<s>`` is the text's JSON as ``named_frame`` would write it.
+    """
+    if payload.endswith("true}"):
+        return None
+    head = f"id: {seq}\n" if seq is not None else ""
+    return f'{head}event: chunk\ndata: {{"content":{payload[9:-1]}}}\n\n'
+
+
 def agent_frame(event: Event, payload_json: Optional[str] = None) -> Optional[str]:
     """Encode ``event`` for the agent API; None for events this projection does not send.
 
@@ -112,7 +126,10 @@ def agent_frame(event: Event, payload_json: Optional[str] = None) -> Optional[st
     documented order run_started, start, chunk... holds for every run and a cursor taken
     between them resumes exactly.
     """
-    kind, data, seq = event.type, event.data, event.seq
+    kind, seq = event.type, event.seq
+    if event.__class__ is StoredDelta:  # a logged text delta: its payload, sliced (no decode, same bytes)
+        return _agent_chunk(event.payload, seq)
+    data = event.data
     name = AGENT_NAMES.get(kind)
     if name is None or (kind == DELTA and data.get("thinking")):
         return None

@@ -18,7 +18,7 @@ from waiting import wait_for
 
 from odysseus.config import DEFAULTS
 from odysseus.errors import CapacityError
-from odysseus.events import CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, delta
+from odysseus.events import CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, StoredDelta, delta
 from odysseus.process_identity import worker_identity
 from odysseus.runs.engine import RunEngine, StartSpec
 from odysseus.runs.durable import as_entry
@@ -441,3 +441,13 @@ def test_encode_matches_memory_log_payloads(make_engine):
     memory = [(e.seq, e.type, p) for e, p in run.log.read_after(run.log.base)]
     assert rows == memory
     assert encode([as_entry(*row[0:3]) for row in rows], chat_frame) == encode(run.log.read_after(0), chat_frame)
+
+
+def test_a_finished_run_keeps_its_reply_as_one_string_and_stored_deltas(make_engine):
+    engine = make_engine(EVICT_GRACE=180.0)
+    run = _finished(engine, "caf\u00e9 ", "\u2603 ", '"quoted"\n')
+    wait_for(lambda: len(run.content_parts) == 1, timeout=10, interval=0.01)
+    assert run.content == 'caf\u00e9 \u2603 "quoted"\n'
+    deltas = [e for e, _ in run.log.read_after(run.log.base) if e.type == DELTA]
+    assert [type(e) for e in deltas] == [StoredDelta] * 3
+    assert [e.data["delta"] for e in deltas] == ["caf\u00e9 ", "\u2603 ", '"quoted"\n']

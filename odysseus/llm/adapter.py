@@ -10,7 +10,7 @@ from ..cancel import Cancelled, CancelToken
 from ..events import DELTA, PROVIDER_META, TOOL_CALL, Event
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, Timeouts, Transport, provider_errors
-from .text_repair import repaired
+from .text_repair import Repair
 
 
 class HTTPProvider:
@@ -18,7 +18,7 @@ class HTTPProvider:
 
     Subclasses implement ``_open`` (send the request) and ``_events`` (turn the open
     response into canonical events). ``stream`` wraps both in the one error boundary,
-    repairs UTF-16 surrogates in their text once (``text_repair.repaired``), switches to
+    repairs UTF-16 surrogates in their text once (``text_repair.Repair``), switches to
     the idle timeout at the first output, and always closes the connection.
     """
 
@@ -50,13 +50,27 @@ class HTTPProvider:
         """Yield canonical events for one completion; stops promptly when ``cancel`` fires."""
         response = self._open(request, cancel)
         check = cancel.raise_if_cancelled
+        repair = Repair()  # the one text repair, in this loop: no generator layer per event
+        clean = repair.clean
         try:
             with provider_errors(self.name, cancel):
-                for event in repaired(self._events(response, request)):  # the one text repair
-                    if not response.output_started and event.type in (DELTA, TOOL_CALL):
+                for event in self._events(response, request):
+                    if clean(event):  # the common token: a delta with nothing to repair
+                        if not response.output_started:
+                            response.mark_output()
+                        check()
+                        yield event
+                        continue
+                    for fixed in repair.feed(event):
+                        if not response.output_started and fixed.type in (DELTA, TOOL_CALL):
+                            response.mark_output()
+                        check()
+                        yield fixed
+                for fixed in repair.flush():  # a half still held at the end: U+FFFD
+                    if not response.output_started:
                         response.mark_output()
                     check()
-                    yield event
+                    yield fixed
                 if cancel.cancelled:  # the shutdown socket looked like a clean end of stream
                     raise Cancelled(cancel.reason or "stopped")
             response.finish()

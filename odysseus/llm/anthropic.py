@@ -13,7 +13,7 @@ turn, and consecutive same-role turns are merged (the API wants them alternating
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
@@ -21,6 +21,7 @@ from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from .adapter import HTTPProvider, image_parts, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
+from .plain_chunks import FieldTemplate
 from .stream_reader import sse_events
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -107,6 +108,14 @@ def wire_tools(tools: Optional[List[dict]]) -> List[dict]:
     return result
 
 
+def _text_of_delta(doc: Any) -> Any:
+    return doc["delta"]["text"]
+
+
+def _set_text_of_delta(doc: Any, text: str) -> None:
+    doc["delta"]["text"] = text
+
+
 class AnthropicProvider(HTTPProvider):
     """The Anthropic Messages API."""
 
@@ -159,8 +168,14 @@ class AnthropicProvider(HTTPProvider):
         extra_usage: dict = {}
         reason: Optional[str] = None
         stopped = False
+        plain = FieldTemplate()  # the common text_delta chunk: no JSON decoding (see plain_chunks)
         for event_name, data in sse_events(response.chunks()):
+            text = plain.content(data)
+            if text is not None:
+                yield delta(text)  # all a text_delta does (its block exists: the template chunk made it)
+                continue
             doc = parse_json(data, self.name)
+            plain.forget()  # whatever this chunk does, the next one is parsed in full unless it learns below
             if not isinstance(doc, dict):
                 raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
             kind = doc.get("type") or event_name
@@ -205,6 +220,8 @@ class AnthropicProvider(HTTPProvider):
                 block = blocks.setdefault(doc.get("index", 0), {"type": "text", "json": ""})
                 if part.get("type") == "text_delta":
                     yield delta(part.get("text", ""))
+                    if doc.get("type") == "content_block_delta":  # named in the data, not only by the event
+                        plain.learn(data, doc, "text", part.get("text"), _text_of_delta, _set_text_of_delta)
                 elif part.get("type") == "thinking_delta":
                     yield delta(part.get("thinking", ""), thinking=True)
                 elif part.get("type") == "input_json_delta":

@@ -142,6 +142,10 @@ def stream_route(candidates: List[Candidate], request: ChatRequest, cancel: Canc
         pending: List[Event] = []
         try:
             for event in candidate.provider.stream(replace(request, model=candidate.model), cancel):
+                if started_output and event.type == DELTA and metrics.first_token_at is not None:
+                    metrics.output_chars += len(event.data.get("delta", ""))  # observe's count, without the call
+                    yield event
+                    continue
                 metrics.observe(event)
                 if not started_output:
                     if not _is_output(event):

@@ -22,6 +22,7 @@ from .think_splitter import ThinkSplitter
 DEFAULT_BASE_URL = "http://localhost:11434"
 KNOWN_KEYS = {"model", "created_at", "message", "done", "done_reason", "prompt_eval_count", "eval_count"}
 DURATIONS = ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
+_KNOWN_OR_TIMED = KNOWN_KEYS | set(DURATIONS)
 
 
 def _images(content) -> List[str]:
@@ -116,15 +117,21 @@ class OllamaProvider(HTTPProvider):
                 yield delta(message["thinking"], thinking=True)
             content = message.get("content")
             if content:
-                for text, is_thinking in splitter.feed(content) if splitter else [(content, False)]:
-                    yield delta(text, thinking=is_thinking)
+                if splitter is not None and splitter.passthrough(content):
+                    splitter = None  # past the reasoning for good: it would pass every later piece as it is
+                if splitter is None:
+                    yield delta(content)
+                else:
+                    for text, is_thinking in splitter.feed(content):
+                        yield delta(text, thinking=is_thinking)
             for call in message.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 yield tool_call(
                     call.get("id") or new_call_id(), fn.get("name", ""), parse_arguments(fn.get("arguments")), calls
                 )
                 calls += 1
-            extra = {k: v for k, v in chunk.items() if k not in KNOWN_KEYS and k not in DURATIONS}
+            # the token chunk has only known keys: no dict built (a set-view comparison in C)
+            extra = {} if chunk.keys() <= KNOWN_KEYS else {k: v for k, v in chunk.items() if k not in _KNOWN_OR_TIMED}
             if chunk.get("done"):
                 reason = chunk.get("done_reason") or "stop"
                 extra.update({k: chunk[k] for k in DURATIONS if k in chunk})

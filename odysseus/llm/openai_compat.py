@@ -23,7 +23,7 @@ from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, nor
 from .base import ChatRequest, ProviderConfig
 from .http import StreamResponse, parse_json
 from .plain_chunks import KNOWN_DELTA_KEYS, PlainContent
-from .stream_reader import sse_events
+from .stream_reader import sse_batches
 from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -157,69 +157,78 @@ class OpenAICompatProvider(HTTPProvider):
         last_usage: Optional[dict] = None
         first = True
         plain = PlainContent()
-        for _name, data in sse_events(response.chunks()):
-            content = plain.content(data)  # the common token chunk: no JSON decoding (see plain_chunks)
-            if content is not None:
-                if not content:
-                    continue
-                if splitter is None or splitter.passthrough(content):
-                    yield delta(content)
-                else:
-                    for text, is_thinking in splitter.feed(content):
-                        yield delta(text, thinking=is_thinking)
-                continue
-            if data == "[DONE]" or data.strip() == "[DONE]":
-                reason = reason or "stop"
-                break
-            chunk = parse_json(data, self.name)
-            if not isinstance(chunk, dict):
-                raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
-            if chunk.get("error"):
-                raise _in_stream_error(self.name, chunk["error"])
-            # the common chunk carries only known keys: no dict built (a set-view comparison in C)
-            extra = (
-                None
-                if chunk.keys() <= KNOWN_CHUNK_KEYS
-                else {k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
-            )
-            was_first = first
-            if first:
-                first = False
-                extra = extra or {}
-                extra.update({k: chunk[k] for k in ("id", "model", "system_fingerprint") if chunk.get(k)})
-            if chunk.get("usage"):
-                last_usage = chunk["usage"]
-            for choice in chunk.get("choices") or ():
-                piece = choice.get("delta") or choice.get("message") or {}
-                if not piece.keys() <= KNOWN_DELTA_KEYS:
-                    unknown = {k: v for k, v in piece.items() if k not in KNOWN_DELTA_KEYS and v is not None}
-                    if unknown:
-                        extra = extra or {}
-                        extra.update(unknown)
-                thinking = piece.get("reasoning_content") or piece.get("reasoning")
-                if thinking and isinstance(thinking, str):
-                    yield delta(thinking, thinking=True)
-                content = piece.get("content")
-                if content and isinstance(content, str):
-                    if splitter is None or splitter.passthrough(content):  # past the reasoning: no tag follows
+        done = False
+        for batch in sse_batches(response.chunks()):  # the events of one read: a plain loop over a list
+            for _name, data in batch:
+                content = plain.content(data)  # the common token chunk: no JSON decoding (see plain_chunks)
+                if content is not None:
+                    if not content:
+                        continue
+                    if splitter is not None and splitter.passthrough(content):
+                        splitter = None  # past the reasoning for good: it would pass every later piece as it is
+                    if splitter is None:
                         yield delta(content)
                     else:
                         for text, is_thinking in splitter.feed(content):
                             yield delta(text, thinking=is_thinking)
-                tool_parts = piece.get("tool_calls")
-                if tool_parts:
-                    for index, part in enumerate(tool_parts):
-                        response.mark_output()  # arguments streaming in count as output
-                        fragment = tools.add(part, index)
-                        if fragment is not None:
-                            yield fragment
-                if choice.get("finish_reason"):
-                    reason = choice["finish_reason"]
-                    yield from tools.drain()
-            if extra:
-                yield self.meta(fields=extra)
-            elif not was_first:
-                plain.learn(data, chunk, extra)
+                    continue
+                if data == "[DONE]" or data.strip() == "[DONE]":
+                    reason = reason or "stop"
+                    done = True
+                    break
+                chunk = parse_json(data, self.name)
+                if not isinstance(chunk, dict):
+                    raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
+                if chunk.get("error"):
+                    raise _in_stream_error(self.name, chunk["error"])
+                # the common chunk carries only known keys: no dict built (a set-view comparison in C)
+                extra = (
+                    None
+                    if chunk.keys() <= KNOWN_CHUNK_KEYS
+                    else {k: v for k, v in chunk.items() if k not in KNOWN_CHUNK_KEYS}
+                )
+                was_first = first
+                if first:
+                    first = False
+                    extra = extra or {}
+                    extra.update({k: chunk[k] for k in ("id", "model", "system_fingerprint") if chunk.get(k)})
+                if chunk.get("usage"):
+                    last_usage = chunk["usage"]
+                for choice in chunk.get("choices") or ():
+                    piece = choice.get("delta") or choice.get("message") or {}
+                    if not piece.keys() <= KNOWN_DELTA_KEYS:
+                        unknown = {k: v for k, v in piece.items() if k not in KNOWN_DELTA_KEYS and v is not None}
+                        if unknown:
+                            extra = extra or {}
+                            extra.update(unknown)
+                    thinking = piece.get("reasoning_content") or piece.get("reasoning")
+                    if thinking and isinstance(thinking, str):
+                        yield delta(thinking, thinking=True)
+                    content = piece.get("content")
+                    if content and isinstance(content, str):
+                        if splitter is not None and splitter.passthrough(content):
+                            splitter = None  # past the reasoning for good: it would pass every later piece as it is
+                        if splitter is None:
+                            yield delta(content)
+                        else:
+                            for text, is_thinking in splitter.feed(content):
+                                yield delta(text, thinking=is_thinking)
+                    tool_parts = piece.get("tool_calls")
+                    if tool_parts:
+                        for index, part in enumerate(tool_parts):
+                            response.mark_output()  # arguments streaming in count as output
+                            fragment = tools.add(part, index)
+                            if fragment is not None:
+                                yield fragment
+                    if choice.get("finish_reason"):
+                        reason = choice["finish_reason"]
+                        yield from tools.drain()
+                if extra:
+                    yield self.meta(fields=extra)
+                elif not was_first:
+                    plain.learn(data, chunk, extra)
+            if done:
+                break
         if reason is None:  # neither [DONE] nor a finish_reason: the stream was cut
             raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done", provider=self.name)
         for text, is_thinking in splitter.flush() if splitter else []:

@@ -8,8 +8,9 @@ SSE write, the run log's serialised payload and every SQLite write of it would r
 
 Invariants:
 
-- Every event leaving ``HTTPProvider.stream`` is free of surrogates: ``repaired`` wraps the
-  adapter's events once, so nothing downstream (engine, log, store, projections) checks.
+- Every event leaving ``HTTPProvider.stream`` is free of surrogates: its loop passes the
+  adapter's events through one ``Repair`` (``repaired`` is the same as a generator), so nothing
+  downstream (engine, log, store, projections) checks.
 - A pair split across two ``delta`` events of the same channel (content or thinking) is
   joined: the trailing high surrogate is held back and prepended to the next delta of that
   channel. A held half still alone at a tool call, at the finish or at the end of the
@@ -20,7 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, List
 
 from ..events import DELTA, FINISH, TOOL_CALL, Event
 
@@ -62,40 +63,69 @@ def _ends_high(text: str) -> bool:
     return bool(text) and _HIGH[0] <= text[-1] <= _HIGH[1]
 
 
-def repaired(events: Iterator[Event]) -> Iterator[Event]:
-    """Yield ``events`` with surrogates repaired and split pairs joined across deltas (see module doc).
+class Repair:
+    """The repair state of one stream: the high surrogate held back per channel (see module doc).
 
-    A half held back when the adapter raises is dropped with the failure: the partial
-    reply then ends one (unrepresentable) character short.
+    ``clean(event)`` is the per-token test a stream loop makes first: a delta with nothing held
+    and no surrogate passes as it is. Everything else goes through ``feed``, which returns the
+    events to pass on in its place (none, the event, or repaired copies); ``flush`` ends the stream.
     """
-    held: Dict[bool, str] = {}
 
-    def flush() -> Iterator[Event]:
-        for thinking in sorted(held):
-            yield Event(DELTA, {"delta": REPLACEMENT, "thinking": True} if thinking else {"delta": REPLACEMENT})
-        held.clear()
+    __slots__ = ("held",)
 
-    for event in events:
+    def __init__(self) -> None:
+        self.held: Dict[bool, str] = {}
+
+    def clean(self, event: Event) -> bool:
+        """True when ``event`` is a delta that passes untouched (the common case, a few C calls)."""
+        if event.type != DELTA or self.held:
+            return False
+        text = event.data.get("delta")
+        return type(text) is str and (text.isascii() or _SURROGATE.search(text) is None)
+
+    def feed(self, event: Event) -> List[Event]:
+        """The events that stand for ``event`` once repaired (split pairs joined across deltas)."""
+        held = self.held
         if event.type == DELTA:
             thinking = bool(event.data.get("thinking"))
             text = event.data.get("delta", "")
             if not isinstance(text, str):
-                yield event
-                continue
+                return [event]
             pending = held.pop(thinking, "")
             if not pending and not has_surrogate(text):
-                yield event  # the common case: untouched
-                continue
+                return [event]
             text = pending + text
             if _ends_high(text):
                 held[thinking] = text[-1]
                 text = text[:-1]
             text = repair_text(text)
-            if text:
-                yield Event(DELTA, {**event.data, "delta": text}, event.seq)
-            continue
-        if event.type in (TOOL_CALL, FINISH) and held:
-            yield from flush()
+            return [Event(DELTA, {**event.data, "delta": text}, event.seq)] if text else []
+        out = self.flush() if event.type in (TOOL_CALL, FINISH) and held else []
         data = repair_value(event.data)
-        yield event if data is event.data else Event(event.type, data, event.seq)
-    yield from flush()
+        out.append(event if data is event.data else Event(event.type, data, event.seq))
+        return out
+
+    def flush(self) -> List[Event]:
+        """Each half still held, as U+FFFD (content before thinking); nothing is held after."""
+        out = [
+            Event(DELTA, {"delta": REPLACEMENT, "thinking": True} if thinking else {"delta": REPLACEMENT})
+            for thinking in sorted(self.held)
+        ]
+        self.held.clear()
+        return out
+
+
+def repaired(events: Iterator[Event]) -> Iterator[Event]:
+    """Yield ``events`` with surrogates repaired and split pairs joined across deltas (see module doc).
+
+    A half held back when the adapter raises is dropped with the failure: the partial
+    reply then ends one (unrepresentable) character short. ``HTTPProvider.stream`` uses
+    ``Repair`` directly (no generator layer per event); this is the same as a generator.
+    """
+    repair = Repair()
+    for event in events:
+        if repair.clean(event):
+            yield event
+        else:
+            yield from repair.feed(event)
+    yield from repair.flush()

@@ -68,7 +68,7 @@ from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
 from .native import gevent_active
 from .run import Outcome, Run, RunContext
-from .run_log import ByteBudget, LogFull
+from .run_log import ByteBudget, LogFull, greenlets_only
 
 log = logging.getLogger(__name__)
 
@@ -407,12 +407,24 @@ class RunEngine:
         outcome: Optional[Outcome] = None
         flushed = False
         busy_since = time.monotonic()
+        # Among greenlets of one thread (greenlets_only) _append's section cannot interleave with
+        # _finalize's (nothing in it blocks, so no other greenlet runs until it is done): the
+        # per-event lock is dropped there and the append is made inline, in the same order.
+        inline = greenlets_only()
+        append, observe, enqueue, run_id = run.log.append, run.observe, self.durable.enqueue, run.run_id
         try:
             for event in turn(run.context):
                 if event.type in PROVIDER_ONLY:
-                    run.observe(event)
+                    observe(event)
                     continue
-                self._append(run, event)
+                if inline:
+                    if run.finalized:
+                        raise Cancelled(run.cancel.reason or "stopped")
+                    entry = append(event)  # first: a refused append must not reach the saved reply
+                    observe(event)
+                    enqueue(run_id, entry)
+                else:
+                    self._append(run, event)
                 # A provider that sends a burst keeps this greenlet busy until its socket would
                 # block: yield after the first delta (subscribers send the first token right away)
                 # and then every BURST_SLICE seconds, so a long burst cannot hold the hub (and every
@@ -440,6 +452,18 @@ class RunEngine:
             outcome = Outcome("error", "internal_error", "Internal error while generating the reply", 500)
         finally:
             self._finalize(run, outcome or self._cancel_outcome(run))
+            self._settle(run)
+
+    @staticmethod
+    def _settle(run: Run) -> None:
+        """A finished run keeps its reply text as one string until eviction (not a list of token strings;
+        its log keeps each delta as payload text only, see ``RunLog.append``)."""
+        if not run.finalized:
+            return
+        if len(run.content_parts) > 1:
+            run.content_parts = [run.content]
+        if len(run.thinking_parts) > 1:
+            run.thinking_parts = [run.thinking]
 
     @staticmethod
     def _cancel_outcome(run: Run) -> Outcome:

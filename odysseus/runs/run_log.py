@@ -9,7 +9,8 @@ Invariants:
   for "everything after N".
 - Each event is serialised to JSON exactly once, on append; projections and the durable
   copy in SQLite (``odysseus.runs.durable``) reuse that text, so a replay from either is
-  byte-identical.
+  byte-identical. A text delta is kept in that one form (``events.StoredDelta``: its ``data``
+  is decoded from the text when read), not as a dict holding a second copy of the text.
 - Caps: a log holds at most ``max_events`` events and ``max_bytes`` payload bytes, and all
   logs together draw on one ``ByteBudget``. Lifecycle events (terminal record, done,
   error, close) are always admitted, so a run can always end properly; any other append
@@ -22,7 +23,18 @@ import json
 import threading
 from typing import Iterator, List, Optional, Tuple
 
-from ..events import AGENT_TERMINAL, CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, RUN_TIMEOUT, Event
+from ..events import (
+    AGENT_TERMINAL,
+    CHAT_TERMINAL,
+    CLOSE,
+    DELTA,
+    DONE,
+    ERROR,
+    MESSAGE_SAVED,
+    RUN_TIMEOUT,
+    Event,
+    StoredDelta,
+)
 from .native import gevent_active
 
 #: Events admitted past the caps so that every run can end with its terminal outcome.
@@ -44,12 +56,11 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _encode_str = json.encoder.encode_basestring
 
 
-def encode_payload(data: dict) -> str:
-    """An event's payload as JSON, exactly as ``_encode`` writes it; a text delta by a string fast path.
+def text_delta_payload(data: dict) -> Optional[str]:
+    """The JSON of a text delta's data, ``{"delta": s}`` or ``{"delta": s, "thinking": true}``; else None.
 
-    ``{"delta": s}`` and ``{"delta": s, "thinking": true}`` (in that key order, as
-    ``events.delta`` builds them) are most of a run's events; the general encoder takes
-    about ten times as long for them.
+    Those two shapes (in that key order, as ``events.delta`` builds them) are most of a run's
+    events; this string fast path writes exactly what ``_encode`` would, ten times faster.
     """
     size = len(data)
     if size == 1:
@@ -60,7 +71,13 @@ def encode_payload(data: dict) -> str:
         text = data.get("delta")
         if type(text) is str and next(iter(data)) == "delta":
             return '{"delta":' + _encode_str(text) + ',"thinking":true}'
-    return _encode(data)
+    return None
+
+
+def encode_payload(data: dict) -> str:
+    """An event's payload as JSON, exactly as ``_encode`` writes it; a text delta by a string fast path."""
+    payload = text_delta_payload(data)
+    return _encode(data) if payload is None else payload
 
 
 class LogFull(Exception):
@@ -122,6 +139,7 @@ class RunLog:
         self._cond = threading.Condition(threading.Lock())
         self._waiters = getattr(self._cond, "_waiters", None)  # the Condition's own list of blocked readers
         self._greenlets = greenlets_only() and self._waiters is not None
+        self._mirrored = type(self)._admitted is not RunLog._admitted  # a subclass queues each entry
         self.closed = False
         self.released = False
 
@@ -139,8 +157,23 @@ class RunLog:
         return self._entries[-1][0].type if self._entries else None
 
     def append(self, event: Event) -> Entry:
-        """Number, serialise and store ``event``; wake every reader. Raises LogFull past a cap."""
-        return self._store(event, encode_payload(event.data), numbered=None)
+        """Number, serialise and store ``event``; wake every reader. Raises LogFull past a cap.
+
+        A text delta is kept in one form, its payload text: the logged event is a
+        ``StoredDelta`` (its ``data`` decoded from that text when read), not a second copy.
+        """
+        payload = text_delta_payload(event.data) if event.type == DELTA else None
+        stored = payload is not None
+        if payload is None:
+            payload = _encode(event.data)
+        if not self._greenlets:
+            return self._store(event, payload, numbered=None, stored=stored)
+        # the per-token path among greenlets: _store's lock-free branch, one call less (see _store)
+        entry = self._admit(event, payload, None, stored)
+        if self._waiters:
+            with self._cond:
+                self._cond.notify_all()
+        return entry
 
     def append_entry(self, entry: Entry) -> Entry:
         """Store an entry numbered and encoded elsewhere (the durable writer's terminal tail).
@@ -150,41 +183,52 @@ class RunLog:
         event, payload = entry
         if event.seq != self.last_seq + 1:
             raise ValueError(f"entry {event.seq} does not follow {self.last_seq}")
-        return self._store(event, payload, numbered=event)
+        return self._store(event, payload, numbered=event, stored=False)
 
-    def _store(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
+    def _store(self, event: Event, payload: str, numbered: Optional[Event], stored: bool) -> Entry:
         if self._greenlets:
             # Invariant: one writer greenlet per run, and nothing in _admit blocks, so no other
             # greenlet (a reader checking before it waits, a finalizer) can run in the middle of
             # it: the append needs no lock. Blocked readers are woken under the lock, and only
             # when there are any (a reader woken by this burst's first append is off the list
             # until it waits again, and then it has read everything: one wake per burst).
-            entry = self._admit(event, payload, numbered)
+            entry = self._admit(event, payload, numbered, stored)
             if self._waiters:
                 with self._cond:
                     self._cond.notify_all()
             return entry
         with self._cond:
-            entry = self._admit(event, payload, numbered)
+            entry = self._admit(event, payload, numbered, stored)
             if self._waiters is None or self._waiters:
                 self._cond.notify_all()
         return entry
 
-    def _admit(self, event: Event, payload: str, numbered: Optional[Event]) -> Entry:
+    def _admit(self, event: Event, payload: str, numbered: Optional[Event], stored: bool) -> Entry:
         size = len(payload) + 16
         forced = event.type in LIFECYCLE
         if self.closed or self.released:
             raise LogFull("log is closed")
         if not forced and (len(self._entries) >= self.max_events or self.bytes + size > self.max_bytes):
             raise LogFull("run log cap reached")
-        if self.budget is not None and not self.budget.take(size, force=forced):
-            raise LogFull("process log budget exhausted")
-        entry = (numbered or Event(event.type, event.data, self.base + len(self._entries) + 1), payload)
-        self._entries.append(entry)
+        budget = self.budget
+        if budget is not None:
+            if budget._lock is None:  # among greenlets: ByteBudget._take, inline (no two calls per event)
+                if not forced and budget.used + size > budget.limit:
+                    raise LogFull("process log budget exhausted")
+                budget.used += size
+            elif not budget.take(size, force=forced):
+                raise LogFull("process log budget exhausted")
+        entries = self._entries
+        if numbered is None:
+            seq = self.base + len(entries) + 1
+            numbered = StoredDelta.of(DELTA, seq, payload) if stored else event.numbered(seq)
+        entry = (numbered, payload)
+        entries.append(entry)
         self.bytes += size
         if event.type == CLOSE:
             self.closed = True
-        self._admitted(entry)
+        if self._mirrored:
+            self._admitted(entry)
         return entry
 
     def _admitted(self, entry: Entry) -> None:
