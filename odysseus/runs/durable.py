@@ -3,8 +3,10 @@
 Invariants:
 
 - Every event a run logs is queued here with the exact payload text the memory log holds,
-  and written as ``run_events(run_id, seq, type, payload)``. Events are written in the
-  order they were logged, so if seq N of a run is durable, every seq below it is too.
+  and written to ``run_events``; a run's consecutive events of one write share one row
+  (``event_packs``: SQLite's cost is per row). Events are written in the order they were
+  logged, so if seq N of a run is durable, every seq below it is too. Every reader goes
+  through ``event_packs`` (``read_events``, ``read_tail``, recovery).
 - One native thread (``NativeWorker``) owns the writer connection and does every write of
   the engine: group commits of pending events at most every ``EVENT_FLUSH_INTERVAL``
   seconds, lease renewal, final saves, recovery and purging. The gevent hub never waits
@@ -36,6 +38,7 @@ from ..events import CLOSE, DELTA, Event
 from ..process_identity import worker_is_dead
 from ..store.database import connect
 from ..store.messages import insert_message
+from .event_packs import INSERT, Row, iter_events, pack_rows, read_after, read_newest
 from .native import NativeWorker, gevent_active
 from .run_log import LIFECYCLE, Entry, encode_payload, seq_of
 
@@ -43,8 +46,6 @@ log = logging.getLogger(__name__)
 
 #: the writer connection may wait this long inside SQLite (it is a native thread: the hub is free)
 WRITER_BUSY_MS = 1000
-
-Row = Tuple[str, Optional[int], str, str]  # run_id, seq (always set: logged events are numbered), type, payload
 
 
 @dataclass
@@ -227,7 +228,7 @@ class DurableLog:
 
     def _write_rows(self, conn: sqlite3.Connection, rows: List[Row]) -> None:
         if rows:
-            conn.executemany("insert or ignore into run_events (run_id, seq, type, payload) values (?, ?, ?, ?)", rows)
+            conn.executemany(INSERT, pack_rows(rows))
 
     def _renew_leases(self, conn: sqlite3.Connection, now: float, force: bool = False) -> None:
         if force or now - self._last_renew >= self.lease_seconds / 3:
@@ -266,8 +267,8 @@ class DurableLog:
         conn = self._db()
         try:
             conn.execute("BEGIN IMMEDIATE")
-            self._write_rows(conn, rows)
-            self._finish_row(conn, final)
+            # the tail follows the run's pending events: written together they pack into one row
+            self._write_rows(conn, rows + self._finish_row(conn, final))
             conn.execute("COMMIT")
         except Exception:
             if conn.in_transaction:
@@ -277,8 +278,12 @@ class DurableLog:
         self.written += len(rows) + len(final.tail)
         self.last_flush_at = time.time()
 
-    def _finish_row(self, conn: sqlite3.Connection, final: FinalSave) -> None:
-        """Inside the caller's transaction: save the reply and the tail only if the run is still running."""
+    def _finish_row(self, conn: sqlite3.Connection, final: FinalSave) -> List[Row]:
+        """Inside the caller's transaction: save the reply only if the run is still running.
+
+        Returns the tail's rows for the caller to write in the same transaction (none when
+        another writer had finished the run).
+        """
         now = time.time()
         claimed = conn.execute(
             "update runs set status = ?, stop_reason = ?, error = ?, updated_at = ?,"
@@ -289,7 +294,7 @@ class DurableLog:
             row = conn.execute("select message_id from runs where run_id = ?", [final.run_id]).fetchone()
             final.message_id, final.saved = (row[0] if row else None), False
             final.tail = number_tail(final.build_tail(final.message_id), final.first_tail_seq)
-            return
+            return []
         message_id = insert_message(
             _RawDb(conn),
             final.owner,
@@ -301,7 +306,6 @@ class DurableLog:
             run_id=final.run_id,
         )
         final.tail = number_tail(final.build_tail(message_id), final.first_tail_seq)
-        self._write_rows(conn, [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail])
         conn.execute(
             "update runs set message_id = ?, event_count = ?, last_event_type = ?, partial_content = ?,"
             " partial_thinking = ? where run_id = ?",
@@ -315,6 +319,7 @@ class DurableLog:
             ],
         )
         final.message_id, final.saved = message_id, True
+        return [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail]
 
     def _recover_native(self, is_owned, build_tail) -> List[str]:
         conn = self._db()
@@ -357,9 +362,7 @@ class DurableLog:
         content: List[str] = []
         thinking: List[str] = []
         last_seq = row["first_seq"] - 1
-        for seq, kind, payload in conn.execute(
-            "select seq, type, payload from run_events where run_id = ? order by seq", [row["run_id"]]
-        ):
+        for seq, kind, payload in iter_events(conn, row["run_id"], 0):
             last_seq = seq
             if kind == DELTA:
                 data = json.loads(payload)
@@ -388,7 +391,7 @@ class DurableLog:
             base=row["first_seq"] - 1,
             skipped=first_tail - last_seq - 1,
         )
-        self._finish_row(conn, final)
+        self._write_rows(conn, self._finish_row(conn, final))
         conn.execute("COMMIT")
 
     def _purge_native(self, batch: int) -> int:
@@ -427,13 +430,14 @@ class _RawDb:
 
 
 def read_events(db, run_id: str, after: int, limit: int = 500) -> List[Tuple[int, str, str]]:
-    """Durable events of a run after ``after``: (seq, type, payload), in order (request-path connection)."""
-    return list(
-        db.execute(
-            "select seq, type, payload from run_events where run_id = ? and seq > ? order by seq limit ?",
-            [run_id, after, limit],
-        ).fetchall()
-    )
+    """At most ``limit`` durable events of a run after ``after``: (seq, type, payload), in order, packs
+    unpacked, whichever row the cursor falls in (request-path connection)."""
+    return read_after(db, run_id, after, limit)
+
+
+def read_tail(db, run_id: str, count: int = 8) -> List[Tuple[int, str, str]]:
+    """A run's last ``count`` durable events, newest first: (seq, type, payload)."""
+    return read_newest(db, run_id, count)
 
 
 def as_entry(seq: int, kind: str, payload: str) -> Entry:
