@@ -52,24 +52,43 @@ def pack_rows(rows: Iterable[Row]) -> List[DbRow]:
             queued.append(row)
     out: List[DbRow] = []
     for run_id, events in by_run.items():
-        chunk: List[Row] = []
-        size = 0
-        for event in events:
-            seq, kind, payload = event[1], event[2], event[3]
-            if "\n" in payload or "\n" in kind:
-                _emit(out, run_id, chunk)
-                chunk, size = [], 0
-                out.append((run_id, seq, None, kind, payload))
-                continue
-            if chunk and (
-                seq != chunk[-1][1] + 1 or len(chunk) >= PACK_EVENTS or size + len(payload) > PACK_CHARS
+        count = len(events)
+        if count == 1:
+            _, seq, kind, payload = events[0]
+            out.append((run_id, seq, None, kind, payload))
+            continue
+        # the usual case, checked in C: consecutive ids, under the caps, no newline inside any text
+        _, seqs, kinds, payloads = zip(*events)
+        if count <= PACK_EVENTS and seqs == tuple(range(seqs[0], seqs[0] + count)):
+            kind_text, payload_text = "\n".join(kinds), "\n".join(payloads)
+            if (
+                len(payload_text) <= PACK_CHARS
+                and payload_text.count("\n") == count - 1
+                and kind_text.count("\n") == count - 1
             ):
-                _emit(out, run_id, chunk)
-                chunk, size = [], 0
-            chunk.append(event)
-            size += len(payload) + 1
-        _emit(out, run_id, chunk)
+                out.append((run_id, seqs[-1], seqs[0], kind_text, payload_text))
+                continue
+        _pack_slowly(out, run_id, events)
     return out
+
+
+def _pack_slowly(out: List[DbRow], run_id: str, events: List[Row]) -> None:
+    """One run's events cut into rows event by event (gaps, caps, newlines)."""
+    chunk: List[Row] = []
+    size = 0
+    for event in events:
+        seq, kind, payload = event[1], event[2], event[3]
+        if "\n" in payload or "\n" in kind:
+            _emit(out, run_id, chunk)
+            chunk, size = [], 0
+            out.append((run_id, seq, None, kind, payload))
+            continue
+        if chunk and (seq != chunk[-1][1] + 1 or len(chunk) >= PACK_EVENTS or size + len(payload) > PACK_CHARS):
+            _emit(out, run_id, chunk)
+            chunk, size = [], 0
+        chunk.append(event)
+        size += len(payload) + 1
+    _emit(out, run_id, chunk)
 
 
 def _emit(out: List[DbRow], run_id: str, chunk: List[Row]) -> None:
