@@ -15,6 +15,10 @@ Invariants:
   run row's final status and the terminal tail (``message_saved``, terminal record,
   ``done``/``error``, ``close``). It is conditional (``where status = 'running'``), so
   two writers (a live worker and a recovering one) can never save one reply twice.
+  Final saves queued together (a burst of runs ending at once) share one transaction
+  (group commit: the COMMIT is most of a save's cost), each in its own savepoint: each is
+  still claimed on its own, and one that fails is rolled back alone and told so, while
+  the others commit.
 - A write that fails (lock held elsewhere, disk full) keeps its events queued and is
   retried on the next flush; ``stats()`` reports the backlog for ``/api/health``.
 - A recovered run's tail is numbered past every id its dead worker could have sent (the
@@ -74,6 +78,15 @@ class FinalSave:
     saved: bool = False  # False when another writer had already finished this run
 
 
+@dataclass
+class _Attempt:
+    """One ``save_final`` try, queued for the next group commit; its outcome is set by the batch that took it."""
+
+    final: FinalSave
+    done: bool = False
+    error: Optional[BaseException] = None
+
+
 def number_tail(events: List[Event], first_seq: int) -> List[Entry]:
     """The terminal tail numbered from ``first_seq`` and encoded once."""
     return [(event.numbered(first_seq + i), encode_payload(event.data)) for i, event in enumerate(events)]
@@ -92,6 +105,7 @@ class DurableLog:
         self.enabled = bool(config.get("DURABLE_EVENTS", True))
         self._pending: Deque[Row] = collections.deque()
         self._retry: List[Row] = []  # native thread only
+        self._finals: Deque[_Attempt] = collections.deque()  # final saves waiting for a group commit
         self._native = NativeWorker("run-writer")
         self._conn: Optional[sqlite3.Connection] = None  # native thread only
         self._last_renew = 0.0
@@ -140,8 +154,10 @@ class DurableLog:
         self.finals_waiting += 1
         try:
             while True:
+                attempt = _Attempt(final)
+                self._finals.append(attempt)
                 try:
-                    self._native.call(self._final_native, final, timeout=max(0.1, deadline - time.monotonic()) + 5)
+                    self._native.call(self._final_native, attempt, timeout=max(0.1, deadline - time.monotonic()) + 5)
                     return True
                 except (sqlite3.OperationalError, TimeoutError) as exc:
                     self._note_failure(exc)
@@ -262,21 +278,56 @@ class DurableLog:
         self.written += len(rows)
         self.last_flush_at = time.time()
 
-    def _final_native(self, final: FinalSave) -> None:
+    def _final_native(self, attempt: _Attempt) -> None:
+        """Save ``attempt`` and every final save queued with it in one transaction (raises its own failure)."""
+        if not attempt.done:  # else an earlier call's batch took it
+            self._save_finals(self._take_finals())
+        if attempt.error is not None:
+            raise attempt.error
+
+    def _take_finals(self) -> List[_Attempt]:
+        finals = self._finals
+        return [finals.popleft() for _ in range(len(finals))]
+
+    def _save_finals(self, batch: List[_Attempt]) -> None:
         rows = self._take_pending()
         conn = self._db()
         try:
             conn.execute("BEGIN IMMEDIATE")
-            # the tail follows the run's pending events: written together they pack into one row
-            self._write_rows(conn, rows + self._finish_row(conn, final))
+            tails: List[Row] = []
+            if len(batch) == 1:  # alone: no savepoint needed, a failure rolls back the one save
+                tails = self._finish_row(conn, batch[0].final)
+            else:
+                for attempt in batch:
+                    tails += self._finish_in_savepoint(conn, attempt)
+            # a run's tail follows its pending events: written together they pack into one row
+            self._write_rows(conn, rows + tails)
             conn.execute("COMMIT")
-        except Exception:
+        except Exception as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             self._retry = rows + self._retry
-            raise
-        self.written += len(rows) + len(final.tail)
-        self.last_flush_at = time.time()
+            for attempt in batch:
+                attempt.error = attempt.error or exc
+        for attempt in batch:
+            attempt.done = True
+        saved = [attempt for attempt in batch if attempt.error is None]
+        if saved:
+            self.written += len(rows) + sum(len(attempt.final.tail) for attempt in saved)
+            self.last_flush_at = time.time()
+
+    def _finish_in_savepoint(self, conn: sqlite3.Connection, attempt: _Attempt) -> List[Row]:
+        """One save of a group commit: its failure undoes only its own statements."""
+        conn.execute("SAVEPOINT final_save")
+        try:
+            tail = self._finish_row(conn, attempt.final)
+        except Exception as exc:  # noqa: BLE001 - reported to its own caller
+            conn.execute("ROLLBACK TO final_save")
+            conn.execute("RELEASE final_save")
+            attempt.error = exc
+            return []
+        conn.execute("RELEASE final_save")
+        return tail
 
     def _finish_row(self, conn: sqlite3.Connection, final: FinalSave) -> List[Row]:
         """Inside the caller's transaction: save the reply only if the run is still running.
