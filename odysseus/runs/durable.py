@@ -112,6 +112,7 @@ class DurableLog:
         self._flusher: Optional[threading.Thread] = None
         self._closing = False
         self.written = 0
+        self.final_commits = 0  # transactions that carried final saves (a group commit is one)
         self.failures = 0
         self.last_error: Optional[str] = None
         self.last_flush_at: Optional[float] = None
@@ -303,6 +304,7 @@ class DurableLog:
             # a run's tail follows its pending events: written together they pack into one row
             self._write_rows(conn, rows + tails)
             conn.execute("COMMIT")
+            self.final_commits += 1
         except Exception as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
