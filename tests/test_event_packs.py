@@ -277,3 +277,31 @@ def test_recovery_reads_a_crashed_runs_packed_events(tmp_path):
         assert store.runs.get(OWNER, run_id)["event_count"] == len(events)
     finally:
         engine.close()
+
+
+def test_a_lone_surrogate_is_stored_repaired_and_does_not_stall_other_runs(tmp_path):
+    """UTF-8 cannot store a lone surrogate: that payload is written with U+FFFD, every other event exactly."""
+    log = _durable(tmp_path)
+    try:
+        clean = [(Event(DELTA, {"delta": f"c{i}"}, i + 1), encode_payload({"delta": f"c{i}"})) for i in range(5)]
+        odd = [
+            (Event(DELTA, {"delta": "a"}, 1), encode_payload({"delta": "a"})),
+            (Event("notice", {"text": "x\ud800y"}, 2), encode_payload({"text": "x\ud800y"})),
+            (Event(DELTA, {"delta": "pair \ud83d\ude00"}, 3), encode_payload({"delta": "pair \ud83d\ude00"})),
+        ]
+        for index in range(5):
+            log.enqueue("clean", clean[index])
+            if index < len(odd):
+                log.enqueue("odd", odd[index])
+        log.flush(timeout=10)
+        assert log.stats()["pending_events"] == 0
+        conn = sqlite3.connect(log.path)
+        assert read_events(conn, "clean", 0) == [(e.seq, e.type, p) for e, p in clean]
+        assert read_events(conn, "odd", 0) == [
+            (1, DELTA, '{"delta":"a"}'),
+            (2, "notice", '{"text":"x\ufffdy"}'),
+            (3, DELTA, '{"delta":"pair \U0001f600"}'),
+        ]
+        conn.close()
+    finally:
+        log.close()

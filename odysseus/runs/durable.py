@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Deque, List, Optional, Tuple
 
 from ..events import CLOSE, DELTA, Event
+from ..llm.text_repair import repair_text
 from ..process_identity import worker_is_dead
 from ..store.database import connect
 from ..store.messages import insert_message
@@ -244,8 +245,16 @@ class DurableLog:
         return rows
 
     def _write_rows(self, conn: sqlite3.Connection, rows: List[Row]) -> None:
-        if rows:
-            conn.executemany(INSERT, pack_rows(rows))
+        if not rows:
+            return
+        packed = pack_rows(rows)
+        try:
+            conn.executemany(INSERT, packed)
+        except UnicodeEncodeError:
+            # a lone surrogate, which UTF-8 cannot store: rather than failing every later write of
+            # every run on this batch, that text is stored repaired (U+FFFD); the rows already
+            # inserted by the failed call are ignored by the second
+            conn.executemany(INSERT, [(r[0], r[1], r[2], repair_text(r[3]), repair_text(r[4])) for r in packed])
 
     def _renew_leases(self, conn: sqlite3.Connection, now: float, force: bool = False) -> None:
         if force or now - self._last_renew >= self.lease_seconds / 3:
