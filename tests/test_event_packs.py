@@ -305,3 +305,26 @@ def test_a_lone_surrogate_is_stored_repaired_and_does_not_stall_other_runs(tmp_p
         conn.close()
     finally:
         log.close()
+
+
+def test_a_writer_whose_database_cannot_open_loses_no_queued_event(tmp_path):
+    (tmp_path / "odysseus.db").mkdir()  # a directory where the database should be: it cannot open
+    path = str(tmp_path / "odysseus.db")
+    log = DurableLog(path, dict(DEFAULTS, EVENT_FLUSH_INTERVAL=30.0), "test-worker")
+    try:
+        entries = [(Event(DELTA, {"delta": str(i)}, i + 1), encode_payload({"delta": str(i)})) for i in range(20)]
+        for entry in entries[:10]:
+            log.enqueue("r", entry)
+        with pytest.raises(sqlite3.OperationalError):
+            log.flush(timeout=10)
+        assert log.stats()["pending_events"] == 10
+        (tmp_path / "odysseus.db").rmdir()
+        open_database(path).conn.close()
+        for entry in entries[10:]:
+            log.enqueue("r", entry)
+        log.flush(timeout=10)
+        conn = sqlite3.connect(path)
+        assert read_events(conn, "r", 0) == [(e.seq, e.type, p) for e, p in entries]
+        conn.close()
+    finally:
+        log.close()

@@ -268,12 +268,12 @@ class DurableLog:
             self._last_renew = now
 
     def _flush_native(self) -> None:
-        rows = self._take_pending()
         now = time.time()
         needs_renew = now - self._last_renew >= self.lease_seconds / 3
-        if not rows and not needs_renew:
+        if not self._pending and not self._retry and not needs_renew:
             return
-        conn = self._db()
+        conn = self._db()  # before taking the rows: a connection that cannot open loses nothing
+        rows = self._take_pending()
         try:
             conn.execute("BEGIN IMMEDIATE")
             self._write_rows(conn, rows)
@@ -292,6 +292,8 @@ class DurableLog:
         """Save ``attempt`` and every final save queued with it in one transaction (raises its own failure)."""
         if not attempt.done:  # else an earlier call's batch took it
             self._save_finals(self._take_finals())
+        if not attempt.done:  # pragma: no cover - every queued attempt is in the batch that takes it
+            raise RuntimeError("a final save was not taken by any group commit")
         if attempt.error is not None:
             raise attempt.error
 
@@ -300,32 +302,39 @@ class DurableLog:
         return [finals.popleft() for _ in range(len(finals))]
 
     def _save_finals(self, batch: List[_Attempt]) -> None:
-        rows = self._take_pending()
-        conn = self._db()
+        """One transaction for ``batch``; every attempt in it ends ``done``, with its error if it failed."""
+        rows: List[Row] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            tails: List[Row] = []
-            if len(batch) == 1:  # alone: no savepoint needed, a failure rolls back the one save
-                tails = self._finish_row(conn, batch[0].final)
-            else:
-                for attempt in batch:
-                    tails += self._finish_in_savepoint(conn, attempt)
-            # a run's tail follows its pending events: written together they pack into one row
-            self._write_rows(conn, rows + tails)
-            conn.execute("COMMIT")
-            self.final_commits += 1
-        except Exception as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            conn = self._db()
+            rows = self._take_pending()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                tails: List[Row] = []
+                if len(batch) == 1:  # alone: no savepoint needed, a failure rolls back the one save
+                    tails = self._finish_row(conn, batch[0].final)
+                else:
+                    for attempt in batch:
+                        tails += self._finish_in_savepoint(conn, attempt)
+                # a run's tail follows its pending events: written together they pack into one row
+                self._write_rows(conn, rows + tails)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except BaseException as exc:
             self._retry = rows + self._retry
             for attempt in batch:
                 attempt.error = attempt.error or exc
-        for attempt in batch:
-            attempt.done = True
-        saved = [attempt for attempt in batch if attempt.error is None]
-        if saved:
-            self.written += len(rows) + sum(len(attempt.final.tail) for attempt in saved)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            self.final_commits += 1
+            self.written += len(rows) + len(tails)
             self.last_flush_at = time.time()
+        finally:
+            for attempt in batch:
+                attempt.done = True
 
     def _finish_in_savepoint(self, conn: sqlite3.Connection, attempt: _Attempt) -> List[Row]:
         """One save of a group commit: its failure undoes only its own statements."""
