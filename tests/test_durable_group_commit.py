@@ -197,3 +197,15 @@ def test_a_group_whose_commit_cannot_start_is_retried_until_it_lands(setup):
         assert final.saved and _message_count(store, final.run_id) == 1
         with store.locked.read() as db:
             assert [seq for seq, _, _ in read_events(db, final.run_id, 0, 100)] == list(range(1, 10))
+
+
+def test_no_save_of_a_group_is_reported_saved_when_the_database_cannot_open(tmp_path):
+    (tmp_path / "odysseus.db").mkdir()  # a directory where the database should be
+    log = DurableLog(str(tmp_path / "odysseus.db"), dict(DEFAULTS, EVENT_FLUSH_INTERVAL=3600.0), "test-worker")
+    try:
+        finals = [_final(new_id("s_"), new_id("run_"), 0) for _ in range(5)]
+        outcomes = _burst(log, finals, patience=0.5)
+        assert outcomes == {final.run_id: False for final in finals}
+        assert not any(final.saved for final in finals) and log.final_commits == 0
+    finally:
+        log.close()
