@@ -39,15 +39,13 @@ def _env(model):
 def _rows(data_dir: str, run_id: str):
     conn = sqlite3.connect(os.path.join(data_dir, "odysseus.db"), timeout=5)
     try:
-        return conn.execute(
-            "select seq, from_seq from run_events where run_id = ? order by seq", [run_id]
-        ).fetchall()
+        return conn.execute("select seq, from_seq from run_events where run_id = ? order by seq", [run_id]).fetchall()
     finally:
         conn.close()
 
 
 def _after(frames, cursor):
-    """The frames a client holding ``cursor`` must get: those after the one with that id (id-less ones follow theirs)."""
+    """The frames a client holding ``cursor`` must get: those after the frame with that id (id-less ones too)."""
     out, seen = [], False
     for frame in frames:
         if frame["id"] is not None:

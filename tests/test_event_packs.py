@@ -85,7 +85,9 @@ def test_gaps_and_runs_start_new_rows_and_keep_each_runs_order():
     rows += _events("a", ["10", "11"], first=10) + _events("b", ["y", "z"], first=2) + _events("a", ["20"], first=20)
     packed = pack_rows(rows)
     assert [row[:3] for row in packed] == [("a", 3, 1), ("a", 11, 10), ("a", 20, None), ("b", 3, 1)]
-    assert [(run_id, *event) for run_id, event in _unpacked(packed) if run_id == "a"] == [r for r in rows if r[0] == "a"]
+    assert [(run_id, *event) for run_id, event in _unpacked(packed) if run_id == "a"] == [
+        r for r in rows if r[0] == "a"
+    ]
 
 
 def test_the_event_cap_closes_a_pack():

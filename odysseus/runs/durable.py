@@ -124,7 +124,7 @@ class DurableLog:
         """Queue one logged event for the next group commit (cheap: a deque append)."""
         if self.enabled:
             event, payload = entry
-            self._pending.append((run_id, event.seq, event.type, payload))
+            self._pending.append((run_id, event.seq, event.type, payload))  # type: ignore[arg-type] # logged: numbered
 
     def start(self) -> None:
         """Start the periodic flusher (a greenlet or thread that submits flushes to the native thread)."""
@@ -390,7 +390,7 @@ class DurableLog:
             ],
         )
         final.message_id, final.saved = message_id, True
-        return [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail]
+        return [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail]  # type: ignore[misc]
 
     def _recover_native(self, is_owned, build_tail) -> List[str]:
         conn = self._db()

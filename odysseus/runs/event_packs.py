@@ -22,7 +22,7 @@ row overlapping another (a write retried after an unknown outcome) never duplica
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Generator, Iterable, List, Optional, Tuple
 
 #: the most events one packed row holds
 PACK_EVENTS = 256
@@ -58,7 +58,7 @@ def pack_rows(rows: Iterable[Row]) -> List[DbRow]:
             out.append((run_id, seq, None, kind, payload))
             continue
         # the usual case, checked in C: consecutive ids, under the caps, no newline inside any text
-        _, seqs, kinds, payloads = zip(*events)
+        _, seqs, kinds, payloads = zip(*events, strict=True)
         if count <= PACK_EVENTS and seqs == tuple(range(seqs[0], seqs[0] + count)):
             kind_text, payload_text = "\n".join(kinds), "\n".join(payloads)
             if (
@@ -116,10 +116,10 @@ def unpack(seq: int, from_seq: Optional[int], kind: str, payload: str) -> List[S
     count = seq - from_seq + 1
     if len(kinds) != count or len(payloads) != count:
         raise ValueError(f"packed run_events row {from_seq}..{seq} holds {len(kinds)}/{len(payloads)} events")
-    return list(zip(range(from_seq, seq + 1), kinds, payloads))
+    return list(zip(range(from_seq, seq + 1), kinds, payloads, strict=True))
 
 
-def iter_events(db, run_id: str, after: int, max_rows: Optional[int] = None) -> Iterator[Stored]:
+def iter_events(db, run_id: str, after: int, max_rows: Optional[int] = None) -> Generator[Stored, None, None]:
     """A run's durable events after ``after``, in order, each id once (``db``: anything with ``execute``).
 
     ``max_rows`` bounds the rows read (each holds at least one event after ``after``).
