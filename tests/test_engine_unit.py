@@ -21,7 +21,7 @@ from odysseus.errors import CapacityError
 from odysseus.events import CHAT_TERMINAL, CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, StoredDelta, delta
 from odysseus.process_identity import worker_identity
 from odysseus.runs.engine import RunEngine, StartSpec
-from odysseus.runs.durable import as_entry
+from odysseus.runs.durable import as_entry, read_events
 from odysseus.runs.follow import encode, follow_durable, follow_memory
 from odysseus.runs.run_log import encode_payload
 from odysseus.sse import chat_frame
@@ -226,7 +226,7 @@ def test_a_final_save_that_raises_ends_the_run_as_error_in_memory_and_in_the_dat
     # the durable log ends the same way, so a resume after eviction or restart sees the same end
     engine.durable.flush()
     with engine.store.locked.read() as db:
-        kinds = [r[0] for r in db.execute("select type from run_events where run_id = ? order by seq", [run.run_id])]
+        kinds = [r[1] for r in read_events(db, run.run_id, 0, 10_000)]
     assert kinds[-3:] == [CHAT_TERMINAL, ERROR, CLOSE] and kinds.count(DELTA) == 2
     # and recovery leaves it alone (it is not running)
     assert engine.recover_interrupted() == []
@@ -302,7 +302,7 @@ def test_recovery_takes_expired_or_dead_runs_once_and_leaves_live_leases(make_en
     # the recovered durable log ends in the terminal record, numbered past every id the dead worker
     # could have sent (its log cap), so no id a client saw is reused for another event
     with engine.store.locked.read() as db:
-        tail = db.execute("select seq, type from run_events where run_id = ? order by seq", [expired[1]]).fetchall()
+        tail = [(seq, kind) for seq, kind, _ in read_events(db, expired[1], 0, 10_000)]
     assert [t for _, t in tail] == ["run_started", DELTA, DELTA, MESSAGE_SAVED, CHAT_TERMINAL, ERROR, CLOSE]
     seqs = [s for s, _ in tail]
     assert (
@@ -435,9 +435,7 @@ def test_encode_matches_memory_log_payloads(make_engine):
     run = _finished(engine, "caf\u00e9 ", "\u2603 ", '"quoted"\n')
     engine.durable.flush()
     with engine.store.locked.read() as db:
-        rows = db.execute(
-            "select seq, type, payload from run_events where run_id = ? order by seq", [run.run_id]
-        ).fetchall()
+        rows = read_events(db, run.run_id, 0, 10_000)
     memory = [(e.seq, e.type, p) for e, p in run.log.read_after(run.log.base)]
     assert rows == memory
     assert encode([as_entry(*row[0:3]) for row in rows], chat_frame) == encode(run.log.read_after(0), chat_frame)

@@ -3,8 +3,10 @@
 Invariants:
 
 - Every event a run logs is queued here with the exact payload text the memory log holds,
-  and written as ``run_events(run_id, seq, type, payload)``. Events are written in the
-  order they were logged, so if seq N of a run is durable, every seq below it is too.
+  and written to ``run_events``; a run's consecutive events of one write share one row
+  (``event_packs``: SQLite's cost is per row). Events are written in the order they were
+  logged, so if seq N of a run is durable, every seq below it is too. Every reader goes
+  through ``event_packs`` (``read_events``, ``read_tail``, recovery).
 - One native thread (``NativeWorker``) owns the writer connection and does every write of
   the engine: group commits of pending events at most every ``EVENT_FLUSH_INTERVAL``
   seconds, lease renewal, final saves, recovery and purging. The gevent hub never waits
@@ -13,6 +15,10 @@ Invariants:
   run row's final status and the terminal tail (``message_saved``, terminal record,
   ``done``/``error``, ``close``). It is conditional (``where status = 'running'``), so
   two writers (a live worker and a recovering one) can never save one reply twice.
+  Final saves queued together (a burst of runs ending at once) share one transaction
+  (group commit: the COMMIT is most of a save's cost), each in its own savepoint: each is
+  still claimed on its own, and one that fails is rolled back alone and told so, while
+  the others commit.
 - A write that fails (lock held elsewhere, disk full) keeps its events queued and is
   retried on the next flush; ``stats()`` reports the backlog for ``/api/health``.
 - A recovered run's tail is numbered past every id its dead worker could have sent (the
@@ -33,9 +39,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Deque, List, Optional, Tuple
 
 from ..events import CLOSE, DELTA, Event
+from ..llm.text_repair import repair_text
 from ..process_identity import worker_is_dead
 from ..store.database import connect
 from ..store.messages import insert_message
+from .event_packs import INSERT, Row, iter_events, pack_rows, read_after, read_newest
 from .native import NativeWorker, gevent_active
 from .run_log import LIFECYCLE, Entry, encode_payload, seq_of
 
@@ -43,8 +51,6 @@ log = logging.getLogger(__name__)
 
 #: the writer connection may wait this long inside SQLite (it is a native thread: the hub is free)
 WRITER_BUSY_MS = 1000
-
-Row = Tuple[str, Optional[int], str, str]  # run_id, seq (always set: logged events are numbered), type, payload
 
 
 @dataclass
@@ -73,6 +79,15 @@ class FinalSave:
     saved: bool = False  # False when another writer had already finished this run
 
 
+@dataclass
+class _Attempt:
+    """One ``save_final`` try, queued for the next group commit; its outcome is set by the batch that took it."""
+
+    final: FinalSave
+    done: bool = False
+    error: Optional[BaseException] = None
+
+
 def number_tail(events: List[Event], first_seq: int) -> List[Entry]:
     """The terminal tail numbered from ``first_seq`` and encoded once."""
     return [(event.numbered(first_seq + i), encode_payload(event.data)) for i, event in enumerate(events)]
@@ -91,12 +106,14 @@ class DurableLog:
         self.enabled = bool(config.get("DURABLE_EVENTS", True))
         self._pending: Deque[Row] = collections.deque()
         self._retry: List[Row] = []  # native thread only
+        self._finals: Deque[_Attempt] = collections.deque()  # final saves waiting for a group commit
         self._native = NativeWorker("run-writer")
         self._conn: Optional[sqlite3.Connection] = None  # native thread only
         self._last_renew = 0.0
         self._flusher: Optional[threading.Thread] = None
         self._closing = False
         self.written = 0
+        self.final_commits = 0  # transactions that carried final saves (a group commit is one)
         self.failures = 0
         self.last_error: Optional[str] = None
         self.last_flush_at: Optional[float] = None
@@ -107,7 +124,7 @@ class DurableLog:
         """Queue one logged event for the next group commit (cheap: a deque append)."""
         if self.enabled:
             event, payload = entry
-            self._pending.append((run_id, event.seq, event.type, payload))
+            self._pending.append((run_id, event.seq, event.type, payload))  # type: ignore[arg-type] # logged: numbered
 
     def start(self) -> None:
         """Start the periodic flusher (a greenlet or thread that submits flushes to the native thread)."""
@@ -139,8 +156,10 @@ class DurableLog:
         self.finals_waiting += 1
         try:
             while True:
+                attempt = _Attempt(final)
+                self._finals.append(attempt)
                 try:
-                    self._native.call(self._final_native, final, timeout=max(0.1, deadline - time.monotonic()) + 5)
+                    self._native.call(self._final_native, attempt, timeout=max(0.1, deadline - time.monotonic()) + 5)
                     return True
                 except (sqlite3.OperationalError, TimeoutError) as exc:
                     self._note_failure(exc)
@@ -226,8 +245,16 @@ class DurableLog:
         return rows
 
     def _write_rows(self, conn: sqlite3.Connection, rows: List[Row]) -> None:
-        if rows:
-            conn.executemany("insert or ignore into run_events (run_id, seq, type, payload) values (?, ?, ?, ?)", rows)
+        if not rows:
+            return
+        packed = pack_rows(rows)
+        try:
+            conn.executemany(INSERT, packed)
+        except UnicodeEncodeError:
+            # a lone surrogate, which UTF-8 cannot store: rather than failing every later write of
+            # every run on this batch, that text is stored repaired (U+FFFD); the rows already
+            # inserted by the failed call are ignored by the second
+            conn.executemany(INSERT, [(r[0], r[1], r[2], repair_text(r[3]), repair_text(r[4])) for r in packed])
 
     def _renew_leases(self, conn: sqlite3.Connection, now: float, force: bool = False) -> None:
         if force or now - self._last_renew >= self.lease_seconds / 3:
@@ -241,12 +268,12 @@ class DurableLog:
             self._last_renew = now
 
     def _flush_native(self) -> None:
-        rows = self._take_pending()
         now = time.time()
         needs_renew = now - self._last_renew >= self.lease_seconds / 3
-        if not rows and not needs_renew:
+        if not self._pending and not self._retry and not needs_renew:
             return
-        conn = self._db()
+        conn = self._db()  # before taking the rows: a connection that cannot open loses nothing
+        rows = self._take_pending()
         try:
             conn.execute("BEGIN IMMEDIATE")
             self._write_rows(conn, rows)
@@ -261,24 +288,73 @@ class DurableLog:
         self.written += len(rows)
         self.last_flush_at = time.time()
 
-    def _final_native(self, final: FinalSave) -> None:
-        rows = self._take_pending()
-        conn = self._db()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            self._write_rows(conn, rows)
-            self._finish_row(conn, final)
-            conn.execute("COMMIT")
-        except Exception:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            self._retry = rows + self._retry
-            raise
-        self.written += len(rows) + len(final.tail)
-        self.last_flush_at = time.time()
+    def _final_native(self, attempt: _Attempt) -> None:
+        """Save ``attempt`` and every final save queued with it in one transaction (raises its own failure)."""
+        if not attempt.done:  # else an earlier call's batch took it
+            self._save_finals(self._take_finals())
+        if not attempt.done:  # pragma: no cover - every queued attempt is in the batch that takes it
+            raise RuntimeError("a final save was not taken by any group commit")
+        if attempt.error is not None:
+            raise attempt.error
 
-    def _finish_row(self, conn: sqlite3.Connection, final: FinalSave) -> None:
-        """Inside the caller's transaction: save the reply and the tail only if the run is still running."""
+    def _take_finals(self) -> List[_Attempt]:
+        finals = self._finals
+        return [finals.popleft() for _ in range(len(finals))]
+
+    def _save_finals(self, batch: List[_Attempt]) -> None:
+        """One transaction for ``batch``; every attempt in it ends ``done``, with its error if it failed."""
+        rows: List[Row] = []
+        try:
+            conn = self._db()
+            rows = self._take_pending()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                tails: List[Row] = []
+                if len(batch) == 1:  # alone: no savepoint needed, a failure rolls back the one save
+                    tails = self._finish_row(conn, batch[0].final)
+                else:
+                    for attempt in batch:
+                        tails += self._finish_in_savepoint(conn, attempt)
+                # a run's tail follows its pending events: written together they pack into one row
+                self._write_rows(conn, rows + tails)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except BaseException as exc:
+            self._retry = rows + self._retry
+            for attempt in batch:
+                attempt.error = attempt.error or exc
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            self.final_commits += 1
+            self.written += len(rows) + len(tails)
+            self.last_flush_at = time.time()
+        finally:
+            for attempt in batch:
+                attempt.done = True
+
+    def _finish_in_savepoint(self, conn: sqlite3.Connection, attempt: _Attempt) -> List[Row]:
+        """One save of a group commit: its failure undoes only its own statements."""
+        conn.execute("SAVEPOINT final_save")
+        try:
+            tail = self._finish_row(conn, attempt.final)
+        except Exception as exc:  # noqa: BLE001 - reported to its own caller
+            conn.execute("ROLLBACK TO final_save")
+            conn.execute("RELEASE final_save")
+            attempt.error = exc
+            return []
+        conn.execute("RELEASE final_save")
+        return tail
+
+    def _finish_row(self, conn: sqlite3.Connection, final: FinalSave) -> List[Row]:
+        """Inside the caller's transaction: save the reply only if the run is still running.
+
+        Returns the tail's rows for the caller to write in the same transaction (none when
+        another writer had finished the run).
+        """
         now = time.time()
         claimed = conn.execute(
             "update runs set status = ?, stop_reason = ?, error = ?, updated_at = ?,"
@@ -289,7 +365,7 @@ class DurableLog:
             row = conn.execute("select message_id from runs where run_id = ?", [final.run_id]).fetchone()
             final.message_id, final.saved = (row[0] if row else None), False
             final.tail = number_tail(final.build_tail(final.message_id), final.first_tail_seq)
-            return
+            return []
         message_id = insert_message(
             _RawDb(conn),
             final.owner,
@@ -301,7 +377,6 @@ class DurableLog:
             run_id=final.run_id,
         )
         final.tail = number_tail(final.build_tail(message_id), final.first_tail_seq)
-        self._write_rows(conn, [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail])
         conn.execute(
             "update runs set message_id = ?, event_count = ?, last_event_type = ?, partial_content = ?,"
             " partial_thinking = ? where run_id = ?",
@@ -315,6 +390,7 @@ class DurableLog:
             ],
         )
         final.message_id, final.saved = message_id, True
+        return [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail]  # type: ignore[misc]
 
     def _recover_native(self, is_owned, build_tail) -> List[str]:
         conn = self._db()
@@ -357,9 +433,7 @@ class DurableLog:
         content: List[str] = []
         thinking: List[str] = []
         last_seq = row["first_seq"] - 1
-        for seq, kind, payload in conn.execute(
-            "select seq, type, payload from run_events where run_id = ? order by seq", [row["run_id"]]
-        ):
+        for seq, kind, payload in iter_events(conn, row["run_id"], 0):
             last_seq = seq
             if kind == DELTA:
                 data = json.loads(payload)
@@ -388,7 +462,7 @@ class DurableLog:
             base=row["first_seq"] - 1,
             skipped=first_tail - last_seq - 1,
         )
-        self._finish_row(conn, final)
+        self._write_rows(conn, self._finish_row(conn, final))
         conn.execute("COMMIT")
 
     def _purge_native(self, batch: int) -> int:
@@ -427,13 +501,14 @@ class _RawDb:
 
 
 def read_events(db, run_id: str, after: int, limit: int = 500) -> List[Tuple[int, str, str]]:
-    """Durable events of a run after ``after``: (seq, type, payload), in order (request-path connection)."""
-    return list(
-        db.execute(
-            "select seq, type, payload from run_events where run_id = ? and seq > ? order by seq limit ?",
-            [run_id, after, limit],
-        ).fetchall()
-    )
+    """At most ``limit`` durable events of a run after ``after``: (seq, type, payload), in order, packs
+    unpacked, whichever row the cursor falls in (request-path connection)."""
+    return read_after(db, run_id, after, limit)
+
+
+def read_tail(db, run_id: str, count: int = 8) -> List[Tuple[int, str, str]]:
+    """A run's last ``count`` durable events, newest first: (seq, type, payload)."""
+    return read_newest(db, run_id, count)
 
 
 def as_entry(seq: int, kind: str, payload: str) -> Entry:

@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Iterator, List, Optional
 
 from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_STARTED, START, Event
 from ..sse import comment
-from .durable import as_entry, read_events
+from .durable import as_entry, read_events, read_tail
 from .run import Run
 from .run_log import Entry, seq_of
 
@@ -110,9 +110,7 @@ def ended_before(engine, run: Optional[Run], row: Optional[dict], after: int, pr
     if row is None or row.get("status") == "running":
         return False
     with engine.store.locked.read() as db:
-        tail = db.execute(
-            "select seq, type, payload from run_events where run_id = ? order by seq desc limit 8", [row["run_id"]]
-        ).fetchall()
+        tail = read_tail(db, row["run_id"], 8)
     if not tail or tail[0][1] != CLOSE:
         return False
     last = last_sent_seq([as_entry(*r) for r in tail], projection)  # tail: newest first

@@ -483,3 +483,14 @@ def m135_retired_provider_names(db: Database) -> None:
     """Names of provider connections the admin deleted or renamed, so ``name/model`` stays a clear 404 on every
     worker and after a restart (not a bare model name handed to whichever provider is left)."""
     db.execute("create table retired_provider_names (name text primary key collate nocase, retired_at float)")
+
+
+@migration
+def m140_run_event_packs(db: Database) -> None:
+    """Packed durable events: one ``run_events`` row may carry a run's consecutive events ``from_seq..seq``.
+
+    ``seq`` stays the row's key and is its LAST event's id, so ``seq > cursor`` still finds
+    every row holding an event after the cursor and ``max(seq)`` is still the newest id;
+    ``from_seq`` is null for a row of one event (every row written before this migration).
+    """
+    db.table("run_events").add_column("from_seq", int)
