@@ -83,7 +83,10 @@ def test_sign_in_slow_down_is_as_described():
 
 
 def _stop_reasons_in_code():
-    sources = [ROOT / "odysseus/runs" / name for name in ("engine.py", "durable.py", "redis_backend.py")]
+    sources = [
+        ROOT / "odysseus/runs" / name
+        for name in ("engine.py", "outcome.py", "housekeeping.py", "durable.py", "redis_backend.py")
+    ]
     sources += list((ROOT / "odysseus/routes").glob("*.py"))
     text = "\n".join(path.read_text(encoding="utf-8") for path in sources)
     reasons = set(re.findall(r'Outcome\("\w+", "(\w+)"', text))
@@ -91,7 +94,7 @@ def _stop_reasons_in_code():
     reasons |= set(re.findall(r'stop_run\([^)]*, "(\w+)"\)', text))
     reasons |= set(re.findall(r'stop_elsewhere\([^)]*"(\w+)"', text))
     reasons |= set(re.findall(r'stop_reason="(\w+)"', text))
-    reasons |= {"stopped"}  # the default reason of a stop request (RunEngine._cancel_outcome)
+    reasons |= {"stopped"}  # the default reason of a stop request (runs/outcome.py cancel_outcome)
     reasons -= {"shutdown"}  # becomes "interrupted"
     return reasons
 

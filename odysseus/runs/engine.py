@@ -30,6 +30,10 @@ What happens to a turn, in order:
    conditional final save means two writers never save one reply twice.
 7. **Shutdown** (``begin_shutdown``): new turns get 503; running runs get ``SHUTDOWN_GRACE``
    seconds, then end ``interrupted`` with their full text saved and their tail flushed.
+
+The engine is this module (start, driving, finalize, stop, subscribers) plus ``housekeeping``
+(eviction, the janitor, recovery, shutdown), which it mixes in; ``outcome`` builds what a
+run's end records (metadata, terminal record, tails) as pure functions.
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import heapq
 import itertools
 import logging
 import threading
@@ -50,11 +53,7 @@ from ..cancel import Cancelled
 from ..errors import CapacityError, NotFound, OdysseusError, ProviderError
 from ..events import (
     CHAT_TERMINAL,
-    CLOSE,
     DELTA,
-    DONE,
-    ERROR,
-    MESSAGE_SAVED,
     PROVIDER_ONLY,
     RUN_STARTED,
     RUN_TIMEOUT,
@@ -66,7 +65,16 @@ from ..store.messages import insert_message, owned_branch_head
 from ..process_identity import worker_identity
 from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
+from .housekeeping import Housekeeping
 from .native import gevent_active
+from .outcome import (
+    cancel_outcome,
+    failed_save_tail,
+    outcome_error,
+    reply_metadata,
+    tail_events,
+    terminal_record,
+)
 from .run import Outcome, Run, RunContext
 from .run_log import ByteBudget, LogFull, greenlets_only
 
@@ -111,7 +119,7 @@ class Started:
     attached: bool = False
 
 
-class RunEngine:
+class RunEngine(Housekeeping):
     """All runs of this process: start, stop, follow, finalize, evict, lease, recover, shut down."""
 
     def __init__(self, store: Store, config: dict):
@@ -435,14 +443,14 @@ class RunEngine:
                     busy_since = time.monotonic()
                 if run.cancel.cancelled:
                     break
-            outcome = self._cancel_outcome(run) if run.cancel.cancelled else Outcome("done")
+            outcome = cancel_outcome(run) if run.cancel.cancelled else Outcome("done")
         except Cancelled:
-            outcome = self._cancel_outcome(run)
+            outcome = cancel_outcome(run)
         except LogFull as exc:
             outcome = Outcome("error", "log_full", f"Response exceeded the run log limit ({exc})", 507)
         except ProviderError as exc:
             if run.cancel.cancelled:
-                outcome = self._cancel_outcome(run)
+                outcome = cancel_outcome(run)
             else:
                 outcome = Outcome("error", "provider_error", exc.message, exc.status, exc.retry_after)
         except OdysseusError as exc:
@@ -451,7 +459,7 @@ class RunEngine:
             log.exception("run %s crashed", run.run_id)
             outcome = Outcome("error", "internal_error", "Internal error while generating the reply", 500)
         finally:
-            self._finalize(run, outcome or self._cancel_outcome(run))
+            self._finalize(run, outcome or cancel_outcome(run))
             self._settle(run)
 
     @staticmethod
@@ -464,16 +472,6 @@ class RunEngine:
             run.content_parts = [run.content]
         if len(run.thinking_parts) > 1:
             run.thinking_parts = [run.thinking]
-
-    @staticmethod
-    def _cancel_outcome(run: Run) -> Outcome:
-        reason = run.cancel.reason or "stopped"
-        if reason.startswith("timeout:"):
-            which = reason.split(":", 1)[1]
-            return Outcome("error", "timeout", f"Run timed out ({which} limit)", 504, timeout=which)
-        if reason == "shutdown":
-            return Outcome("interrupted", "interrupted", "the server restarted during this run", 503, retry_after=2)
-        return Outcome("stopped", reason)
 
     # ---------------------------------------------------------------- finalize
     def _finalize(self, run: Run, outcome: Outcome) -> None:
@@ -506,45 +504,9 @@ class RunEngine:
             self.durable.enqueue(
                 run.run_id, run.log.append(Event(RUN_TIMEOUT, {"limit": outcome.timeout, "seconds": limit}))
             )
-        error: Optional[Dict[str, Any]] = None
-        if outcome.error:
-            error = {"message": outcome.error, "status": outcome.http_status}
-            if outcome.retry_after is not None:
-                error["retry_after"] = outcome.retry_after
-        metadata = {
-            "run_id": run.run_id,
-            "status": outcome.status,
-            "stop_reason": outcome.stop_reason,
-            "stopped": outcome.status == "stopped",
-            "partial": outcome.status != "done",
-            "model_info": run.model_info,
-            "usage": run.usage,
-            "metrics": run.metrics,
-            "finish_reason": run.finish_reason,
-            "total_time_ms": elapsed_ms,
-            "fallback": run.fallback,
-        }
-        if error:
-            metadata["error"] = error
-        if outcome.status == "interrupted":
-            metadata["interrupted"] = True
-        metadata.update(run.context.metadata)
-        terminal = {
-            "status": outcome.status,
-            "run_id": run.run_id,
-            "session_id": run.session_id,
-            "stop_reason": outcome.stop_reason,
-            "partial": outcome.status != "done",
-            "content_length": len(run.content),
-            "route": (run.model_info or {}).get("route"),
-            "finish_reason": run.finish_reason,
-            "usage": run.usage,
-            "timing": {"total_time_ms": elapsed_ms},
-            "fallback": run.fallback,
-        }
-        if error:
-            terminal["error"] = error
-        terminal.update(run.context.terminal)
+        error = outcome_error(outcome)
+        metadata = reply_metadata(run, outcome, elapsed_ms, error)
+        terminal = terminal_record(run, outcome, elapsed_ms, error)
 
         def build_tail(message_id: Optional[int]) -> List[Event]:
             return tail_events(
@@ -592,19 +554,7 @@ class RunEngine:
         run.status, run.error = "error", "could not save the reply"
         with contextlib.suppress(Exception):
             self.store.runs.mark_failed(run.run_id, run.error)
-        terminal = {
-            "status": "error",
-            "run_id": run.run_id,
-            "session_id": run.session_id,
-            "message_id": None,
-            "partial": True,
-            "error": {"message": "Could not save the reply", "status": 500},
-        }
-        events = [
-            Event(run.terminal_type, {"data": terminal}),
-            Event(ERROR, {"error": "Could not save the reply", "status": 500}),
-            Event(CLOSE, {}),
-        ]
+        events = failed_save_tail(run)
         for entry in number_tail(events, run.log.last_seq + 1):
             with contextlib.suppress(LogFull, ValueError):
                 run.log.append_entry(entry)
@@ -635,7 +585,7 @@ class RunEngine:
         """Cancel, wait for the worker to settle, and finalize from here if it does not."""
         first = run.cancel.cancel(reason)
         if not run.settled.wait(float(self.config["STOP_WAIT"])):
-            self._finalize(run, self._cancel_outcome(run))
+            self._finalize(run, cancel_outcome(run))
             run.settled.wait(float(self.config.get("FINAL_SAVE_PATIENCE", 20)) + 5)
         return first or run.status != "running"
 
@@ -655,189 +605,3 @@ class RunEngine:
             run.subscribers = max(0, run.subscribers - 1)
             if run.subscribers == 0 and run.finalized:
                 self._schedule_evict(run)
-
-    def _schedule_evict(self, run: Run, grace: Optional[float] = None) -> None:
-        """Keep the finished run's log ``EVICT_GRACE`` seconds more (or ``grace``), then free it (under ``_lock``)."""
-        run.evict_at = time.monotonic() + (self.grace if grace is None else grace)
-        heapq.heappush(self._evict_heap, (run.evict_at, next(self._evict_order), run))
-
-    def _evict(self, run: Run) -> None:
-        with self._lock:
-            if run.subscribers:
-                return
-            self.runs.pop(run.run_id, None)
-            self._finished.pop(run.run_id, None)
-            key = (run.owner, run.session_id)
-            if self.by_session.get(key) is run:
-                del self.by_session[key]
-                self._session_locks.pop(key, None)
-            run.log.release()
-
-    def _evict_idle(self, free_bytes: int) -> None:
-        """Free the oldest finished logs without readers until ``free_bytes`` are released.
-
-        Walks the finished runs in the order they finished (no sort) and stops as soon as enough
-        is free: only the logs it frees and the ones with readers are visited (caller holds ``_lock``).
-        """
-        victims = []
-        for run in self._finished.values():  # oldest first; evicted after the walk (it mutates the dict)
-            if free_bytes <= 0:
-                break
-            if run.subscribers == 0:
-                free_bytes -= run.log.bytes
-                victims.append(run)
-        for run in victims:
-            self._evict(run)
-
-    # ---------------------------------------------------------------- janitor
-    def start_background(self) -> None:
-        """Start the janitor and the durable writer (at boot: recovery of a dead worker's runs must not wait)."""
-        self._ensure_janitor()
-
-    def _ensure_janitor(self) -> None:
-        if self._closing.is_set():
-            return  # closed: nothing may start the writer or the janitor again
-        if self._janitor is None or not self._janitor.is_alive():
-            self.durable.start()
-            self.backend.start(self)  # [issue 14]
-            self._janitor = threading.Thread(target=self._janitor_loop, name="run-janitor", daemon=True)
-            self._janitor.start()
-
-    def _janitor_interval(self) -> float:
-        limits = [0.5, self.grace / 4, float(self.config["RUN_IDLE_TIMEOUT"]) / 4]
-        return max(0.02, min(limits))
-
-    def _janitor_loop(self) -> None:
-        """Watchdog, evictor, recovery of expired leases and purging: one loop for the whole process."""
-        while not self._closing.wait(self._janitor_interval()):
-            try:
-                self.sweep()
-                if time.monotonic() - self._last_recovery > self.durable.lease_seconds / 2:
-                    self._last_recovery = time.monotonic()
-                    self.recover_interrupted()
-                    self.durable.purge()
-                    for task in list(self.maintenance):
-                        task()
-            except Exception as exc:
-                if self._closing.is_set() or "shutdown" in str(exc):
-                    return  # the writer closed under the last sweep (or the interpreter is exiting): nothing to report
-                log.exception("run janitor sweep failed")
-
-    def sweep(self) -> None:
-        """End runs past their limits and evict logs whose grace has passed."""
-        now = time.monotonic()
-        wall, idle = float(self.config["RUN_WALL_TIMEOUT"]), float(self.config["RUN_IDLE_TIMEOUT"])
-        with self._lock:
-            running = list(self._running.values())  # at most MAX_ACTIVE_RUNS, however many are held
-        for run in running:
-            if run.status == "running" and not run.cancel.cancelled:
-                if now - run.started_monotonic > wall:
-                    threading.Thread(target=self._end, args=(run, "timeout:wall"), daemon=True).start()
-                elif now - run.last_event_monotonic > idle:
-                    threading.Thread(target=self._end, args=(run, "timeout:idle"), daemon=True).start()
-        with self._lock:  # only the runs whose grace has passed: the heap's due entries
-            heap = self._evict_heap
-            while heap and heap[0][0] <= now:
-                evict_at, _, run = heapq.heappop(heap)
-                if run.evict_at == evict_at and run.subscribers == 0 and self.runs.get(run.run_id) is run:
-                    self._evict(run)
-
-    # ---------------------------------------------------------------- recovery and shutdown
-    def recover_interrupted(self) -> List[str]:
-        """Mark ``interrupted`` the runs whose driving worker is gone (expired lease or dead pid), once each."""
-        return self.backend.recover(self, lambda run_id: run_id in self.runs, recovery_tail)  # [issue 14]
-
-    def begin_shutdown(self, grace: Optional[float] = None) -> threading.Thread:
-        """Drain: refuse new turns, give running runs ``grace`` seconds, then end them ``interrupted``."""
-        if self._drain is not None:
-            return self._drain
-        self.draining = True
-        grace = float(self.config.get("SHUTDOWN_GRACE", 20)) if grace is None else grace
-
-        def drain() -> None:
-            deadline = time.monotonic() + grace
-            while self.active and time.monotonic() < deadline:
-                time.sleep(0.05)
-            ending = [run for run in list(self._running.values()) if run.status == "running"]
-            for run in ending:
-                run.cancel.cancel("shutdown")
-            for run in ending:
-                self._end(run, "shutdown")
-            with contextlib.suppress(Exception):
-                self.durable.flush(timeout=10)
-
-        thread = threading.Thread(target=drain, name="run-drain", daemon=True)
-        thread.start()
-        self._drain = thread
-        return thread
-
-    def finish_shutdown(self, timeout: float) -> None:
-        """Drain (if not already) and wait until every run is saved and the durable log flushed."""
-        self.begin_shutdown().join(timeout)
-        self.close()
-
-    def close(self) -> None:
-        """Stop the janitor, flush the durable log and close its connection (tests and shutdown)."""
-        self._closing.set()
-        if self._janitor is not None and self._janitor is not threading.current_thread():
-            self._janitor.join(5)
-        self.backend.close()  # [issue 14]
-        self.durable.close()
-
-
-def tail_events(
-    terminal_type: str,
-    run_id: str,
-    session_id: str,
-    status: str,
-    message_id: Optional[int],
-    terminal: dict,
-    thinking: str,
-    elapsed_ms: Optional[float],
-    error: Optional[str],
-    http_status: Optional[int],
-    retry_after: Optional[float] = None,
-) -> List[Event]:
-    """The events that end every run: message_saved, the terminal record, done or error, close."""
-    events = [
-        Event(MESSAGE_SAVED, {"message_id": message_id, "session_id": session_id, "role": "assistant"}),
-        Event(terminal_type, {"data": terminal}),
-    ]
-    if status == "done":
-        events.append(
-            Event(
-                DONE, {"task_id": run_id, "thinking": thinking, "total_time_ms": elapsed_ms, "session_id": session_id}
-            )
-        )
-    elif status in ("error", "interrupted"):
-        body: Dict[str, Any] = {"error": error, "status": http_status}
-        if retry_after is not None:
-            body["retry_after"] = retry_after
-        events.append(Event(ERROR, body))
-    events.append(Event(CLOSE, {}))
-    return events
-
-
-def recovery_tail(row: dict, message_id: Optional[int]) -> List[Event]:
-    """The tail of a run recovered after its worker died."""
-    terminal = {
-        "status": "interrupted",
-        "run_id": row["run_id"],
-        "session_id": row["session_id"],
-        "message_id": message_id,
-        "stop_reason": "interrupted",
-        "partial": True,
-        "interrupted": True,
-    }
-    return tail_events(
-        row.get("terminal_type") or CHAT_TERMINAL,
-        row["run_id"],
-        row["session_id"],
-        "interrupted",
-        message_id,
-        terminal,
-        "",
-        None,
-        "the server restarted during this run",
-        503,
-    )
