@@ -5,6 +5,9 @@ subscriber lives mostly on heartbeats (``HEARTBEAT_INTERVAL`` 1 s). Streams are 
 at 200 per second. A level passes when every stream answers 200, carries all 12 tokens
 and ``[DONE]``, and no subscriber waited more than ``interval + 0.5 s`` between two reads.
 Memory per stream is the worker's resident memory at the plateau minus before, over N.
+The streams are spread over several client processes (``bench/client_procs.py``), so the
+client's own event loop does not make heartbeats look late; its CPU (all its processes,
+as a share of one core) is reported beside the worker's.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import asyncio
 import time
 from typing import Dict, List, Tuple
 
-from .client import request
+from .client_procs import LEAD, default_procs, spread
 from .common import HOST, app_server, cpu_seconds, median, model_server, origin, rss_mb, table, worker_pid
 
 LEVELS = (500, 1000, 2000, 3000)
@@ -30,10 +33,12 @@ async def level(
     tokens: int = 0,
     delay: float = 0.0,
     path: str = "/api/chat_stream",
+    procs: int = 0,
 ) -> Dict:
     """Run ``n`` concurrent streams (``tokens`` at ``delay`` s, default the module's); return counts, gaps, memory.
 
     ``path="/v1/chat/completions"`` with the model server's port measures the client itself.
+    ``procs``: client processes (default one per core, at least two).
     """
     tokens, delay = tokens or TOKENS, delay or DELAY
     before, cpu0, t0, own0 = rss_mb(pid), cpu_seconds(pid), time.monotonic(), time.process_time()
@@ -44,17 +49,15 @@ async def level(
         else {"model": "bench", "stream": True, "messages": [{"role": "user", "content": prompt}]}
     )
 
-    async def one(i: int):
-        await asyncio.sleep(i / RAMP_PER_SECOND)
-        return await request(HOST, app_port, "POST", path, body, headers, timeout=120)
-
-    tasks = [asyncio.ensure_future(one(i)) for i in range(n)]
+    procs = procs or default_procs()
+    task = asyncio.ensure_future(spread(HOST, app_port, path, body, headers, n, RAMP_PER_SECOND, procs, timeout=120))
     ramp = n / RAMP_PER_SECOND
-    await asyncio.sleep(ramp + delay * tokens / 2)  # all started, half way through
+    await asyncio.sleep(LEAD + ramp + delay * tokens / 2)  # all started, half way through
     plateau = rss_mb(pid)
-    results = await asyncio.gather(*tasks)
-    cpu = (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
-    client_cpu = (time.process_time() - own0) / (time.monotonic() - t0)
+    results, children_cpu = await task
+    wall = time.monotonic() - t0
+    cpu = (cpu_seconds(pid) - cpu0) / wall
+    client_cpu = (time.process_time() - own0 + children_cpu) / wall
     bad = [r for r in results if r.error or r.status != 200 or r.tokens != tokens or r.dones != 1]
     gaps = [r.max_gap for r in results if not r.error]
     late = delay + 0.5 if path != "/api/chat_stream" else min(LATE, delay + 0.5)

@@ -43,6 +43,7 @@ from typing import Callable, Iterable, Iterator, List, Optional
 from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_STARTED, START, Event
 from ..sse import comment
 from .durable import as_entry, read_events, read_tail
+from .heartbeat import END, with_heartbeats
 from .run import Run
 from .run_log import Entry, seq_of
 
@@ -126,36 +127,49 @@ def follow_memory(
             engine.store, run.run_id, after, projection, heartbeat_interval, engine.durable.interval, opened
         )
         return
-    cursor = after
+    reader = _MemoryReader(run, after, projection)
     try:
         if not opened:
             yield comment("connected")
-        beats, quiet_since = 0, time.monotonic()
-        first: Optional[int] = FIRST_PIECE_BYTES
-        while True:
-            remaining = heartbeat_interval - (time.monotonic() - quiet_since)
-            entries = run.log.wait_after(cursor, max(0.0, remaining), PAGE)
-            if entries:
-                cursor = seq_of(entries[-1])
-                for text in encode_pieces(entries, projection, first=first):
-                    yield text
-                    quiet_since = time.monotonic()
-                first = None
-                if entries[-1][0].type == CLOSE:
-                    return
-            elif run.log.released:
-                break  # evicted under us (memory pressure): the durable log has the rest
-            elif run.log.closed:
-                return
-            elif time.monotonic() - quiet_since >= heartbeat_interval:
-                beats += 1
-                yield comment(f"heartbeat {beats}")
-                quiet_since = time.monotonic()
+        yield from with_heartbeats(reader.wait, heartbeat_interval)
     finally:
         engine.unsubscribe(run)
-    yield from follow_durable(
-        engine.store, run.run_id, cursor, projection, heartbeat_interval, engine.durable.interval, opened=True
-    )
+    if reader.released:
+        yield from follow_durable(
+            engine.store, run.run_id, reader.cursor, projection, heartbeat_interval, engine.durable.interval, opened=True
+        )
+
+
+class _MemoryReader:
+    """``wait`` for ``with_heartbeats`` over a memory log: its next page after the cursor, in pieces."""
+
+    __slots__ = ("run", "cursor", "projection", "first", "done", "released")
+
+    def __init__(self, run: Run, after: int, projection: Projection):
+        self.run = run
+        self.cursor = after
+        self.projection = projection
+        self.first: Optional[int] = FIRST_PIECE_BYTES
+        self.done = False  # the close was read: after its pieces, the stream ends
+        self.released = False  # evicted under us (memory pressure): the durable log has the rest
+
+    def wait(self, timeout: float) -> Optional[Iterable[str]]:
+        if self.done:
+            return END
+        log = self.run.log
+        entries = log.wait_after(self.cursor, timeout, PAGE)
+        if entries:
+            self.cursor = seq_of(entries[-1])
+            self.done = entries[-1][0].type == CLOSE
+            pieces = encode_pieces(entries, self.projection, first=self.first)
+            self.first = None
+            return pieces
+        if log.released:
+            self.released = True
+            return END
+        if log.closed:
+            return END
+        return ()
 
 
 def follow_durable(
@@ -171,33 +185,49 @@ def follow_durable(
     """The durable log after ``after``; polls while the run is still being written elsewhere."""
     if not opened:
         yield comment("connected")
-    cursor, beats, quiet_since = after, 0, time.monotonic()
-    first: Optional[int] = FIRST_PIECE_BYTES
-    while True:
-        with store.locked.read() as db:
-            rows = read_events(db, run_id, cursor, page)
-        if rows:
-            entries = [as_entry(*row) for row in rows]
-            cursor = seq_of(entries[-1])
-            for text in encode_pieces(entries, projection, first=first):
-                yield text
-                quiet_since = time.monotonic()
-            first = None
-            if entries[-1][0].type == CLOSE:
-                return
-            if len(rows) == page:
-                continue
-        elif not _still_running(store, run_id):
-            # a finished run whose tail is not durable (its save is still being retried): nothing more to send
+    yield from with_heartbeats(_DurableReader(store, run_id, after, projection, poll, page).wait, heartbeat_interval)
+
+
+class _DurableReader:
+    """``wait`` for ``with_heartbeats`` over the durable log: pages after the cursor, polled every ``poll`` s."""
+
+    def __init__(self, store, run_id: str, after: int, projection: Projection, poll: float, page: int):
+        self.store, self.run_id, self.cursor, self.projection = store, run_id, after, projection
+        self.poll, self.page = poll, page
+        self.first: Optional[int] = FIRST_PIECE_BYTES
+        self.done = False  # the close was read
+        self.behind = False  # the last read reached the end of what is written
+
+    def wait(self, timeout: float) -> Optional[Iterable[str]]:
+        if self.done:
+            return END
+        store, run_id = self.store, self.run_id
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.behind:  # the last read found the end of what is written: a poll before the next
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return ()
+                time.sleep(min(self.poll, left))
             with store.locked.read() as db:
-                if not read_events(db, run_id, cursor, 1):
-                    return
-            continue
-        if time.monotonic() - quiet_since >= heartbeat_interval:
-            beats += 1
-            yield comment(f"heartbeat {beats}")
-            quiet_since = time.monotonic()
-        time.sleep(poll)
+                rows = read_events(db, run_id, self.cursor, self.page)
+            if rows:
+                entries = [as_entry(*row) for row in rows]
+                self.cursor = seq_of(entries[-1])
+                self.done = entries[-1][0].type == CLOSE
+                self.behind = len(rows) < self.page
+                pieces = list(encode_pieces(entries, self.projection, first=self.first))
+                self.first = None
+                if pieces or self.done:
+                    return pieces
+                continue
+            self.behind = True
+            if not _still_running(store, run_id):
+                # a finished run whose tail is not durable (its save is still being retried): nothing more to send
+                with store.locked.read() as db:
+                    if not read_events(db, run_id, self.cursor, 1):
+                        return END
+                self.behind = False
 
 
 def _still_running(store, run_id: str) -> bool:

@@ -32,6 +32,7 @@ from typing import Deque, Iterator, List, Optional, Tuple
 from ..events import CLOSE, Event
 from ..sse import comment
 from .follow import Projection, encode, follow_durable
+from .heartbeat import END, with_heartbeats
 from .run_log import ByteBudget, Entry, RunLog, seq_of
 
 log = logging.getLogger(__name__)
@@ -152,52 +153,66 @@ def follow_redis(
     """Follow a run driven by any worker from its Redis Stream; SQLite takes over when Redis cannot."""
     if not opened:
         yield comment("connected")
-    client, key = backend.reader_client, stream_key(backend.prefix, run_id)
-    cursor, beats, quiet_since, last_check = after, 0, time.monotonic(), 0.0
-    try:  # a cursor before this run's first id (0, or one from the session's previous run) means "from the start"
-        first = client.xrange(key, count=1)
-        if first:
-            start = seq_of(entry_of(*first[0]))
-            if cursor < start - 1:
-                cursor = start - 1
-    except Exception:  # noqa: BLE001 - Redis down: the loop below falls back to SQLite
-        pass
-    saw_close = False
+    reader = _StreamReader(backend, engine, run_id, after, projection)
     backend.readers += 1
     try:
-        while True:
-            remaining = heartbeat_interval - (time.monotonic() - quiet_since)
-            block = max(0.001, min(remaining, CHECK_EVERY))
-            reply = client.xread({key: f"{cursor}-0"}, count=PAGE, block=int(block * 1000) or 1)
-            entries = [entry_of(entry_id, fields) for _, items in (reply or []) for entry_id, fields in items]
-            if entries:
-                if entries[0][0].seq != cursor + 1:
-                    break  # a gap: a rebuilt stream (Redis restarted) or a recovery tail's jump
-                cursor = seq_of(entries[-1])
-                text = encode(entries, projection)
-                if text:
-                    yield text
-                    quiet_since = time.monotonic()
-                if entries[-1][0].type == CLOSE:
-                    saw_close = True
-                    return
-                continue
-            if time.monotonic() - last_check >= CHECK_EVERY:
-                last_check = time.monotonic()
-                if not client.exists(key) or not backend.still_running(engine, run_id):
-                    break  # expired or lost, or finished without its tail here: SQLite has it
-            if time.monotonic() - quiet_since >= heartbeat_interval:
-                beats += 1
-                yield comment(f"heartbeat {beats}")
-                quiet_since = time.monotonic()
+        yield from with_heartbeats(reader.wait, heartbeat_interval)
     except GeneratorExit:
         raise
     except Exception as exc:  # noqa: BLE001 - Redis went away mid-read: the durable log has the same events
         log.warning("following run %s from Redis failed (%s); reading SQLite", run_id, exc)
     finally:
-        if saw_close:
-            backend.reader_left(key)
+        if reader.done:
+            backend.reader_left(reader.key)
+    if reader.done:
+        return
     backend.handovers += 1
     yield from follow_durable(
-        engine.store, run_id, cursor, projection, heartbeat_interval, engine.durable.interval, opened=True
+        engine.store, run_id, reader.cursor, projection, heartbeat_interval, engine.durable.interval, opened=True
     )
+
+
+class _StreamReader:
+    """``wait`` for ``with_heartbeats`` over a run's stream: XREAD after the cursor, ``END`` on close or a gap.
+
+    ``done`` says the close was read; ``END`` without it hands the reader to SQLite.
+    """
+
+    def __init__(self, backend, engine, run_id: str, after: int, projection: Projection):
+        self.backend, self.engine, self.run_id, self.projection = backend, engine, run_id, projection
+        self.client, self.key = backend.reader_client, stream_key(backend.prefix, run_id)
+        self.cursor, self.done, self.lost, self.last_check = after, False, False, 0.0
+        try:  # a cursor before this run's first id (0, or one from the session's previous run) means "from the start"
+            first = self.client.xrange(self.key, count=1)
+            if first:
+                start = seq_of(entry_of(*first[0]))
+                if self.cursor < start - 1:
+                    self.cursor = start - 1
+        except Exception:  # noqa: BLE001 - Redis down: the first wait falls back to SQLite
+            pass
+
+    def wait(self, timeout: float) -> Optional[List[str]]:
+        if self.done or self.lost:
+            return END
+        deadline = time.monotonic() + timeout
+        while True:
+            block = max(0.001, min(deadline - time.monotonic(), CHECK_EVERY))
+            reply = self.client.xread({self.key: f"{self.cursor}-0"}, count=PAGE, block=int(block * 1000) or 1)
+            entries = [entry_of(entry_id, fields) for _, items in (reply or []) for entry_id, fields in items]
+            if entries:
+                if entries[0][0].seq != self.cursor + 1:
+                    self.lost = True  # a gap: a rebuilt stream (Redis restarted) or a recovery tail's jump
+                    return END
+                self.cursor = seq_of(entries[-1])
+                self.done = entries[-1][0].type == CLOSE
+                text = encode(entries, self.projection)
+                if text or self.done:
+                    return [text] if text else END
+                continue
+            if time.monotonic() - self.last_check >= CHECK_EVERY:
+                self.last_check = time.monotonic()
+                if not self.client.exists(self.key) or not self.backend.still_running(self.engine, self.run_id):
+                    self.lost = True  # expired or lost, or finished without its tail here: SQLite has it
+                    return END
+            if time.monotonic() >= deadline:
+                return ()

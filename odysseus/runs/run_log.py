@@ -35,6 +35,7 @@ from ..events import (
     Event,
     StoredDelta,
 )
+from .heartbeat import park
 from .native import gevent_active
 
 #: Events admitted past the caps so that every run can end with its terminal outcome.
@@ -252,7 +253,10 @@ class RunLog:
         start = max(0, seq - self.base)
         with self._cond:
             if self.last_seq <= seq and not self.closed and not self.released:
-                self._cond.wait(timeout)
+                if self._greenlets:  # [heartbeat, issue 22] a parked greenlet: no lock or Timeout per wait
+                    park(self._cond, timeout)
+                else:
+                    self._cond.wait(timeout)
             return self._entries[start:] if limit is None else self._entries[start : start + limit]
 
     def release(self) -> int:
