@@ -112,8 +112,7 @@ def _cond():
 def test_park_times_out_and_leaves_no_waiter():
     cond = _cond()
     t0 = time.monotonic()
-    with cond:
-        woken = park(cond, 0.1)
+    woken = park(cond._waiters, 0.1)
     assert woken is False and 0.09 <= time.monotonic() - t0 < 2.0
     assert not cond._waiters
 
@@ -123,8 +122,7 @@ def test_park_is_woken_by_notify_all_and_only_once():
     woke = []
 
     def reader(i):
-        with cond:
-            woke.append((i, park(cond, 5.0)))
+        woke.append((i, park(cond._waiters, 5.0)))
 
     readers = [gevent.spawn(reader, i) for i in range(50)]
     gevent.sleep(0.05)
@@ -139,20 +137,29 @@ def test_park_is_woken_by_notify_all_and_only_once():
     assert not cond._waiters
 
 
-def test_a_killed_parked_greenlet_leaves_no_waiter_and_keeps_the_lock_usable():
+def test_a_killed_parked_greenlet_leaves_no_waiter_and_a_later_notify_is_harmless():
     cond = _cond()
-
-    def reader():
-        with cond:
-            park(cond, 30.0)
-
-    g = gevent.spawn(reader)
+    g = gevent.spawn(park, cond._waiters, 30.0)
     gevent.sleep(0.02)
     assert len(cond._waiters) == 1
     g.kill(block=True, timeout=5)
     assert g.dead and not cond._waiters
-    assert cond.acquire(timeout=1)  # released by the killed reader's ``with``
-    cond.release()
+    with cond:
+        cond.notify_all()
+    gevent.sleep(0.02)
+
+
+def test_notified_and_timed_out_in_the_same_loop_turn_wakes_once():
+    cond = _cond()
+    results = []
+    g = gevent.spawn(lambda: results.append(park(cond._waiters, 0.05)))
+    gevent.sleep(0)  # parked
+    time.sleep(0.1)  # the timer is due; the notify's wake is queued in the same turn
+    with cond:
+        cond.notify_all()
+    g.join(timeout=5)
+    gevent.sleep(0.05)  # a stale wake, if any, would land now
+    assert len(results) == 1 and not cond._waiters
 
 
 @pytest.mark.parametrize("n", [2000])
@@ -164,8 +171,7 @@ def test_many_parked_greenlets_each_wake_once_per_timeout(n):
     def follower(i):
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
-            with cond:
-                park(cond, 0.25)
+            park(cond._waiters, 0.25)
             wakes[i] += 1
 
     gevent.joinall([gevent.spawn(follower, i) for i in range(n)], timeout=30)

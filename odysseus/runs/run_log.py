@@ -251,12 +251,16 @@ class RunLog:
         Returns an empty list on timeout, or when the log is closed (or released) with nothing after ``seq``.
         """
         start = max(0, seq - self.base)
+        if self._greenlets:
+            # [heartbeat, issue 22] greenlets of one thread (see _store): nothing here can switch
+            # between the check and parking, so no lock; a parked reader costs one loop timer, not
+            # Condition.wait's new lock and gevent.Timeout (an idle follower waits once a heartbeat)
+            if self.last_seq <= seq and not self.closed and not self.released:
+                park(self._waiters, timeout)
+            return self._entries[start:] if limit is None else self._entries[start : start + limit]
         with self._cond:
             if self.last_seq <= seq and not self.closed and not self.released:
-                if self._greenlets:  # [heartbeat, issue 22] a parked greenlet: no lock or Timeout per wait
-                    park(self._cond, timeout)
-                else:
-                    self._cond.wait(timeout)
+                self._cond.wait(timeout)
             return self._entries[start:] if limit is None else self._entries[start : start + limit]
 
     def release(self) -> int:
