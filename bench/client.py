@@ -32,6 +32,7 @@ class Result:
     tokens: int = 0
     size: int = 0
     max_gap: float = 0.0
+    max_gap_at: Optional[float] = None  # when the largest silence ended (s from the start)
     heartbeats: int = 0
     dones: int = 0
     error: Optional[str] = None
@@ -84,6 +85,7 @@ async def request(
                 result.first_byte = now - t0
             elif now - last > result.max_gap:
                 result.max_gap = now - last
+                result.max_gap_at = now - t0
             last = now
             window = tail + data
             found = window.count(MARKER)

@@ -24,7 +24,7 @@ from .model_server import raise_nofile
 #: seconds between starting the children and the first stream (their interpreters start meanwhile)
 LEAD = 2.0
 #: the fields of a Result a child sends back (the body stays in the child)
-FIELDS = ("status", "tokens", "max_gap", "heartbeats", "dones", "error", "first_byte", "total")
+FIELDS = ("status", "tokens", "max_gap", "max_gap_at", "heartbeats", "dones", "error", "first_byte", "total")
 
 
 def default_procs() -> int:

@@ -61,8 +61,10 @@ async def level(
     bad = [r for r in results if r.error or r.status != 200 or r.tokens != tokens or r.dones != 1]
     gaps = [r.max_gap for r in results if not r.error]
     late = delay + 0.5 if path != "/api/chat_stream" else min(LATE, delay + 0.5)
+    at = [r.max_gap_at / r.total for r in results if not r.error and r.max_gap_at and r.total]
     return {
         "n": n,
+        "gap_at_med": median(at),  # where in a stream its largest silence ended (0 start .. 1 end)
         "errors": len(bad),
         "late": sum(1 for g in gaps if g > late),
         "gap_med": median(gaps),

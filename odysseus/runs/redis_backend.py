@@ -64,7 +64,8 @@ class RedisBackend(LocalBackend):
         self.lease_seconds = float(config.get("RUN_LEASE_SECONDS", 15))
         live_ttl = float(config["RUN_IDLE_TIMEOUT"]) + 2 * self.lease_seconds + self.grace
         self.writer = StreamWriter(self.client, self.prefix, self.grace, live_ttl)
-        self.leases = Leases(self.client, self.prefix, worker, self.lease_seconds)
+        # the lease of a run goes with its stream entries: taken before its first, dropped after its close
+        self.leases = Leases(self.client, self.prefix, worker, self.lease_seconds, queue=self.writer.command)
         self.listener: Optional[ControlListener] = None
         self.engine = None
         self._renewer: Optional[threading.Thread] = None
@@ -260,6 +261,7 @@ class RedisBackend(LocalBackend):
             "backend": self.name,
             "redis": reachable,
             "stream_written": self.writer.written,
+            "stream_batches": self.writer.batches,
             "stream_failures": self.writer.failures,
             "stream_last_error": self.writer.last_error,
             "leases_held": len(self.leases.held),

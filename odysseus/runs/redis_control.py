@@ -55,13 +55,15 @@ def session_lock(client, prefix: str, owner: str, session_id: str, seconds: floa
 class Leases:
     """This worker's leases on the runs it drives, renewed in the background."""
 
-    def __init__(self, client, prefix: str, worker: str, seconds: float):
+    def __init__(self, client, prefix: str, worker: str, seconds: float, queue: Optional[Callable[..., None]] = None):
         self.client = client
         self.prefix = prefix
         self.worker = worker
         self.ms = max(1000, int(seconds * 1000))
         self.held: Dict[str, float] = {}
         self.failures = 0
+        # queue(*command): send a command with the stream writer's next pipeline (None: one round trip each)
+        self.queue = queue
 
     def key(self, run_id: str) -> str:
         """The lease key of a run."""
@@ -70,12 +72,18 @@ class Leases:
     def take(self, run_id: str) -> None:
         """Lease a run this worker starts driving (a Redis failure is retried by ``renew``)."""
         self.held[run_id] = time.monotonic()
+        if self.queue is not None:
+            self.queue("SET", self.key(run_id), self.worker, "PX", self.ms)
+            return
         with contextlib.suppress(Exception):
             self.client.set(self.key(run_id), self.worker, px=self.ms)
 
     def drop(self, run_id: str) -> None:
         """The run ended here: give the lease up."""
         self.held.pop(run_id, None)
+        if self.queue is not None:
+            self.queue("DEL", self.key(run_id))
+            return
         with contextlib.suppress(Exception):
             self.client.delete(self.key(run_id))
 

@@ -27,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from typing import Deque, Iterator, List, Optional, Tuple
+from typing import Any, Deque, Iterator, List, Optional, Tuple
 
 from ..events import CLOSE, Event
 from ..sse import comment
@@ -63,17 +63,28 @@ class StreamWriter:
         self.prefix = prefix
         self.grace = max(1, int(grace + 0.999))
         self.live_ttl = max(self.grace, int(live_ttl + 0.999))
-        self._pending: Deque[Tuple[str, Entry]] = collections.deque()
+        self._pending: Deque[Tuple[Optional[str], Any]] = collections.deque()
         self._wake = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._closing = False
         self.written = 0
+        self.batches = 0  # pipelines sent (each one round trip)
         self.failures = 0
         self.last_error: Optional[str] = None
 
     def push(self, run_id: str, entry: Entry) -> None:
         """Queue one entry (cheap: called under the run log's lock)."""
         self._pending.append((run_id, entry))
+        self._wake.set()
+
+    def command(self, *args) -> None:
+        """Queue one Redis command to go in order with the entries, in the next pipeline (no round trip here).
+
+        A lease taken or dropped this way rides with the run's first or last entries: one round
+        trip per batch instead of one per command on the run's own greenlet. A command that
+        fails counts in ``failures`` like an entry (a lease is renewed by the lease loop anyway).
+        """
+        self._pending.append((None, args))
         self._wake.set()
 
     def start(self) -> None:
@@ -96,18 +107,26 @@ class StreamWriter:
             self._wake.wait(1.0)
             self._wake.clear()
             while self._pending:
-                batch: List[Tuple[str, Entry]] = []
+                batch: List[Tuple[Optional[str], Any]] = []
                 while self._pending and len(batch) < 1000:
                     batch.append(self._pending.popleft())
                 self._write(batch)
 
-    def _write(self, batch: List[Tuple[str, Entry]]) -> None:
+    def _write(self, batch: List[Tuple[Optional[str], Any]]) -> None:
+        self.batches += 1
         pipe = self.client.pipeline(transaction=False)
         ttl = {}
-        for run_id, (event, payload) in batch:
+        entries = 0
+        for run_id, item in batch:
+            if run_id is None:  # a queued command (lease take/drop), in its place in the order
+                pipe.execute_command(*item)
+                continue
+            event, payload = item
             key = stream_key(self.prefix, run_id)
-            pipe.xadd(key, {"t": event.type, "p": payload}, id=f"{event.seq}-0")
+            # XADD key id t <type> p <payload>, without redis-py's xadd argument checks per entry
+            pipe.execute_command("XADD", key, f"{event.seq}-0", "t", event.type, "p", payload)
             ttl[key] = self.grace if event.type == CLOSE else self.live_ttl
+            entries += 1
         for key, seconds in ttl.items():
             pipe.expire(key, seconds)
         try:
@@ -119,7 +138,7 @@ class StreamWriter:
             time.sleep(0.2)
             return
         errors = [r for r in results if isinstance(r, Exception)]
-        self.written += len(batch) - len(errors)
+        self.written += entries - len(errors)
         if errors:
             self.failures += len(errors)
             self.last_error = str(errors[0])
