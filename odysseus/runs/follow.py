@@ -136,7 +136,13 @@ def follow_memory(
         engine.unsubscribe(run)
     if reader.released:
         yield from follow_durable(
-            engine.store, run.run_id, reader.cursor, projection, heartbeat_interval, engine.durable.interval, opened=True
+            engine.store,
+            run.run_id,
+            reader.cursor,
+            projection,
+            heartbeat_interval,
+            engine.durable.interval,
+            opened=True,
         )
 
 

@@ -27,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Deque, Iterator, List, Optional, Tuple
+from typing import Any, Deque, Iterable, Iterator, List, Optional, Tuple
 
 from ..events import CLOSE, Event
 from ..sse import comment
@@ -210,7 +210,7 @@ class _StreamReader:
         except Exception:  # noqa: BLE001 - Redis down: the first wait falls back to SQLite
             pass
 
-    def wait(self, timeout: float) -> Optional[List[str]]:
+    def wait(self, timeout: float) -> Optional[Iterable[str]]:
         if self.done or self.lost:
             return END
         deadline = time.monotonic() + timeout
