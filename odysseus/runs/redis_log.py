@@ -39,8 +39,13 @@ log = logging.getLogger(__name__)
 
 #: entries read per XREAD
 PAGE = 500
-#: longest a reader blocks in XREAD before it checks that the stream is still alive
-CHECK_EVERY = 1.0
+#: longest one XREAD blocks (below the client's 5 s socket timeout); an idle reader sends one per
+#: heartbeat, or one per BLOCK_AT_MOST when heartbeats are further apart
+BLOCK_AT_MOST = 4.0
+#: how often an idle reader checks that its stream still exists and its run still runs (one EXISTS
+#: and one SQLite read): not once per heartbeat; a lost stream or a tail missing from Redis hands
+#: the reader to SQLite within this many seconds (Redis errors hand it over at once)
+CHECK_EVERY = 5.0
 
 
 def stream_key(prefix: str, run_id: str) -> str:
@@ -200,7 +205,7 @@ class _StreamReader:
     def __init__(self, backend, engine, run_id: str, after: int, projection: Projection):
         self.backend, self.engine, self.run_id, self.projection = backend, engine, run_id, projection
         self.client, self.key = backend.reader_client, stream_key(backend.prefix, run_id)
-        self.cursor, self.done, self.lost, self.last_check = after, False, False, 0.0
+        self.cursor, self.done, self.lost, self.last_check = after, False, False, 0.0  # the first idle wake checks
         try:  # a cursor before this run's first id (0, or one from the session's previous run) means "from the start"
             first = self.client.xrange(self.key, count=1)
             if first:
@@ -215,7 +220,7 @@ class _StreamReader:
             return END
         deadline = time.monotonic() + timeout
         while True:
-            block = max(0.001, min(deadline - time.monotonic(), CHECK_EVERY))
+            block = max(0.001, min(deadline - time.monotonic(), BLOCK_AT_MOST))
             reply = self.client.xread({self.key: f"{self.cursor}-0"}, count=PAGE, block=int(block * 1000) or 1)
             entries = [entry_of(entry_id, fields) for _, items in (reply or []) for entry_id, fields in items]
             if entries:
