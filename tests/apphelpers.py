@@ -9,3 +9,35 @@ def close_app(application) -> None:
     """
     application.extensions["odysseus.runs"].close()
     application.extensions["odysseus.store"].close()
+
+
+def insert_running_run(db, owner: str, worker: str, lease_until: float, model: str = "m") -> tuple:
+    """Inside the caller's transaction: a new session and a run row left ``running`` by ``worker``
+    (its lease until ``lease_until``), as a worker writes it at a turn's start; (session_id, run_id)."""
+    import time
+
+    from odysseus.events import CHAT_TERMINAL
+    from odysseus.store import new_id
+    from odysseus.store.runs import RunRepo
+
+    session_id, run_id = new_id("s_"), new_id("run_")
+    now = time.time()
+    db.execute(
+        "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
+        [session_id, owner, now, now],
+    )
+    RunRepo.insert_running(
+        db,
+        run_id=run_id,
+        session_id=session_id,
+        owner=owner,
+        mode="chat",
+        model=model,
+        user_message_id=None,
+        client_message_id=None,
+        worker=worker,
+        lease_until=lease_until,
+        first_seq=1,
+        terminal_type=CHAT_TERMINAL,
+    )
+    return session_id, run_id

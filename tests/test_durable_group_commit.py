@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from apphelpers import insert_running_run
 from waiting import wait_for
 
 from odysseus.config import DEFAULTS
@@ -37,26 +38,7 @@ def _running(store: Store, count: int):
     now, runs = time.time(), []
     with store.locked.tx() as db:
         for _ in range(count):
-            session_id, run_id = new_id("s_"), new_id("run_")
-            db.execute(
-                "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
-                [session_id, OWNER, now, now],
-            )
-            store.runs.insert_running(
-                db,
-                run_id=run_id,
-                session_id=session_id,
-                owner=OWNER,
-                mode="chat",
-                model="m",
-                user_message_id=None,
-                client_message_id=None,
-                worker="test-worker",
-                lease_until=now + 60,
-                first_seq=1,
-                terminal_type=CHAT_TERMINAL,
-            )
-            runs.append((session_id, run_id))
+            runs.append(insert_running_run(db, OWNER, "test-worker", now + 60))
     return runs
 
 

@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+from apphelpers import insert_running_run
 from waiting import wait_for
 
 from odysseus.config import DEFAULTS
@@ -235,27 +236,8 @@ def test_a_final_save_that_raises_ends_the_run_as_error_in_memory_and_in_the_dat
 # ---------------------------------------------------------------- leases and recovery
 def _orphan(store: Store, worker: str, lease_until: float, deltas=("left ", "behind")) -> tuple:
     """A run row left ``running`` by another process, with its durable deltas."""
-    session_id, run_id = new_id("s_"), new_id("run_")
-    now = time.time()
     with store.locked.tx() as db:
-        db.execute(
-            "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
-            [session_id, OWNER, now, now],
-        )
-        store.runs.insert_running(
-            db,
-            run_id=run_id,
-            session_id=session_id,
-            owner=OWNER,
-            mode="chat",
-            model="demo/odysseus-demo",
-            user_message_id=None,
-            client_message_id=None,
-            worker=worker,
-            lease_until=lease_until,
-            first_seq=1,
-            terminal_type=CHAT_TERMINAL,
-        )
+        session_id, run_id = insert_running_run(db, OWNER, worker, lease_until, model="demo/odysseus-demo")
         rows = [(run_id, 1, "run_started", encode_payload({"run_id": run_id}))]
         rows += [(run_id, i + 2, DELTA, encode_payload({"delta": text})) for i, text in enumerate(deltas)]
         db.conn.executemany("insert into run_events (run_id, seq, type, payload) values (?, ?, ?, ?)", rows)

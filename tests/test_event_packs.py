@@ -11,6 +11,7 @@ import sqlite3
 import time
 
 import pytest
+from apphelpers import insert_running_run
 
 from odysseus.config import DEFAULTS
 from odysseus.events import CHAT_TERMINAL, CLOSE, DELTA, ERROR, MESSAGE_SAVED, Event
@@ -239,27 +240,10 @@ def test_recovery_reads_a_crashed_runs_packed_events(tmp_path):
     store = Store(str(tmp_path / "odysseus.db"))
     engine = RunEngine(store, dict(DEFAULTS, DATA_DIR=str(tmp_path), EVENT_FLUSH_INTERVAL=0.05))
     try:
-        session_id, run_id = new_id("s_"), new_id("run_")
-        now = time.time()
         words = [f"w{i} " for i in range(300)]
         with store.locked.tx() as db:
-            db.execute(
-                "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, 't', ?, ?)",
-                [session_id, OWNER, now, now],
-            )
-            store.runs.insert_running(
-                db,
-                run_id=run_id,
-                session_id=session_id,
-                owner=OWNER,
-                mode="chat",
-                model="demo/odysseus-demo",
-                user_message_id=None,
-                client_message_id=None,
-                worker="other-boot:4242",
-                lease_until=now - 5,
-                first_seq=1,
-                terminal_type=CHAT_TERMINAL,
+            session_id, run_id = insert_running_run(
+                db, OWNER, "other-boot:4242", time.time() - 5, model="demo/odysseus-demo"
             )
             db.conn.execute(
                 "insert into run_events (run_id, seq, type, payload) values (?, 1, 'run_started', ?)",
