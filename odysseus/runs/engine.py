@@ -65,6 +65,7 @@ from ..store.messages import insert_message, owned_branch_head
 from ..process_identity import worker_identity
 from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
+from .heap_trim import HeapTrimmer
 from .housekeeping import Housekeeping
 from .native import gevent_active
 from .outcome import (
@@ -143,6 +144,7 @@ class RunEngine(Housekeeping):
         self._finished: "collections.OrderedDict[str, Run]" = collections.OrderedDict()
         self._evict_heap: List[Tuple[float, int, Run]] = []
         self._evict_order = itertools.count()
+        self._heap = HeapTrimmer()  # evictions free memory; the janitor hands it back (heap_trim.py)
         self.by_session: Dict[Tuple[str, str], Run] = {}
         self.modes: Dict[str, Callable] = {}
         self.active = 0

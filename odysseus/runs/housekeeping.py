@@ -18,6 +18,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
+from .heap_trim import HeapTrimmer
 from .outcome import recovery_tail
 from .run import Run
 
@@ -49,6 +50,7 @@ class Housekeeping:
     _janitor: Optional[threading.Thread]
     _last_recovery: float
     _drain: Optional[threading.Thread]
+    _heap: HeapTrimmer
 
     if TYPE_CHECKING:  # provided by RunEngine
 
@@ -69,6 +71,7 @@ class Housekeeping:
             if self.by_session.get(key) is run:
                 del self.by_session[key]
                 self._session_locks.pop(key, None)
+            self._heap.released(run.log.bytes)
             run.log.release()
 
     def _evict_idle(self, free_bytes: int) -> None:
@@ -139,6 +142,8 @@ class Housekeeping:
                 evict_at, _, run = heapq.heappop(heap)
                 if run.evict_at == evict_at and run.subscribers == 0 and self.runs.get(run.run_id) is run:
                     self._evict(run)
+            quiet = not self._running and not self._finished
+        self._heap.maybe_trim(idle=quiet)  # hand what the evicted logs freed back to the OS (heap_trim.py)
 
     # ---------------------------------------------------------------- recovery and shutdown
     def recover_interrupted(self) -> List[str]:
