@@ -11,8 +11,10 @@ from sseclient import post_chat
 
 FOLLOWERS = 500
 INTERVAL = 0.5
-WINDOW = 4.0  # seconds each follower is watched once all are connected
-SLACK = 1.5  # a loaded 2-core machine: the bound is interval + slack, never a precise timing claim
+WINDOW = 6.0  # seconds each follower is watched once all are connected
+# a loaded 2-core machine (this test's own client shares it): the bound is interval + slack, never a
+# precise timing claim; it stays well under WINDOW, so a follower that gets no heartbeats still fails
+SLACK = 2.5
 BEAT = re.compile(rb": heartbeat (\d+)\n\n")
 
 
