@@ -158,5 +158,11 @@ class Locked:
             yield self.db
 
     def trace(self, callback: Optional[Callable[[str], None]]) -> None:
-        """Record every statement the request-path connection runs (tests)."""
-        self.db.conn.set_trace_callback(callback)
+        """Record every statement the request-path connection runs (tests).
+
+        Swapped under the lock: ``set_trace_callback`` takes the connection's SQLite mutex while
+        holding the GIL, and a thread inside a statement holds that mutex and needs the GIL to call
+        the old callback, so a swap during another thread's statement deadlocks both.
+        """
+        with self.lock:
+            self.db.conn.set_trace_callback(callback)
