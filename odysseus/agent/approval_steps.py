@@ -53,14 +53,22 @@ class ApprovalSteps:
             "round": self.state["round"],
         }
         yield Event(ASK_USER, {"data": data})
+        self._end_awaiting(call, info)
+        yield from self._note(f"[Waiting for your approval to run {call['name']}: {short_command(full, 80)}]")
+
+    def _end_awaiting(self, call: dict, info: dict, **ids: str) -> None:
+        """Mark the turn as ended awaiting ``info``'s approval of ``call`` (the reply's meta and terminal).
+
+        ``ids`` name where in a workflow the call was asked for (a delegation's ids), if anywhere.
+        """
         self.meta["awaiting_approval"] = {
             "approval_id": info["approval_id"],
             "call": public_call(call),
             "expires_at": info["expires_at"],
+            **ids,
         }
         self.term["completion"] = "awaiting_approval"
         self.term["approval_id"] = info["approval_id"]
-        yield from self._note(f"[Waiting for your approval to run {call['name']}: {short_command(full, 80)}]")
 
     def _resolve(self) -> Generator[Event, None, bool]:
         """Apply the user's answer to the pending call; returns True when the turn ended again."""

@@ -27,7 +27,6 @@ import time
 from typing import Dict, Generator, Iterator, List, Optional, Tuple
 
 from ..agent.agent_loop import AgentHooks, AgentLoop, Resolution, initial_state
-from ..agent.approvals import public_call
 from ..agent.guards import sanitize
 from ..cancel import Cancelled
 from ..errors import OdysseusError
@@ -405,14 +404,7 @@ class WorkflowLoop(AgentLoop):
         card = dict((delegation.ask.data.get("data") if delegation.ask else None) or {})
         card.update(approval_id=info["approval_id"], expires_at=info["expires_at"], **delegation.ids)
         yield Event(ASK_USER, {"data": card})
-        self.meta["awaiting_approval"] = {
-            "approval_id": info["approval_id"],
-            "call": public_call(call),
-            "expires_at": info["expires_at"],
-            **delegation.ids,
-        }
-        self.term["completion"] = "awaiting_approval"
-        self.term["approval_id"] = info["approval_id"]
+        self._end_awaiting(call, info, **delegation.ids)
         record = self.book.get(delegation.id)
         if record is not None:
             record.update(

@@ -15,9 +15,9 @@ from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolEr
 from ..events import Event, delta, finish, tool_call, usage
 from .adapter import HTTPProvider, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
+from .content_deltas import ContentDeltas
 from .http import StreamResponse, parse_json
 from .stream_reader import ndjson_lines
-from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "http://localhost:11434"
 KNOWN_KEYS = {"model", "created_at", "message", "done", "done_reason", "prompt_eval_count", "eval_count"}
@@ -98,7 +98,7 @@ class OllamaProvider(HTTPProvider):
         return self.transport.open(self.base_url + "/api/chat", self.body(request), cancel)
 
     def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
-        splitter = ThinkSplitter(self.think_starts_open) if self.think_tags else None
+        contents = ContentDeltas(self.think_tags, self.think_starts_open)
         calls = 0
         reason: Optional[str] = None
         usage_event: Optional[Event] = None
@@ -117,13 +117,10 @@ class OllamaProvider(HTTPProvider):
                 yield delta(message["thinking"], thinking=True)
             content = message.get("content")
             if content:
-                if splitter is not None and splitter.passthrough(content):
-                    splitter = None  # past the reasoning for good: it would pass every later piece as it is
-                if splitter is None:
+                if contents.plain:
                     yield delta(content)
                 else:
-                    for text, is_thinking in splitter.feed(content):
-                        yield delta(text, thinking=is_thinking)
+                    yield from contents.split(content)
             for call in message.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 yield tool_call(
@@ -143,8 +140,7 @@ class OllamaProvider(HTTPProvider):
                 break
         else:
             raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done", provider=self.name)
-        for text, is_thinking in splitter.flush() if splitter else []:
-            yield delta(text, thinking=is_thinking)
+        yield from contents.flush()
         if usage_event is not None:
             yield usage_event
         yield finish(normalise_finish(reason, calls > 0))

@@ -21,10 +21,10 @@ from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolEr
 from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
+from .content_deltas import ContentDeltas
 from .http import StreamResponse, parse_json
 from .plain_chunks import KNOWN_DELTA_KEYS, PlainContent
 from .stream_reader import sse_batches
-from .think_splitter import ThinkSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KNOWN_CHUNK_KEYS = {
@@ -151,7 +151,7 @@ class OpenAICompatProvider(HTTPProvider):
             return self.transport.open(url, self.body(request), cancel)
 
     def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
-        splitter = ThinkSplitter(self.think_starts_open) if self.think_tags else None
+        contents = ContentDeltas(self.think_tags, self.think_starts_open)
         tools = _ToolCallBuffer()
         reason: Optional[str] = None
         last_usage: Optional[dict] = None
@@ -164,13 +164,10 @@ class OpenAICompatProvider(HTTPProvider):
                 if content is not None:
                     if not content:
                         continue
-                    if splitter is not None and splitter.passthrough(content):
-                        splitter = None  # past the reasoning for good: it would pass every later piece as it is
-                    if splitter is None:
+                    if contents.plain:
                         yield delta(content)
                     else:
-                        for text, is_thinking in splitter.feed(content):
-                            yield delta(text, thinking=is_thinking)
+                        yield from contents.split(content)
                     continue
                 if data == "[DONE]" or data.strip() == "[DONE]":
                     reason = reason or "stop"
@@ -206,13 +203,10 @@ class OpenAICompatProvider(HTTPProvider):
                         yield delta(thinking, thinking=True)
                     content = piece.get("content")
                     if content and isinstance(content, str):
-                        if splitter is not None and splitter.passthrough(content):
-                            splitter = None  # past the reasoning for good: it would pass every later piece as it is
-                        if splitter is None:
+                        if contents.plain:
                             yield delta(content)
                         else:
-                            for text, is_thinking in splitter.feed(content):
-                                yield delta(text, thinking=is_thinking)
+                            yield from contents.split(content)
                     tool_parts = piece.get("tool_calls")
                     if tool_parts:
                         for index, part in enumerate(tool_parts):
@@ -231,8 +225,7 @@ class OpenAICompatProvider(HTTPProvider):
                 break
         if reason is None:  # neither [DONE] nor a finish_reason: the stream was cut
             raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done", provider=self.name)
-        for text, is_thinking in splitter.flush() if splitter else []:
-            yield delta(text, thinking=is_thinking)
+        yield from contents.flush()
         yield from tools.drain()
         if last_usage:
             yield _usage_event(last_usage)
