@@ -237,8 +237,17 @@ class FakeProvider:
         return self.posts
 
     def close(self) -> None:
-        """Stop serving and release waiting handlers."""
+        """Stop serving and release waiting handlers.
+
+        The listening socket is shut down first: that wakes a serve loop blocked in ``accept()`` (after
+        a poll that said ready for a connection something else took), which ``shutdown()`` alone would
+        wait for forever.
+        """
         self.closing.set()
+        try:
+            self.server.socket.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.server.shutdown()
         self.server.server_close()
 

@@ -94,5 +94,6 @@ class LoopbackProxy:
     def close(self) -> None:
         """Stop accepting and cut everything."""
         self.closed = True
+        _shutdown(self.listener)  # wakes the accept thread (a plain close leaves it blocked: see test_stream_reader)
         self.listener.close()
         self.cut_all()

@@ -8,6 +8,7 @@ from a raw socket server on loopback.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -214,6 +215,16 @@ class _RawServer:
                     return
 
     def close(self) -> None:
+        """Stop listening and end the accept thread.
+
+        A plain ``close()`` leaves the thread blocked in ``accept()`` (Linux does not wake it) while the
+        descriptor number goes to the next socket the process opens. With such threads left behind,
+        test_bad_text's fake providers (opened later in the same process) lost connections: poll said
+        ready and their own accept() then blocked, the model's connection was reset and the fake's
+        shutdown hung (about one run in two after this module; never once this wakes the thread).
+        """
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() with an error
         self.sock.close()
 
 
