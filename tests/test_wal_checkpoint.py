@@ -2,12 +2,14 @@
 
 SQLite checkpoints on whichever connection's commit takes the WAL past ``wal_autocheckpoint`` pages; on
 the request-path connection that commit runs on the gevent hub and copies thousands of pages while
-every stream waits. The request path's mark is a far backstop; the writer keeps SQLite's default.
+every stream waits. The request path's mark is a far backstop; the writer keeps SQLite's default, and
+the janitor's periodic PASSIVE checkpoint (on the writer's thread) covers a server that writes no turns.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from odysseus.store import Store
 from odysseus.store.database import HUB_WAL_AUTOCHECKPOINT, connect
@@ -41,3 +43,45 @@ def test_request_path_commits_leave_the_checkpoint_to_the_writer(tmp_path):
         assert [m["content"][:3] for m in store.messages.recent("u", session["id"], 2)] == ["58 ", "59 "]
     finally:
         store.close()
+
+
+def test_the_janitors_checkpoint_keeps_the_wal_small_when_only_the_request_path_writes(tmp_path):
+    """No turns: the writer's own commits never cross its mark, so the janitor's PASSIVE checkpoint must."""
+    from odysseus.config import DEFAULTS
+    from odysseus.runs.durable import DurableLog
+
+    path = str(tmp_path / "odysseus.db")
+    store = Store(path)
+    durable = DurableLog(path, dict(DEFAULTS), "w1")
+    try:
+        session = store.sessions.create("u")
+        for i in range(60):  # past SQLite's 1000-page mark, all on the request path
+            store.messages.add("u", session["id"], "user", f"{i} " + "x" * 100_000)
+        frames, done = durable.checkpoint()
+        assert frames > 1000 and done == frames  # every frame copied back: nothing reads an old snapshot
+        store.messages.add("u", session["id"], "user", "after")  # the next commit starts the WAL over
+        assert wal_frames(path) < 100
+        assert store.messages.recent("u", session["id"], 1)[0]["content"] == "after"
+    finally:
+        durable.close()
+        store.close()
+
+
+def test_the_janitor_checkpoints_with_its_lease_cycle(tmp_path):
+    from apphelpers import close_app
+
+    from odysseus import create_app
+
+    app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "RUN_LEASE_SECONDS": 0.4})
+    engine = app.extensions["odysseus.runs"]
+    calls = []
+    checkpoint = engine.durable.checkpoint
+    engine.durable.checkpoint = lambda: calls.append(1) or checkpoint()
+    try:
+        engine.start_background()
+        deadline = time.monotonic() + 10
+        while len(calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(calls) >= 2
+    finally:
+        close_app(app)

@@ -192,6 +192,20 @@ class DurableLog:
         """Delete the durable events of runs finished more than the replay window ago (bounded)."""
         return self._native.call(self._purge_native, batch)
 
+    def checkpoint(self) -> Tuple[int, int]:
+        """A PASSIVE WAL checkpoint on the writer's thread: (frames in the WAL, frames checkpointed).
+
+        The janitor calls it every few seconds. The writer's own commits checkpoint at SQLite's
+        1000-page mark, but a server writing only on the request path (sign-ups, edits, uploads,
+        settings; no turns) would otherwise grow its WAL to the hub's far backstop
+        (``HUB_WAL_AUTOCHECKPOINT``, about 80 MB). PASSIVE never waits for a reader or a writer.
+        """
+        return self._native.call(self._checkpoint_native)
+
+    def _checkpoint_native(self) -> Tuple[int, int]:
+        _busy, frames, done = self._db().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return frames, done
+
     def stats(self) -> dict:
         """Backlog and health of the writer, for ``/api/health``."""
         return {

@@ -117,6 +117,7 @@ class Housekeeping:
                     self._last_recovery = time.monotonic()
                     self.recover_interrupted()
                     self.durable.purge()
+                    self.durable.checkpoint()  # the WAL stays small when only the request path writes
                     for task in list(self.maintenance):
                         task()
             except Exception as exc:

@@ -11,7 +11,8 @@ Invariants:
   cooperative sleep between attempts while another process holds the write lock. Reads in
   WAL mode never wait for writers. Bulk writes (the run event log) use their own
   connection on a native thread (``odysseus.runs.durable``), which is also where the WAL is
-  checkpointed (the request-path connection's automatic checkpoint is only a far backstop).
+  checkpointed: by its commits, and by the janitor's PASSIVE checkpoint every few seconds when only
+  the request path writes (the request-path connection's automatic checkpoint is only a far backstop).
 - Several processes may open one file at once: migrations run under an exclusive lock, so
   one process migrates and the others wait for it and then find nothing to do.
 """
