@@ -31,9 +31,10 @@ What happens to a turn, in order:
 7. **Shutdown** (``begin_shutdown``): new turns get 503; running runs get ``SHUTDOWN_GRACE``
    seconds, then end ``interrupted`` with their full text saved and their tail flushed.
 
-The engine is this module (start, driving, finalize, stop, subscribers) plus ``housekeeping``
-(eviction, the janitor, recovery, shutdown), which it mixes in; ``outcome`` builds what a
-run's end records (metadata, terminal record, tails) as pure functions.
+The engine is this module (driving, finalize, stop, subscribers) plus two parts it mixes in:
+``start`` (the start path, with ``StartSpec``) and ``housekeeping`` (eviction, the janitor,
+recovery, shutdown); ``outcome`` builds what a run's end records (metadata, terminal record,
+tails) as pure functions.
 """
 
 from __future__ import annotations
@@ -45,23 +46,18 @@ import itertools
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .. import signals
 from ..cancel import Cancelled
-from ..errors import CapacityError, NotFound, OdysseusError, ProviderError
+from ..errors import OdysseusError, ProviderError
 from ..events import (
-    CHAT_TERMINAL,
     DELTA,
     PROVIDER_ONLY,
-    RUN_STARTED,
     RUN_TIMEOUT,
-    START,
     Event,
 )
-from ..store import Store, new_id
-from ..store.messages import insert_message, owned_branch_head
+from ..store import Store
 from ..process_identity import worker_identity
 from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
@@ -76,51 +72,17 @@ from .outcome import (
     tail_events,
     terminal_record,
 )
-from .run import Outcome, Run, RunContext
+from .run import Outcome, Run
 from .run_log import ByteBudget, LogFull, greenlets_only
+from .start import ShuttingDown, Started, StartSpec, Starting, Turn
 
 log = logging.getLogger(__name__)
 
 #: seconds a run's greenlet may process a provider burst before it yields to the hub
 BURST_SLICE = 0.002
 
-#: A turn: given its run context, yields canonical events. It must honour ``context.cancel``.
-Turn = Callable[[RunContext], Iterator[Event]]
 
-
-class ShuttingDown(CapacityError):
-    """The server is draining for a restart: try again on the next worker."""
-
-
-@dataclass
-class StartSpec:
-    """Everything ``RunEngine.start`` needs, validated by the caller (nothing here is checked again)."""
-
-    owner: str
-    session_id: Optional[str]
-    mode: str
-    model: str
-    make_turn: Callable[[List[dict]], Turn]
-    message: Optional[str] = None  # the user's message; None stores no user message
-    user_metadata: Optional[dict] = None
-    client_message_id: Optional[str] = None
-    terminal_type: str = CHAT_TERMINAL
-    session_title: str = "New chat"
-    #: run inside the start transaction (e.g. consume an approval); raise to roll the start back
-    in_transaction: List[Callable[[Any], None]] = field(default_factory=list)
-
-
-@dataclass
-class Started:
-    """What a start produced: a live run to follow, or the row of an earlier turn with this client id."""
-
-    session_id: str
-    run: Optional[Run]
-    row: Optional[dict] = None
-    attached: bool = False
-
-
-class RunEngine(Housekeeping):
+class RunEngine(Starting, Housekeeping):
     """All runs of this process: start, stop, follow, finalize, evict, lease, recover, shut down."""
 
     def __init__(self, store: Store, config: dict):
@@ -186,195 +148,6 @@ class RunEngine(Housekeeping):
             lock = self._session_locks.setdefault(key, threading.Lock())
         with lock, self.backend.session_lock(owner, session_id):  # [issue 14] across workers too
             yield
-
-    # ---------------------------------------------------------------- start
-    def start(self, spec: StartSpec) -> Started:
-        """Start the turn ``spec`` describes, or find the earlier one with its ``client_message_id``."""
-        self._ensure_janitor()
-        if self.draining:
-            raise ShuttingDown("the server is restarting; try again in a moment")
-        creating = spec.session_id is None
-        session_id = spec.session_id or new_id("s_")
-        with self.session_lock(spec.owner, session_id):
-            if spec.client_message_id and not creating:
-                row, sent = self.store.runs.client_message_state(spec.owner, session_id, spec.client_message_id)
-                if row is not None or sent:
-                    run = self.get(spec.owner, row["run_id"]) if row else None
-                    if run is not None and not run.log.released:
-                        return Started(session_id, run, row, attached=True)
-                    return Started(session_id, None, row, attached=True)
-            self._check_capacity(spec.owner, session_id)  # a 503 must not stop the session's running run
-            self.replace_running(spec.owner, session_id)
-            # ids increase across the runs of a session: this run's first id follows the previous run's last
-            base = 0 if creating else self.session_last_seq(spec.owner, session_id)
-            run = self._reserve(spec, session_id, base)
-            try:
-                turn = self._store_start(spec, run, creating)
-            except BaseException:
-                self._unreserve(run)
-                raise
-            with self._lock:
-                self.runs[run.run_id] = run
-                self._running[run.run_id] = run
-                self.by_session[(spec.owner, session_id)] = run
-            for entry in run.log.read_after(run.log.base):  # run_started and start
-                self.durable.enqueue(run.run_id, entry)
-        self.backend.run_started(run)  # [issue 14] lease
-        signals.run_started.send(run)
-        self._spawn(run, turn)
-        return Started(session_id, run)
-
-    def _spawn(self, run: Run, turn: Turn) -> None:
-        """Drive the turn in its own greenlet (gevent) or thread; the caller does not wait for it to begin.
-
-        [startpath, issue 22] Under gevent a plain greenlet: ``threading.Thread.start`` would add a
-        thread object, its bookkeeping and a hub round trip (it waits until the thread has started),
-        and a run needs none of it (nothing joins it or reads its name; ``settled`` says it ended).
-        """
-        if self._gevent:
-            import gevent
-
-            gevent.spawn(self._drive, run, turn)
-        else:
-            threading.Thread(target=self._drive, args=(run, turn), name=f"run-{run.run_id}", daemon=True).start()
-
-    def session_last_seq(self, owner: str, session_id: str) -> int:
-        """The newest event id of the session's previous runs (0 when it has none): the next run's base.
-
-        From the memory log while it is held, else from the newest run row (``first_seq +
-        event_count - 1``) or its durable events, whichever is higher.
-        """
-        last = 0
-        previous = self.for_session(owner, session_id)
-        if previous is not None and not previous.log.released:
-            last = previous.log.last_seq
-        with self.store.locked.read() as db:  # one statement: the newest row and its durable events
-            row = db.execute(
-                "select coalesce(first_seq, 1) + coalesce(event_count, 0) - 1,"
-                " (select max(seq) from run_events e where e.run_id = r.run_id) from runs r"
-                " where owner = ? and session_id = ? order by created_at desc, rowid desc limit 1",
-                [owner, session_id],
-            ).fetchone()
-            if row is not None:
-                last = max(last, row[0], row[1] or 0)
-        return last
-
-    def _check_capacity(self, owner: str, session_id: str) -> None:
-        """Refuse (CapacityError) before replacing anything when the new run could not be reserved.
-
-        The session's own running run is counted as freed, since replacing it ends it. A start
-        racing this one may still take the last slot in between; then ``_reserve`` refuses after
-        the replacement (rare, and still nothing of the new turn is stored).
-        """
-        current = self.for_session(owner, session_id)
-        replacing = current is not None and current.status == "running"
-        with self._lock:
-            self._refuse_without_room(freed_slots=1 if replacing else 0)
-
-    def _refuse_without_room(self, freed_slots: int = 0) -> None:
-        """CapacityError unless one more run fits (a slot under ``MAX_ACTIVE_RUNS``, and budget after
-        evicting idle finished runs); ``freed_slots`` running runs are about to end. Call under ``_lock``."""
-        if self.active - freed_slots >= int(self.config["MAX_ACTIVE_RUNS"]):
-            raise CapacityError("too many runs in progress; try again shortly")
-        if self.budget.used >= self.budget.limit:
-            self._evict_idle(free_bytes=self.budget.used - self.budget.limit + 1)
-            if self.budget.used >= self.budget.limit:
-                raise CapacityError("run memory budget exhausted; try again shortly")
-
-    def _reserve(self, spec: StartSpec, session_id: str, base: int = 0) -> Run:
-        """Take a capacity slot and log ``run_started`` and ``start`` in memory; CapacityError (nothing stored)."""
-        with self._lock:
-            self._refuse_without_room()
-            self.active += 1
-        run_id = new_id("run_")
-        run = Run(
-            run_id=run_id,
-            session_id=session_id,
-            owner=spec.owner,
-            mode=spec.mode,
-            model=spec.model,
-            client_message_id=spec.client_message_id,
-            user_message_id=None,
-            log=self.backend.make_log(
-                run_id,
-                int(self.config["RUN_MAX_EVENTS"]),  # [issue 14] mirrored
-                int(self.config["RUN_MAX_BYTES"]),
-                self.budget,
-                base=base,
-            ),
-            terminal_type=spec.terminal_type,
-        )
-        try:
-            run.log.append(
-                Event(RUN_STARTED, {"run_id": run_id, "session_id": session_id, "mode": spec.mode, "model": spec.model})
-            )
-            run.log.append(Event(START, {"task_id": run_id, "model": spec.model}))
-        except LogFull:
-            with self._lock:
-                self.active -= 1
-            run.log.release()
-            raise CapacityError("run memory budget exhausted; try again shortly") from None
-        return run
-
-    def _unreserve(self, run: Run) -> None:
-        with self._lock:
-            self.active -= 1
-        run.log.release()
-
-    def _store_start(self, spec: StartSpec, run: Run, creating: bool) -> Turn:
-        """The session (if new), the user's message, the run row and the mode's writes: one transaction.
-
-        The turn is built inside it too (from the history, read on the same connection, which ends with
-        the uncommitted user message): a builder that raises rolls the start back instead of leaving a
-        committed row ``running`` that this live worker would keep renewing and nobody would finish.
-        """
-        now = time.time()
-        with self.store.locked.tx() as db:
-            if creating:
-                db.execute(
-                    "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
-                    [run.session_id, spec.owner, spec.session_title, now, now],
-                )
-                parent: Optional[int] = None  # a new session has no message yet
-            else:
-                # one statement: the session is still the owner's, and the branch the message continues
-                exists, parent = owned_branch_head(db, spec.owner, run.session_id)
-                if not exists:
-                    raise NotFound("session not found")  # deleted since the route looked it up: store nothing
-            if spec.message is not None:
-                run.user_message_id = insert_message(
-                    db,
-                    spec.owner,
-                    run.session_id,
-                    "user",
-                    spec.message,
-                    metadata=spec.user_metadata,
-                    client_message_id=spec.client_message_id,
-                    parent=parent,
-                )
-            self.store.runs.insert_running(
-                db,
-                run_id=run.run_id,
-                session_id=run.session_id,
-                owner=spec.owner,
-                mode=spec.mode,
-                model=spec.model,
-                user_message_id=run.user_message_id,
-                client_message_id=spec.client_message_id,
-                worker=self.worker,
-                lease_until=now + self.durable.lease_seconds,
-                first_seq=run.log.base + 1,
-                terminal_type=spec.terminal_type,
-            )
-            for hook in spec.in_transaction:
-                hook(db)
-            # the user message just stored is the branch head (insert_message set it), unless a hook moved it
-            head = run.user_message_id if not spec.in_transaction else None
-            return spec.make_turn(
-                self.store.messages.recent(
-                    spec.owner, run.session_id, int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head
-                )
-            )
 
     def delete_session(self, owner: str, session_id: str, remove: Callable[[], Any]) -> Any:
         """Delete a session: under its lock, stop its run (``session_deleted``), then ``remove()`` its rows.
@@ -607,3 +380,7 @@ class RunEngine(Housekeeping):
             run.subscribers = max(0, run.subscribers - 1)
             if run.subscribers == 0 and run.finalized:
                 self._schedule_evict(run)
+
+
+#: what the routes and tests import from here (the start path lives in ``start``)
+__all__ = ["RunEngine", "ShuttingDown", "StartSpec", "Started", "Turn"]
