@@ -191,3 +191,21 @@ def test_no_save_of_a_group_is_reported_saved_when_the_database_cannot_open(tmp_
         assert not any(final.saved for final in finals) and log.final_commits == 0
     finally:
         log.close()
+
+
+def test_a_reply_with_lone_surrogates_is_saved_repaired_not_failed(setup):
+    """Provider text is repaired at the adapter; a reply assembled elsewhere may still carry a lone half."""
+    store, log = setup
+    (session_id, run_id), (other_session, other_run) = _running(store, 2)
+    final = _final(session_id, run_id, 0)
+    final.content, final.thinking = "tool said \ud800 here", "think \udfff"
+    final.metadata = {"note": "meta \ud83d"}
+    clean = _final(other_session, other_run, 0)  # saved in the same group: the bad one must not take it down
+    assert _burst(log, [final, clean]) == {run_id: True, other_run: True}
+    with store.locked.read() as db:
+        content, thinking, metadata = db.execute(
+            "select content, thinking, metadata from messages where run_id = ?", [run_id]
+        ).fetchone()
+    assert content == "tool said \ufffd here" and thinking == "think \ufffd"
+    assert '"meta \\ud83d"' in metadata  # JSON keeps the escape; reading it back gives the same value
+    assert store.runs.get(OWNER, run_id)["status"] == "done" and _message_count(store, other_run) == 1

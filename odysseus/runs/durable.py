@@ -380,14 +380,16 @@ class DurableLog:
             final.message_id, final.saved = (row[0] if row else None), False
             final.tail = number_tail(final.build_tail(final.message_id), final.first_tail_seq)
             return []
+        # a lone surrogate cannot be stored as UTF-8: provider text is repaired long before this, but a
+        # reply built from elsewhere (a tool's output, a synthesis) must not fail its own save forever
         message_id = insert_message(
             _RawDb(conn),
             final.owner,
             final.session_id,
             "assistant",
-            final.content,
-            thinking=final.thinking,
-            metadata=final.metadata,
+            repair_text(final.content),
+            thinking=repair_text(final.thinking) if final.thinking else final.thinking,
+            metadata=final.metadata,  # JSON-encoded with ASCII escapes: any text in it is storable
             run_id=final.run_id,
         )
         final.tail = number_tail(final.build_tail(message_id), final.first_tail_seq)
