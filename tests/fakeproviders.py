@@ -244,7 +244,7 @@ class FakeProvider:
         wait for forever.
         """
         self.closing.set()
-        try:
+        try:  # the fakes import nothing of the app: a plain shutdown, not odysseus.llm.http.shutdown_socket
             self.server.socket.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass

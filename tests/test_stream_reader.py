@@ -8,7 +8,6 @@ from a raw socket server on loopback.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import socket
@@ -21,6 +20,7 @@ from odysseus.cancel import CancelToken
 from odysseus.config import DEFAULTS
 from odysseus.errors import ProviderNetworkError, ProviderProtocolError
 from odysseus.llm.base import ChatRequest, ProviderConfig
+from odysseus.llm.http import shutdown_socket
 from odysseus.llm.openai_compat import OpenAICompatProvider
 from odysseus.llm.stream_reader import ChunkedDecoder, ndjson_lines, sse_events
 from odysseus.runs.run_log import encode_payload
@@ -221,10 +221,9 @@ class _RawServer:
         descriptor number goes to the next socket the process opens. With such threads left behind,
         test_bad_text's fake providers (opened later in the same process) lost connections: poll said
         ready and their own accept() then blocked, the model's connection was reset and the fake's
-        shutdown hung (about one run in two after this module; never once this wakes the thread).
+        shutdown hung (in about one run in two after this module; in none since the thread is woken).
         """
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() with an error
+        shutdown_socket(self.sock)  # wakes the blocked accept() with an error
         self.sock.close()
 
 

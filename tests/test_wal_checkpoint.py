@@ -9,7 +9,8 @@ the janitor's periodic PASSIVE checkpoint (on the writer's thread) covers a serv
 from __future__ import annotations
 
 import sqlite3
-import time
+
+from waiting import wait_for
 
 from odysseus.store import Store
 from odysseus.store.database import HUB_WAL_AUTOCHECKPOINT, connect
@@ -79,9 +80,6 @@ def test_the_janitor_checkpoints_with_its_lease_cycle(tmp_path):
     engine.durable.checkpoint = lambda: calls.append(1) or checkpoint()
     try:
         engine.start_background()
-        deadline = time.monotonic() + 10
-        while len(calls) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(calls) >= 2
+        wait_for(lambda: len(calls) >= 2, 10, what="two janitor checkpoints")
     finally:
         close_app(app)

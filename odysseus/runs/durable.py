@@ -388,7 +388,7 @@ class DurableLog:
             final.session_id,
             "assistant",
             repair_text(final.content),
-            thinking=repair_text(final.thinking) if final.thinking else final.thinking,
+            thinking=repair_text(final.thinking),
             metadata=final.metadata,  # JSON-encoded with ASCII escapes: any text in it is storable
             run_id=final.run_id,
         )
