@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Optional
+from typing import Any, Optional, Type, TypeVar
 
 # Event types that end the transcript part of a run.
 RUN_STARTED = "run_started"
@@ -181,13 +181,16 @@ class Event(_Fields):
         return Event(self.type, copy.deepcopy(self.data, memo), self.seq)
 
 
-class StoredDelta(Event):
-    """A logged text delta that keeps only its JSON text: ``data`` is decoded from it when read.
+_S = TypeVar("_S", bound="StoredEvent")
 
-    A run log keeps each event's payload text anyway (``run_log``); a delta's ``data`` dict and
-    its string would be a second copy of the same text, about 230 bytes per token held. The log
-    numbers a text delta into one of these (equal to the ``Event`` it stands for); projections
-    that send the payload as it is (chat) or can slice it (agent) never decode it.
+
+class StoredEvent(Event):
+    """A logged event that keeps only its JSON text: ``data`` is decoded from it when read.
+
+    A run log keeps each event's payload text anyway (``run_log``); the event's ``data`` dict
+    would be a second copy of the same values. Equal to the ``Event`` it stands for as long as
+    its data survives a JSON round trip (every logged event's does: the durable log stores the
+    same text, and a replay from SQLite decodes it the same way).
     """
 
     __slots__ = ("payload",)
@@ -199,8 +202,8 @@ class StoredDelta(Event):
         return _decode_payload(self.payload)
 
     @classmethod
-    def of(cls, type: str, seq: Optional[int], payload: str) -> "StoredDelta":  # noqa: A002
-        """The stored form of the delta ``type``/``seq`` whose encoded data is ``payload``."""
+    def of(cls: Type[_S], type: str, seq: Optional[int], payload: str) -> _S:  # noqa: A002
+        """The stored form of the event ``type``/``seq`` whose encoded data is ``payload``."""
         event = _alloc(cls)
         _set_type(event, type)
         _set_seq(event, seq)
@@ -208,7 +211,20 @@ class StoredDelta(Event):
         return event
 
 
-_set_payload = StoredDelta.__dict__["payload"].__set__
+class StoredDelta(StoredEvent):
+    """A logged text delta in its stored form (``StoredEvent``): its payload is ``{"delta": s}``
+    or ``{"delta": s, "thinking": true}`` exactly as ``run_log.text_delta_payload`` writes it.
+
+    A delta's ``data`` dict and its string would be a second copy of the same text, about 230
+    bytes per token held. The log numbers a text delta into one of these (equal to the ``Event``
+    it stands for); projections that send the payload as it is (chat) or can slice it (agent,
+    which relies on that exact shape) never decode it.
+    """
+
+    __slots__ = ()
+
+
+_set_payload = StoredEvent.__dict__["payload"].__set__
 
 
 def delta(text: str, thinking: bool = False) -> Event:

@@ -24,7 +24,7 @@ from odysseus.process_identity import worker_identity
 from odysseus.runs.engine import RunEngine, StartSpec
 from odysseus.runs.durable import as_entry, read_events
 from odysseus.runs.follow import encode, follow_durable, follow_memory
-from odysseus.runs.run_log import encode_payload
+from odysseus.runs.run_log import SealedEntries, encode_payload
 from odysseus.sse import chat_frame
 from odysseus.store import Store, new_id
 
@@ -423,10 +423,13 @@ def test_encode_matches_memory_log_payloads(make_engine):
     assert encode([as_entry(*row[0:3]) for row in rows], chat_frame) == encode(run.log.read_after(0), chat_frame)
 
 
-def test_a_finished_run_keeps_its_reply_as_one_string_and_stored_deltas(make_engine):
+def test_a_finished_run_keeps_its_reply_as_one_string_and_its_log_sealed(make_engine):
     engine = make_engine(EVICT_GRACE=180.0)
     run = _finished(engine, "caf\u00e9 ", "\u2603 ", '"quoted"\n')
-    wait_for(lambda: len(run.content_parts) == 1, timeout=10, interval=0.01)
+    wait_for(lambda: len(run.content_parts) == 1 and type(run.log._entries) is SealedEntries, timeout=10, interval=0.01)
+    engine.durable.flush()
+    with engine.store.locked.read() as db:  # the sealed memory log replays exactly what SQLite holds
+        assert read_events(db, run.run_id, 0, 10_000) == [(e.seq, e.type, p) for e, p in run.log.read_after(0)]
     assert run.content == 'caf\u00e9 \u2603 "quoted"\n'
     deltas = [e for e, _ in run.log.read_after(run.log.base) if e.type == DELTA]
     assert [type(e) for e in deltas] == [StoredDelta] * 3

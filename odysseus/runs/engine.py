@@ -239,10 +239,11 @@ class RunEngine(Starting, Housekeeping):
 
     @staticmethod
     def _settle(run: Run) -> None:
-        """A finished run keeps its reply text as one string until eviction (not a list of token strings;
-        its log keeps each delta as payload text only, see ``RunLog.append``)."""
+        """A finished run keeps its reply text as one string until eviction (not a list of token strings),
+        and its closed log sealed: the payload texts in one string (``RunLog.seal``)."""
         if not run.finalized:
             return
+        run.log.seal()
         if len(run.content_parts) > 1:
             run.content_parts = [run.content]
         if len(run.thinking_parts) > 1:

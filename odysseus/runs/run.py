@@ -39,7 +39,45 @@ class Outcome:
 
 
 class Run:
-    """A turn running in its own greenlet, writing into its numbered log."""
+    """A turn running in its own greenlet, writing into its numbered log.
+
+    A ``__slots__`` class: the replay window holds hundreds of finished runs, and an instance
+    ``__dict__`` of this many attributes is about a kilobyte of each.
+    """
+
+    __slots__ = (
+        "run_id",
+        "session_id",
+        "owner",
+        "mode",
+        "model",
+        "client_message_id",
+        "user_message_id",
+        "log",
+        "terminal_type",
+        "cancel",
+        "context",
+        "created_at",
+        "started_monotonic",
+        "last_event_monotonic",
+        "finished_at",
+        "status",
+        "stop_reason",
+        "error",
+        "message_id",
+        "content_parts",
+        "thinking_parts",
+        "model_info",
+        "usage",
+        "metrics",
+        "finish_reason",
+        "fallback",
+        "subscribers",
+        "evict_at",
+        "settled",
+        "lock",
+        "finalized",
+    )
 
     def __init__(
         self,

@@ -11,6 +11,11 @@ Invariants:
   copy in SQLite (``odysseus.runs.durable``) reuse that text, so a replay from either is
   byte-identical. A text delta is kept in that one form (``events.StoredDelta``: its ``data``
   is decoded from the text when read), not as a dict holding a second copy of the text.
+- A closed log is sealed once its run has settled (``RunLog.seal``): its entries become one
+  ``SealedEntries`` (the payload texts joined into one string, plus the types and end offsets),
+  about a fifth of the memory and a handful of objects instead of three per event; reads
+  rebuild ``StoredEvent`` entries with the same types, ids and payload texts, so frames and
+  cursors do not change. Nothing is appended after close, so sealing never races an append.
 - Caps: a log holds at most ``max_events`` events and ``max_bytes`` payload bytes, and all
   logs together draw on one ``ByteBudget``. Lifecycle events (terminal record, done,
   error, close) are always admitted, so a run can always end properly; any other append
@@ -21,7 +26,9 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Iterator, List, Optional, Tuple
+from array import array
+from itertools import accumulate
+from typing import Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 from ..events import (
     AGENT_TERMINAL,
@@ -34,6 +41,7 @@ from ..events import (
     RUN_TIMEOUT,
     Event,
     StoredDelta,
+    StoredEvent,
 )
 from .heartbeat import park
 from .native import gevent_active
@@ -79,6 +87,73 @@ def encode_payload(data: dict) -> str:
     """An event's payload as JSON, exactly as ``_encode`` writes it; a text delta by a string fast path."""
     payload = text_delta_payload(data)
     return _encode(data) if payload is None else payload
+
+
+class SealedEntries(Sequence[Entry]):
+    """A closed log's entries in compact form: read like the list they replace, rebuilt on each read.
+
+    Holds the payload texts joined into one string, their end offsets, the event types (shared
+    strings: one pointer each) and one byte per entry saying whether it was a ``StoredDelta``
+    (the projections' fast paths key on that class). Entry ``i`` is numbered ``base + i + 1``
+    (a log's ids have no gap), its payload is the same text, and its event a ``StoredEvent``
+    (or ``StoredDelta``) equal to the one logged.
+    """
+
+    __slots__ = ("_base", "_types", "_text", "_ends", "_deltas")
+
+    def __init__(self, entries: Sequence[Entry], base: int):
+        self._base = base
+        self._types = tuple(event.type for event, _ in entries)
+        self._text = "".join(payload for _, payload in entries)
+        ends = list(accumulate(len(payload) for _, payload in entries))
+        self._ends = array("I" if not ends or ends[-1] < 1 << 32 else "Q", ends)
+        self._deltas = bytes(event.__class__ is StoredDelta for event, _ in entries)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def _entry(self, index: int) -> Entry:
+        start = self._ends[index - 1] if index else 0
+        payload = self._text[start : self._ends[index]]
+        cls = StoredDelta if self._deltas[index] else StoredEvent
+        return cls.of(self._types[index], self._base + index + 1, payload), payload
+
+    @overload
+    def __getitem__(self, index: int) -> Entry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[Entry]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[Entry, List[Entry]]:
+        if isinstance(index, slice):
+            return [self._entry(i) for i in range(*index.indices(len(self._types)))]
+        if index < 0:
+            index += len(self._types)
+        if not 0 <= index < len(self._types):
+            raise IndexError("sealed entry index out of range")
+        return self._entry(index)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return (self._entry(i) for i in range(len(self._types)))
+
+    def __reversed__(self) -> Iterator[Entry]:
+        return (self._entry(i) for i in range(len(self._types) - 1, -1, -1))
+
+    @property
+    def last_type(self) -> Optional[str]:
+        """The newest entry's type, without rebuilding it."""
+        return self._types[-1] if self._types else None
+
+
+_SEALED_CONDITION: Optional[threading.Condition] = None
+
+
+def _sealed_condition() -> threading.Condition:
+    """The one Condition all sealed logs share (made on first use: after gevent's patch, when serving)."""
+    global _SEALED_CONDITION
+    if _SEALED_CONDITION is None:
+        _SEALED_CONDITION = threading.Condition(threading.Lock())
+    return _SEALED_CONDITION
 
 
 class LogFull(Exception):
@@ -135,7 +210,7 @@ class RunLog:
         self.max_bytes = max_bytes
         self.budget = budget
         self.bytes = 0
-        self._entries: List[Entry] = []
+        self._entries: Union[List[Entry], SealedEntries] = []
         # A plain lock (not reentrant: cheaper per append); subclasses extend ``_admitted``, never re-lock.
         self._cond = threading.Condition(threading.Lock())
         self._waiters = getattr(self._cond, "_waiters", None)  # the Condition's own list of blocked readers
@@ -155,7 +230,10 @@ class RunLog:
     @property
     def last_type(self) -> Optional[str]:
         """Type of the newest event."""
-        return self._entries[-1][0].type if self._entries else None
+        entries = self._entries
+        if entries.__class__ is SealedEntries:
+            return entries.last_type
+        return entries[-1][0].type if entries else None
 
     def append(self, event: Event) -> Entry:
         """Number, serialise and store ``event``; wake every reader. Raises LogFull past a cap.
@@ -219,7 +297,7 @@ class RunLog:
                 budget.used += size
             elif not budget.take(size, force=forced):
                 raise LogFull("process log budget exhausted")
-        entries = self._entries
+        entries: list = self._entries  # type: ignore[assignment]  # a list until sealed, and sealed only once closed
         if numbered is None:
             seq = self.base + len(entries) + 1
             numbered = StoredDelta.of(DELTA, seq, payload) if stored else event.numbered(seq)
@@ -262,6 +340,27 @@ class RunLog:
             if self.last_seq <= seq and not self.closed and not self.released:
                 self._cond.wait(timeout)
             return self._entries[start:] if limit is None else self._entries[start : start + limit]
+
+    def seal(self) -> bool:
+        """Keep a closed log's entries in compact form (``SealedEntries``); True when it did.
+
+        The engine calls this once the run has settled. Only a closed log is sealed (nothing can
+        be appended to it any more), once, and only when its ids run ``base + 1 ...`` without a
+        gap, as ``SealedEntries`` rebuilds them.
+        """
+        with self._cond:
+            entries = self._entries
+            if not self.closed or self.released or entries.__class__ is not list or not entries:
+                return False
+            if entries[0][0].seq != self.base + 1 or entries[-1][0].seq != self.base + len(entries):
+                return False
+            self._entries = SealedEntries(entries, self.base)
+            # Its own Condition (a lock and a 600-byte deque) is not needed any more: a closed log
+            # has no waiter (the close woke them all and nobody waits on a closed log), so every
+            # sealed log shares one, which readers only ever take briefly.
+            self._cond = _sealed_condition()
+            self._waiters = getattr(self._cond, "_waiters", None)
+        return True
 
     def release(self) -> int:
         """Drop every entry (eviction); wake readers; return the bytes freed."""
