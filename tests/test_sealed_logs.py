@@ -26,7 +26,7 @@ from odysseus.events import (
     usage,
 )
 from odysseus.runs.follow import encode, last_sent_seq
-from odysseus.runs.run_log import ByteBudget, LogFull, RunLog, SealedEntries
+from odysseus.runs.run_log import LARGE_PAYLOAD, ByteBudget, LogFull, RunLog, SealedEntries
 from odysseus.sse import agent_frame, chat_frame, research_frame
 
 ODD = ["plain", "", "nul \x00 esc \x1b", 'quote " back \\', "line\nbreak", "\u2028", "caf\u00e9 \U0001f600", "\ud83d"]
@@ -39,6 +39,8 @@ def _events(base_text: str = "") -> list:
         events.append(delta(text, thinking=True))
     events += [
         Event(DELTA, {"delta": "x", "extra": [1, 2]}),  # another shape: logged as a plain Event
+        delta("big " * 700),  # a payload past LARGE_PAYLOAD: kept as its own string
+        delta("after the big one"),
         usage(3, 4, cached=None),
         Event(MESSAGE_SAVED, {"message_id": 7, "role": "assistant"}),
         Event(CHAT_TERMINAL, {"status": "done", "content": "".join(ODD), "nested": {"a": [None, True, 1.5]}}),
@@ -165,3 +167,38 @@ def test_a_log_whose_ids_do_not_run_from_its_base_is_not_sealed():
     log.append(Event(CLOSE, {}))
     log._entries.insert(0, (Event(USAGE, {}, 99), "{}"))  # an impossible log: sealing must not renumber it
     assert not log.seal() and type(log._entries) is list
+
+
+def test_a_large_payload_is_shared_by_every_read_and_a_small_one_is_copied_out():
+    log = _filled()
+    log.seal()
+    first, again = log.read_after(0), log.read_after(0)
+    large = [i for i, (_, payload) in enumerate(first) if len(payload) >= LARGE_PAYLOAD]
+    assert large, "the fixture holds a large payload"
+    for i in large:
+        assert first[i][1] is again[i][1] and first[i][0].payload is first[i][1]
+    small = next(i for i, (_, payload) in enumerate(first) if 5 < len(payload) < LARGE_PAYLOAD)
+    assert first[small][1] == again[small][1] and first[small][1] is not again[small][1]
+
+
+@pytest.mark.parametrize("max_chars", [1, 40, 200, 5000])
+def test_a_follower_page_of_a_sealed_log_is_bounded_by_the_text_it_copies(max_chars):
+    log = RunLog(max_events=10_000, max_bytes=1 << 24)
+    for i in range(300):
+        log.append(delta(f"t{i} "))
+    log.append(delta("L" * 3000))
+    log.append(Event(CLOSE, {}))
+    every = log.read_after(0)
+    log.seal()
+    cursor, pages = 0, []
+    while True:
+        page = log.wait_after(cursor, timeout=0, limit=100, max_chars=max_chars)
+        if not page:
+            break
+        assert 1 <= len(page) <= 100
+        copied = sum(len(payload) for _, payload in page if len(payload) < LARGE_PAYLOAD)
+        assert copied <= max_chars or len(page) == 1  # one entry always comes, however long
+        pages.append(page)
+        cursor = page[-1][0].seq
+    _same([entry for page in pages for entry in page], every)  # in order, no gap, no duplicate
+    assert log.wait_after(0, timeout=0, limit=100) == log.read_after(0, limit=100)  # no bound asked: the limit alone

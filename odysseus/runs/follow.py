@@ -163,7 +163,7 @@ class _MemoryReader:
         if self.done:
             return END
         log = self.run.log
-        entries = log.wait_after(self.cursor, timeout, PAGE)
+        entries = log.wait_after(self.cursor, timeout, PAGE, max_chars=self.first or PIECE_BYTES)
         if entries:
             self.cursor = seq_of(entries[-1])
             self.done = entries[-1][0].type == CLOSE

@@ -27,8 +27,10 @@ from __future__ import annotations
 import json
 import threading
 from array import array
-from itertools import accumulate
-from typing import Iterator, List, Optional, Sequence, Tuple, Union, overload
+from bisect import bisect_right
+from itertools import accumulate, repeat
+from operator import attrgetter, is_, itemgetter
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 from ..events import (
     AGENT_TERMINAL,
@@ -50,6 +52,9 @@ from .native import gevent_active
 LIFECYCLE = frozenset({CHAT_TERMINAL, AGENT_TERMINAL, DONE, ERROR, CLOSE, MESSAGE_SAVED, RUN_TIMEOUT})
 
 Entry = Tuple[Event, str]
+
+#: a payload this long stays its own string in a sealed log (shared by every read, not copied out)
+LARGE_PAYLOAD = 1024
 
 
 def seq_of(entry: Entry) -> int:
@@ -99,24 +104,48 @@ class SealedEntries(Sequence[Entry]):
     (or ``StoredDelta``) equal to the one logged.
     """
 
-    __slots__ = ("_base", "_types", "_text", "_ends", "_deltas")
+    __slots__ = ("_base", "_types", "_text", "_ends", "_deltas", "_large")
 
     def __init__(self, entries: Sequence[Entry], base: int):
+        # map and C builtins throughout: sealing costs a fraction of a microsecond per entry
+        events, payloads = map(itemgetter(0), entries), list(map(itemgetter(1), entries))
+        lengths = list(map(len, payloads))
         self._base = base
-        self._types = tuple(event.type for event, _ in entries)
-        self._text = "".join(payload for _, payload in entries)
-        ends = list(accumulate(len(payload) for _, payload in entries))
+        self._types = tuple(map(attrgetter("type"), events))
+        self._deltas = bytes(map(is_, map(type, map(itemgetter(0), entries)), repeat(StoredDelta)))
+        self._large: Dict[int, str] = {}
+        if lengths and max(lengths) >= LARGE_PAYLOAD:
+            for index, size in enumerate(lengths):
+                if size >= LARGE_PAYLOAD:
+                    self._large[index], payloads[index], lengths[index] = payloads[index], "", 0
+        ends = list(accumulate(lengths))
+        self._text = "".join(payloads)
         self._ends = array("I" if not ends or ends[-1] < 1 << 32 else "Q", ends)
-        self._deltas = bytes(event.__class__ is StoredDelta for event, _ in entries)
 
     def __len__(self) -> int:
         return len(self._types)
 
     def _entry(self, index: int) -> Entry:
-        start = self._ends[index - 1] if index else 0
-        payload = self._text[start : self._ends[index]]
-        cls = StoredDelta if self._deltas[index] else StoredEvent
-        return cls.of(self._types[index], self._base + index + 1, payload), payload
+        return self.page(index, 1)[0]
+
+    def page(self, start: int, limit: Optional[int], max_chars: Optional[int] = None) -> List[Entry]:
+        """Entries ``start``, ``start + 1``, ...: at most ``limit``, and (``max_chars``) no more than
+        about that many characters of joined text copied out (at least one entry)."""
+        ends, text, types, deltas, large = self._ends, self._text, self._types, self._deltas, self._large
+        stop = len(types) if limit is None else min(len(types), start + limit)
+        if start >= stop:
+            return []
+        begin = ends[start - 1] if start else 0
+        if max_chars is not None:
+            stop = max(start + 1, bisect_right(ends, begin + max_chars, start, stop))
+        out: List[Entry] = []
+        seq = self._base + start
+        for index in range(start, stop):
+            end = ends[index]
+            payload = large[index] if large and index in large else text[begin:end]
+            begin, seq = end, seq + 1
+            out.append(((StoredDelta if deltas[index] else StoredEvent).of(types[index], seq, payload), payload))
+        return out
 
     @overload
     def __getitem__(self, index: int) -> Entry: ...
@@ -126,7 +155,10 @@ class SealedEntries(Sequence[Entry]):
 
     def __getitem__(self, index: Union[int, slice]) -> Union[Entry, List[Entry]]:
         if isinstance(index, slice):
-            return [self._entry(i) for i in range(*index.indices(len(self._types)))]
+            start, stop, step = index.indices(len(self._types))
+            if step == 1:  # read_after's slices
+                return self.page(start, max(0, stop - start))
+            return [self._entry(i) for i in range(start, stop, step)]
         if index < 0:
             index += len(self._types)
         if not 0 <= index < len(self._types):
@@ -323,10 +355,14 @@ class RunLog:
         """The entries from the newest back (no copy: the list only grows while it is iterated)."""
         return reversed(self._entries)
 
-    def wait_after(self, seq: int, timeout: Optional[float], limit: Optional[int] = None) -> List[Entry]:
+    def wait_after(
+        self, seq: int, timeout: Optional[float], limit: Optional[int] = None, max_chars: Optional[int] = None
+    ) -> List[Entry]:
         """Entries after ``seq`` (at most ``limit``); blocks up to ``timeout`` while there are none and the log is open.
 
         Returns an empty list on timeout, or when the log is closed (or released) with nothing after ``seq``.
+        ``max_chars`` bounds a sealed log's page by the text its read copies (``SealedEntries.page``);
+        an open log's page shares its strings and is bounded by ``limit`` alone.
         """
         start = max(0, seq - self.base)
         if self._greenlets:
@@ -335,11 +371,17 @@ class RunLog:
             # Condition.wait's new lock and gevent.Timeout (an idle follower waits once a heartbeat)
             if self.last_seq <= seq and not self.closed and not self.released:
                 park(self._waiters, timeout)
-            return self._entries[start:] if limit is None else self._entries[start : start + limit]
+            return self._page(start, limit, max_chars)
         with self._cond:
             if self.last_seq <= seq and not self.closed and not self.released:
                 self._cond.wait(timeout)
-            return self._entries[start:] if limit is None else self._entries[start : start + limit]
+            return self._page(start, limit, max_chars)
+
+    def _page(self, start: int, limit: Optional[int], max_chars: Optional[int]) -> List[Entry]:
+        entries = self._entries
+        if entries.__class__ is SealedEntries:
+            return entries.page(start, limit, max_chars)
+        return entries[start:] if limit is None else entries[start : start + limit]
 
     def seal(self) -> bool:
         """Keep a closed log's entries in compact form (``SealedEntries``); True when it did.
