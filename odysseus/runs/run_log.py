@@ -139,12 +139,13 @@ class SealedEntries(Sequence[Entry]):
         if max_chars is not None:
             stop = max(start + 1, bisect_right(ends, begin + max_chars, start, stop))
         out: List[Entry] = []
+        append, of_delta, of_event = out.append, StoredDelta.of, StoredEvent.of
         seq = self._base + start
         for index in range(start, stop):
             end = ends[index]
-            payload = large[index] if large and index in large else text[begin:end]
+            payload = text[begin:end] if begin != end or index not in large else large[index]
             begin, seq = end, seq + 1
-            out.append(((StoredDelta if deltas[index] else StoredEvent).of(types[index], seq, payload), payload))
+            append(((of_delta if deltas[index] else of_event)(types[index], seq, payload), payload))
         return out
 
     @overload
