@@ -13,7 +13,7 @@ Invariants:
   is decoded from the text when read), not as a dict holding a second copy of the text.
 - A closed log is sealed once its run has settled (``RunLog.seal``): its entries become one
   ``SealedEntries`` (the payload texts joined into one string, plus the types and end offsets),
-  about a fifth of the memory and a handful of objects instead of three per event; reads
+  about a third of the memory and a handful of objects instead of three per event; reads
   rebuild ``StoredEvent`` entries with the same types, ids and payload texts, so frames and
   cursors do not change. Nothing is appended after close, so sealing never races an append.
 - Caps: a log holds at most ``max_events`` events and ``max_bytes`` payload bytes, and all
