@@ -62,7 +62,10 @@ def on_starting(server):
 
 
 def post_worker_init(worker):
-    """On SIGTERM (shutdown, or the old worker of a reload) drain the run engine before gunicorn's own exit."""
+    """On SIGTERM (shutdown, or the old worker of a reload) drain the run engine before gunicorn's own exit;
+    and freeze the built app's objects out of the collector's full collections (runs/heap_trim.py)."""
+    from odysseus.runs.heap_trim import freeze_startup_heap
+
     engine = worker.wsgi.extensions["odysseus.runs"]
     gunicorn_exit = worker.handle_exit
 
@@ -73,6 +76,7 @@ def post_worker_init(worker):
         gunicorn_exit(sig, frame)
 
     signal.signal(signal.SIGTERM, handle_exit)
+    freeze_startup_heap()
 
 
 def worker_exit(server, worker):

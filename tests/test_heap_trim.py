@@ -1,9 +1,13 @@
 """HeapTrimmer: trims after enough evicted bytes and time (sooner once the engine holds nothing), never
 more often, survives a failing trim, and does nothing where the C library has no malloc_trim; the engine's
-janitor feeds it from evictions."""
+janitor feeds it from evictions. freeze_startup_heap: a built app's objects leave the full collections,
+and what is made afterwards is still collected."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import time
 
 from odysseus.config import DEFAULTS
@@ -82,3 +86,40 @@ def test_the_janitor_trims_after_evicting_many_finished_runs(tmp_path):
     finally:
         engine.close()
         store.close()
+
+
+def test_a_frozen_startup_heap_is_skipped_and_later_garbage_still_collected(tmp_path):
+    """In a child process: gc.freeze is process-wide, and this suite's own heap must stay as it is."""
+    script = textwrap.dedent(
+        f"""
+        import gc, os
+        os.environ.update(ODYSSEUS_DATA_DIR={str(tmp_path)!r}, ODYSSEUS_AUTH="none")
+        from odysseus import create_app
+        from odysseus.runs.heap_trim import freeze_startup_heap
+        app = create_app()
+        tracked = len(gc.get_objects())
+        frozen = freeze_startup_heap()
+        assert frozen > 10_000 and frozen >= tracked * 0.9, (frozen, tracked)
+        assert len(gc.get_objects()) < tracked * 0.1  # a full collection walks only what is left
+
+        class Node:
+            pass
+
+        import weakref
+        gc.disable()  # only the explicit collection below may find them
+        watched = []
+        for _ in range(1000):  # cycles made after the freeze are garbage as before
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+            watched.append(weakref.ref(a))
+        del a, b
+        assert all(ref() is not None for ref in watched)
+        assert gc.collect() >= 2000 and all(ref() is None for ref in watched)
+        gc.enable()
+        assert gc.get_freeze_count() == frozen
+        app.extensions["odysseus.runs"].close()
+        print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
