@@ -8,9 +8,9 @@ any projection's frames) must give what the unsealed log gave, byte for byte.
 from __future__ import annotations
 
 import json
-import tracemalloc
 
 import pytest
+from heldbytes import held_bytes_each
 
 from odysseus.events import (
     CHAT_TERMINAL,
@@ -138,24 +138,19 @@ def test_release_of_a_sealed_log_gives_back_its_bytes():
 
 def test_a_sealed_log_holds_a_fraction_of_the_memory():
     def held_bytes(seal: bool) -> float:
-        logs = []
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            for _ in range(30):
-                log = RunLog(max_events=10_000, max_bytes=1 << 24)
-                log.append(Event("run_started", {"run_id": "r_1"}))
-                for i in range(200):
-                    log.append(delta(f" token{i}"))
-                log.append(usage(3, 200))
-                log.append(Event(CHAT_TERMINAL, {"status": "done", "content": "x" * 1200}))
-                log.append(Event(CLOSE, {}))
-                if seal:
-                    log.seal()
-                logs.append(log)
-            return (tracemalloc.get_traced_memory()[0] - before) / len(logs)
-        finally:
-            tracemalloc.stop()
+        def build() -> RunLog:
+            log = RunLog(max_events=10_000, max_bytes=1 << 24)
+            log.append(Event("run_started", {"run_id": "r_1"}))
+            for i in range(200):
+                log.append(delta(f" token{i}"))
+            log.append(usage(3, 200))
+            log.append(Event(CHAT_TERMINAL, {"status": "done", "content": "x" * 1200}))
+            log.append(Event(CLOSE, {}))
+            if seal:
+                log.seal()
+            return log
+
+        return held_bytes_each(build, 30)
 
     sealed, open_ = held_bytes(True), held_bytes(False)
     assert sealed < open_ * 0.4, (sealed, open_)  # three objects per event become one string's share

@@ -7,9 +7,9 @@
 from __future__ import annotations
 
 import json
-import tracemalloc
 
 import pytest
+from heldbytes import held_bytes_each
 
 from odysseus.events import DELTA, Event, StoredDelta, delta
 from odysseus.runs.run_log import RunLog, encode_payload
@@ -76,18 +76,15 @@ def test_other_shapes_stay_plain_events():
 
 def test_a_held_delta_entry_is_smaller_in_its_stored_form():
     def held_bytes(make) -> float:
-        logs = []
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            for _ in range(50):
-                log = _log()
-                for i in range(20):
-                    log.append(make(f" token{i}"))
-                logs.append(log)
-            return (tracemalloc.get_traced_memory()[0] - before) / 1000
-        finally:
-            tracemalloc.stop()
+        """Bytes per held entry: logs of 20 entries each."""
+
+        def build() -> RunLog:
+            log = _log()
+            for i in range(20):
+                log.append(make(f" token{i}"))
+            return log
+
+        return held_bytes_each(build, 50) / 20
 
     stored = held_bytes(delta)
     full = held_bytes(lambda text: Event(DELTA, {"delta": text, "n": 1}))  # another shape: kept as an Event

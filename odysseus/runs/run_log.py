@@ -108,11 +108,11 @@ class SealedEntries(Sequence[Entry]):
 
     def __init__(self, entries: Sequence[Entry], base: int):
         # map and C builtins throughout: sealing costs a fraction of a microsecond per entry
-        events, payloads = map(itemgetter(0), entries), list(map(itemgetter(1), entries))
+        events, payloads = list(map(itemgetter(0), entries)), list(map(itemgetter(1), entries))
         lengths = list(map(len, payloads))
         self._base = base
         self._types = tuple(map(attrgetter("type"), events))
-        self._deltas = bytes(map(is_, map(type, map(itemgetter(0), entries)), repeat(StoredDelta)))
+        self._deltas = bytes(map(is_, map(type, events), repeat(StoredDelta)))
         self._large: Dict[int, str] = {}
         if lengths and max(lengths) >= LARGE_PAYLOAD:
             for index, size in enumerate(lengths):
@@ -155,11 +155,8 @@ class SealedEntries(Sequence[Entry]):
     def __getitem__(self, index: slice) -> List[Entry]: ...
 
     def __getitem__(self, index: Union[int, slice]) -> Union[Entry, List[Entry]]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self._types))
-            if step == 1:  # read_after's slices
-                return self.page(start, max(0, stop - start))
-            return [self._entry(i) for i in range(start, stop, step)]
+        if isinstance(index, slice):  # the log's own reads use page()
+            return [self._entry(i) for i in range(*index.indices(len(self._types)))]
         if index < 0:
             index += len(self._types)
         if not 0 <= index < len(self._types):
@@ -348,9 +345,8 @@ class RunLog:
 
     def read_after(self, seq: int, limit: Optional[int] = None) -> List[Entry]:
         """Entries with a number greater than ``seq``: all of them, or the first ``limit``."""
-        start = max(0, seq - self.base)
         with self._cond:
-            return self._entries[start:] if limit is None else self._entries[start : start + limit]
+            return self._page(max(0, seq - self.base), limit, None)
 
     def newest_first(self) -> Iterator[Entry]:
         """The entries from the newest back (no copy: the list only grows while it is iterated)."""
@@ -379,6 +375,7 @@ class RunLog:
             return self._page(start, limit, max_chars)
 
     def _page(self, start: int, limit: Optional[int], max_chars: Optional[int]) -> List[Entry]:
+        """Entries from index ``start``: the open list's slice, or a sealed log's page (see ``wait_after``)."""
         entries = self._entries
         if entries.__class__ is SealedEntries:
             return entries.page(start, limit, max_chars)
