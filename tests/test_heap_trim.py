@@ -1,7 +1,8 @@
 """HeapTrimmer: trims after enough evicted bytes and time (sooner once the engine holds nothing), never
 more often, survives a failing trim, and does nothing where the C library has no malloc_trim; the engine's
 janitor feeds it from evictions. freeze_startup_heap: a built app's objects leave the full collections,
-and what is made afterwards is still collected."""
+what is made afterwards is still collected, and the young generation is collected less often. The entry
+point (wsgi.py) spawns greenlets that do not keep their spawner's stack."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 from odysseus.config import DEFAULTS
 from odysseus.events import DELTA, Event
@@ -95,8 +97,9 @@ def test_a_frozen_startup_heap_is_skipped_and_later_garbage_still_collected(tmp_
         import gc, os
         os.environ.update(ODYSSEUS_DATA_DIR={str(tmp_path)!r}, ODYSSEUS_AUTH="none")
         from odysseus import create_app
-        from odysseus.runs.heap_trim import freeze_startup_heap
+        from odysseus.runs.heap_trim import YOUNG_THRESHOLD, freeze_startup_heap
         app = create_app()
+        assert gc.get_threshold()[0] == 700  # CPython's default until the worker is built
         tracked = len(gc.get_objects())
         frozen = freeze_startup_heap()
         assert frozen > 10_000 and frozen >= tracked * 0.9, (frozen, tracked)
@@ -117,9 +120,31 @@ def test_a_frozen_startup_heap_is_skipped_and_later_garbage_still_collected(tmp_
         assert gc.collect() >= 2000 and all(ref() is None for ref in watched)
         gc.enable()
         assert gc.get_freeze_count() == frozen
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD > 700
         app.extensions["odysseus.runs"].close()
         print("ok")
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_the_entry_point_spawns_greenlets_that_do_not_keep_their_spawners_stack(tmp_path):
+    """In a child process (wsgi.py patches the process): what gunicorn loads turns gevent's tree tracking off."""
+    script = textwrap.dedent(
+        f"""
+        import os
+        os.environ.update(ODYSSEUS_DATA_DIR={str(tmp_path)!r}, ODYSSEUS_AUTH="none")
+        import wsgi
+        import gevent
+        greenlet = gevent.spawn(lambda: 41 + 1)
+        assert greenlet.get() == 42
+        assert not gevent.config.track_greenlet_tree
+        assert greenlet.spawning_stack is None and greenlet.spawn_tree_locals is None
+        wsgi.app.extensions["odysseus.runs"].close()
+        print("ok")
+        """
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=root)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
