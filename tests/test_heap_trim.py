@@ -119,8 +119,9 @@ def test_a_frozen_startup_heap_is_skipped_and_later_garbage_still_collected(tmp_
         assert all(ref() is not None for ref in watched)
         assert gc.collect() >= 2000 and all(ref() is None for ref in watched)
         gc.enable()
-        assert gc.get_freeze_count() == frozen
-        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, OLD_THRESHOLD)
+        # still frozen after the collection (a frozen object the app's threads free leaves the count)
+        assert frozen * 0.9 < gc.get_freeze_count() <= frozen, (gc.get_freeze_count(), frozen)
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, OLD_THRESHOLD), gc.get_threshold()
         assert YOUNG_THRESHOLD > 700 and OLD_THRESHOLD > 10
         app.extensions["odysseus.runs"].close()
         print("ok")
