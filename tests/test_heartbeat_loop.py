@@ -9,7 +9,7 @@ import gevent
 import pytest
 from gevent.thread import allocate_lock
 
-from odysseus.runs.heartbeat import END, Silence, park, with_heartbeats
+from odysseus.runs.heartbeat import END, Silence, park, wake_parked, with_heartbeats
 
 INTERVAL = 0.2
 
@@ -135,6 +135,21 @@ def test_park_is_woken_by_notify_all_and_only_once():
     assert time.monotonic() - t0 < 2.0
     assert sorted(woke) == [(i, True) for i in range(50)]
     assert not cond._waiters
+
+
+def test_wake_parked_wakes_each_parked_greenlet_once_without_switching():
+    cond = _cond()
+    woke = []
+    readers = [gevent.spawn(lambda i=i: woke.append((i, park(cond._waiters, 5.0)))) for i in range(50)]
+    gevent.sleep(0.05)
+    assert len(cond._waiters) == 50
+    ran = []
+    gevent.spawn(ran.append, 1)  # ready: it would run at any switch inside the wake
+    wake_parked(cond._waiters)
+    wake_parked(cond._waiters)  # nobody left: no double wake
+    assert not ran and not woke and not cond._waiters
+    gevent.joinall(readers, timeout=5)
+    assert sorted(woke) == [(i, True) for i in range(50)] and ran == [1]
 
 
 def test_a_killed_parked_greenlet_leaves_no_waiter_and_a_later_notify_is_harmless():

@@ -103,6 +103,39 @@ print("ok")
 """
 
 
+NO_SWITCH_CHECK = r"""
+from gevent import monkey
+monkey.patch_all()
+import gevent
+from odysseus.events import delta
+from odysseus.runs.run_log import RunLog
+
+log = RunLog(1000, 10 ** 6)
+got = []
+reader = gevent.spawn(lambda: got.append(log.wait_after(0, 5)))
+gevent.sleep(0.01)
+assert len(log._waiters) == 1  # parked
+ran = []
+gevent.spawn(ran.append, 1)  # ready: it runs at the appending greenlet's next switch
+log.append(delta("hi"))
+assert not ran and not got, "waking a parked reader switched greenlets"
+assert not log._waiters
+reader.join(5)
+assert [e.seq for e, _ in got[0]] == [1] and ran == [1]
+print("ok")
+"""
+
+
+def test_under_gevent_waking_a_parked_reader_does_not_switch_greenlets():
+    """A notify under the Condition's gevent lock switched (its ownership check is a failing non-blocking
+    acquire, and gevent yields there): one hub round trip per paced token, half a paced reply's worker CPU."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", NO_SWITCH_CHECK], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
 def test_under_gevent_appends_take_no_lock_and_readers_wake_once_per_burst():
     import subprocess
     import sys

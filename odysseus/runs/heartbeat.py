@@ -123,3 +123,19 @@ def park(waiters, timeout: Optional[float]) -> bool:
                 waiters.remove(parked)
             except ValueError:
                 pass
+
+
+def wake_parked(waiters) -> None:
+    """Wake every greenlet parked in ``waiters`` (a Condition's ``_waiters``), as ``notify_all`` would.
+
+    Under gevent only (see ``park``): the greenlets that park and wake share one thread and a wake
+    never switches (``_Parked.release`` schedules the switch), so the Condition's lock, and
+    ``notify_all``'s ownership check (a failing non-blocking acquire), are not needed. That was
+    about a tenth of a paced token's cost in the worker (issue 22).
+    """
+    while waiters:
+        waiter = waiters.popleft()
+        try:
+            waiter.release()
+        except RuntimeError:  # a Condition.wait waiter's lock already released (a timeout)
+            pass

@@ -45,7 +45,7 @@ from ..events import (
     StoredDelta,
     StoredEvent,
 )
-from .heartbeat import park
+from .heartbeat import park, wake_parked
 from .native import gevent_active
 
 #: Events admitted past the caps so that every run can end with its terminal outcome.
@@ -280,8 +280,7 @@ class RunLog:
         # the per-token path among greenlets: _store's lock-free branch, one call less (see _store)
         entry = self._admit(event, payload, None, stored)
         if self._waiters:
-            with self._cond:
-                self._cond.notify_all()
+            wake_parked(self._waiters)
         return entry
 
     def append_entry(self, entry: Entry) -> Entry:
@@ -298,13 +297,13 @@ class RunLog:
         if self._greenlets:
             # Invariant: one writer greenlet per run, and nothing in _admit blocks, so no other
             # greenlet (a reader checking before it waits, a finalizer) can run in the middle of
-            # it: the append needs no lock. Blocked readers are woken under the lock, and only
+            # it: the append needs no lock. Parked readers are woken, and only
             # when there are any (a reader woken by this burst's first append is off the list
-            # until it waits again, and then it has read everything: one wake per burst).
+            # until it waits again, and then it has read everything: one wake per burst). The wake
+            # needs no lock either (wake_parked).
             entry = self._admit(event, payload, numbered, stored)
             if self._waiters:
-                with self._cond:
-                    self._cond.notify_all()
+                wake_parked(self._waiters)
             return entry
         with self._cond:
             entry = self._admit(event, payload, numbered, stored)
