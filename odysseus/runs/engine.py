@@ -63,7 +63,7 @@ from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
 from .heap_trim import HeapTrimmer
 from .housekeeping import Housekeeping
-from .native import gevent_active
+from .native import gevent_active, hub_loop
 from .outcome import (
     cancel_outcome,
     failed_save_tail,
@@ -195,6 +195,8 @@ class RunEngine(Starting, Housekeeping):
         # per-event lock is dropped there and the append is made inline, in the same order.
         inline = greenlets_only()
         append, observe, enqueue, run_id = run.log.append, run.observe, self.durable.enqueue, run.run_id
+        loop = hub_loop() if inline else None
+        turns = loop.iteration if loop is not None else 0
         try:
             for event in turn(run.context):
                 if event.type in PROVIDER_ONLY:
@@ -211,11 +213,18 @@ class RunEngine(Starting, Housekeeping):
                 # A provider that sends a burst keeps this greenlet busy until its socket would
                 # block: yield after the first delta (subscribers send the first token right away)
                 # and then every BURST_SLICE seconds, so a long burst cannot hold the hub (and every
-                # other request) for seconds.
-                if (not flushed and event.type == DELTA) or time.monotonic() - busy_since >= BURST_SLICE:
+                # other request) for seconds. A burst ends where the provider's read blocked (the
+                # hub's loop turned since): each token of a paced model is a burst of its own, and
+                # it took a second hub round trip (the yield) on top of its read's.
+                now = time.monotonic()
+                if loop is not None and loop.iteration != turns:
+                    turns, busy_since = loop.iteration, now
+                if (not flushed and event.type == DELTA) or now - busy_since >= BURST_SLICE:
                     flushed = True
                     time.sleep(0)
                     busy_since = time.monotonic()
+                    if loop is not None:
+                        turns = loop.iteration
                 if run.cancel.cancelled:
                     break
             outcome = cancel_outcome(run) if run.cancel.cancelled else Outcome("done")

@@ -22,6 +22,19 @@ def gevent_active() -> bool:
     return monkey.is_module_patched("threading")
 
 
+def hub_loop() -> Optional[Any]:
+    """The gevent hub's event loop under the monkey patch, else None.
+
+    Its ``iteration`` counts the loop's turns: a greenlet that sees it advance has been switched
+    out (it blocked, or yielded) since it last looked.
+    """
+    if not gevent_active():
+        return None
+    from gevent import get_hub
+
+    return get_hub().loop
+
+
 class NativeWorker:
     """One native thread that runs submitted functions in order."""
 
