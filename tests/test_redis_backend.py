@@ -322,3 +322,52 @@ def test_default_workers_follow_the_backend(monkeypatch):
     assert default_workers({"RUN_BACKEND": "memory"}) == 3
     assert worker_refusal({"RUN_BACKEND": "memory"}, 3) is not None
     assert worker_refusal({"RUN_BACKEND": "redis"}, 3) is None
+
+
+def test_recovery_asks_redis_for_leases_only_on_the_calling_thread():
+    """The durable writer checks ownership on its native thread; Redis must not be asked from there.
+
+    A connection a native thread used keeps a socket bound to that thread's hub, and the greenlet
+    the pool gave it to next failed ("Cannot switch to a different thread"): a turn answered 503
+    now and then with two workers. Leases are looked up before the writer's call; it only reads a set.
+    """
+    import threading
+
+    from odysseus.config import DEFAULTS
+    from odysseus.runs.redis_backend import RedisBackend
+
+    backend = RedisBackend(dict(DEFAULTS, REDIS_URL="redis://127.0.0.1:9/0"), "host:1")  # never connected
+    asked = []
+
+    def holder(run_id):
+        asked.append((run_id, threading.get_ident()))
+        return "host:2" if run_id == "held" else None
+
+    backend.leases.holder = holder
+    running = [
+        {"run_id": run_id, "lease_until": time.time() + 60, "worker": "host:2"} for run_id in ("held", "free", "local")
+    ]
+    owned = {}
+
+    class Durable:
+        def recover(self, is_owned, build_tail, timeout=None):
+            worker = threading.Thread(
+                target=lambda: owned.update({r["run_id"]: is_owned(r["run_id"]) for r in running})
+            )
+            worker.start()
+            worker.join(5)
+            return []
+
+    class Engine:
+        durable = Durable()
+
+        class store:
+            class runs:
+                @staticmethod
+                def running():
+                    return running
+
+    assert backend.recover(Engine(), lambda run_id: run_id == "local", lambda *a: []) == []
+    assert owned == {"held": True, "free": False, "local": True}
+    assert sorted(run_id for run_id, _ in asked) == ["free", "held"]
+    assert {thread for _, thread in asked} == {threading.get_ident()}

@@ -192,11 +192,16 @@ class RedisBackend(LocalBackend):
     def recover(self, engine, is_local: Callable[[str], bool], build_tail) -> List[str]:
         """Interrupt runs whose worker is gone, continuing their numbering from the stream."""
         now = time.time()
+        remote = [row for row in engine.store.runs.running() if not is_local(row["run_id"])]
+        # Redis is asked here, never from the durable writer's native thread (its is_owned check): a
+        # connection a native thread used holds a socket of that thread's hub, and the next greenlet
+        # the pool gave it to failed with "Cannot switch to a different thread" (a start answered 503).
+        # A run that starts after this look has a fresh SQLite lease, which the writer checks too.
+        held = {row["run_id"] for row in remote if self._lease_held(row["run_id"])}
         orphans = [
             row
-            for row in engine.store.runs.running()
-            if not is_local(row["run_id"])
-            and not self._lease_held(row["run_id"])
+            for row in remote
+            if row["run_id"] not in held
             and (
                 row.get("lease_until") is None
                 or row["lease_until"] < now
@@ -207,9 +212,7 @@ class RedisBackend(LocalBackend):
             self._backfill(engine, row["run_id"])
         if orphans:
             engine.durable.flush(timeout=30)
-        recovered = engine.durable.recover(
-            lambda run_id: is_local(run_id) or self._lease_held(run_id), build_tail, timeout=120
-        )
+        recovered = engine.durable.recover(lambda run_id: is_local(run_id) or run_id in held, build_tail, timeout=120)
         for run_id in recovered:
             self._append_tail(engine, run_id)
         self.recovered += len(recovered)
