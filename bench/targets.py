@@ -103,7 +103,8 @@ SIZES: Dict[str, Dict] = {
 PARTS: Dict[str, Callable[[Dict], List[Row]]] = {
     "paced": lambda s: load.run_part(load.paced, s, limit=180),
     "burst": lambda s: load.run_part(load.burst, s, limit=180),
-    "cpu": lambda s: load.run_part(load.cpu, s, limit=300),
+    # the full intake reply (100,000 tokens) and its lifecycle events pass the default log cap
+    "cpu": lambda s: load.run_part(load.cpu, s, {"ODYSSEUS_RUN_MAX_EVENTS": str(s["intake_tokens"] + 1000)}, limit=300),
     "held": lambda s: load.run_part(load.held, s, {"ODYSSEUS_EVICT_GRACE": "3600"}, limit=600),
     "detached": scale.detached,
     "memory": scale.rss,
