@@ -63,7 +63,8 @@ def on_starting(server):
 
 def post_worker_init(worker):
     """On SIGTERM (shutdown, or the old worker of a reload) drain the run engine before gunicorn's own exit;
-    and freeze the built app's objects out of the collector's full collections (runs/heap_trim.py)."""
+    and freeze the built app's objects out of the collector's full collections, which also run less
+    often from then on (runs/heap_trim.py)."""
     from odysseus.runs.heap_trim import freeze_startup_heap
 
     engine = worker.wsgi.extensions["odysseus.runs"]
