@@ -7,13 +7,10 @@ hold the hub. Counted with greenlet's switch trace, in a child process with the 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from childscript import run_json
+
 
 SCRIPT = textwrap.dedent(r"""
     from gevent import monkey
@@ -67,15 +64,7 @@ SCRIPT = textwrap.dedent(r"""
 
 def test_a_paced_run_yields_once_per_event_and_a_burst_still_every_slice(tmp_path):
     events = 200
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), str(events)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_json(SCRIPT, tmp_path, events)
     paced, burst = out["paced"], out["burst"]
     assert paced["status"] == burst["status"] == "done"
     assert paced["content"] == "".join(f"p{i} " for i in range(events))

@@ -7,15 +7,11 @@ is released every reply is saved exactly once. Also capacity under gevent: the s
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from childscript import run_json
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT = textwrap.dedent(r"""
     from gevent import monkey
@@ -93,15 +89,7 @@ SCRIPT = textwrap.dedent(r"""
 @pytest.mark.slow  # measured 6 s: a database held locked for seconds
 def test_locked_database_never_stalls_the_hub_and_every_run_is_saved_once(tmp_path):
     runs, hold = 4, 3.0
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path), str(runs), str(hold)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_json(SCRIPT, tmp_path, runs, hold)
     assert out["native"] is True
     assert out["refused"] is True
     # 10 ms ticks for the whole hold: the hub was never held by SQLite's busy wait (1 s on the writer)
