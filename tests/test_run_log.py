@@ -122,11 +122,20 @@ assert not ran and not got, "waking a parked reader switched greenlets"
 assert not log._waiters
 reader.join(5)
 assert [e.seq for e, _ in got[0]] == [1] and ran == [1]
+
+reader = gevent.spawn(lambda: got.append(log.wait_after(1, 5)))  # an eviction wakes it the same way
+gevent.sleep(0.01)
+assert len(log._waiters) == 1
+gevent.spawn(ran.append, 2)
+log.release()
+assert ran == [1] and len(got) == 1, "waking a parked reader on release switched greenlets"
+reader.join(5)
+assert got[1] == [] and ran == [1, 2] and not log._waiters
 print("ok")
 """
 
 
-def test_under_gevent_waking_a_parked_reader_does_not_switch_greenlets():
+def test_under_gevent_waking_a_parked_reader_does_not_switch_greenlets():  # on append and on release
     """A notify under the Condition's gevent lock switched (its ownership check is a failing non-blocking
     acquire, and gevent yields there): one hub round trip per paced token, half a paced reply's worker CPU."""
     import subprocess

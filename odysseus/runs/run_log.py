@@ -407,7 +407,10 @@ class RunLog:
             freed, self.bytes = self.bytes, 0
             self._entries = []
             self.released = True
-            self._cond.notify_all()
+            if self._greenlets:  # notify_all's ownership check would switch greenlets (see wake_parked)
+                wake_parked(self._waiters)
+            else:
+                self._cond.notify_all()
         if self.budget is not None:
             self.budget.give(freed)
         return freed
