@@ -50,9 +50,13 @@ def connect(path: str, busy_ms: int) -> sqlite3.Connection:
     if path != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     conn = sqlite3.connect(path, check_same_thread=False, timeout=busy_ms / 1000)
-    conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
+    try:
+        conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -86,7 +90,8 @@ def select_rows(db, sql: str, params: Sequence = ()) -> List[dict]:
 
 def open_database(path: str) -> Database:
     """Open (creating) the database at ``path`` with WAL and all migrations applied."""
-    conn = connect(path, busy_ms=HUB_BUSY_MS)
+    # a second worker booting while the first switches the file to WAL finds it locked for a moment
+    conn = _with_lock_retry(lambda: connect(path, busy_ms=HUB_BUSY_MS))
     conn.execute(f"PRAGMA wal_autocheckpoint={HUB_WAL_AUTOCHECKPOINT}")
     db = Database(conn)
     if path != ":memory:":
