@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-import threading
 from typing import Iterator, List
 
 import pytest
@@ -20,11 +18,11 @@ from odysseus.cancel import CancelToken
 from odysseus.config import DEFAULTS
 from odysseus.errors import ProviderNetworkError, ProviderProtocolError
 from odysseus.llm.base import ChatRequest, ProviderConfig
-from odysseus.llm.http import shutdown_socket
 from odysseus.llm.openai_compat import OpenAICompatProvider
 from odysseus.llm.stream_reader import ChunkedDecoder, ndjson_lines, sse_events
 from odysseus.runs.run_log import encode_payload
 from odysseus.sse import parse_sse
+from rawserver import RawServer
 
 SSE_BODY = (
     "retry: 5\n\n"  # no data: no event
@@ -164,69 +162,6 @@ def test_delta_fast_path_is_byte_identical_to_json_dumps(text):
 # ---------------------------------------------------------------- the adapter over a raw socket server
 
 
-class _RawServer:
-    """Answers each request on a connection with the next scripted raw response, in scripted pieces."""
-
-    def __init__(self, responses: List[List[bytes]]):
-        self.responses = list(responses)
-        self.connections = 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while self.responses:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _handle(self, conn: socket.socket) -> None:
-        with conn:
-            buffer = b""
-            while self.responses:
-                while b"\r\n\r\n" not in buffer:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buffer += data
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = int(
-                    next(
-                        (
-                            line.split(b":")[1]
-                            for line in head.split(b"\r\n")
-                            if line.lower().startswith(b"content-length:")
-                        ),
-                        b"0",
-                    )
-                )
-                while len(buffer) < length:
-                    buffer += conn.recv(65536)
-                buffer = buffer[length:]
-                pieces = self.responses.pop(0)
-                for piece in pieces:
-                    conn.sendall(piece)
-                if pieces and pieces[-1] == b"":  # scripted close
-                    return
-
-    def close(self) -> None:
-        """Stop listening and end the accept thread.
-
-        A plain ``close()`` leaves the thread blocked in ``accept()`` (Linux does not wake it) while the
-        descriptor number goes to the next socket the process opens. With such threads left behind,
-        test_bad_text's fake providers (opened later in the same process) lost connections: poll said
-        ready and their own accept() then blocked, the model's connection was reset and the fake's
-        shutdown hung (in about one run in two after this module; in none since the thread is woken).
-        """
-        shutdown_socket(self.sock)  # wakes the blocked accept() with an error
-        self.sock.close()
-
-
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 
@@ -256,7 +191,7 @@ def test_adapter_reads_odd_chunking_and_reuses_the_connection():
     body = _chunked(REPLY, 7)
     # the body cut into pieces at odd places: inside sizes, inside CRLFs, inside a UTF-8 character
     pieces = [HEAD + body[:3]] + [body[i : i + 11] for i in range(3, len(body), 11)]
-    server = _RawServer([pieces, [HEAD, _chunked(REPLY, 4096)]])
+    server = RawServer([pieces, [HEAD, _chunked(REPLY, 4096)]])
     try:
         provider = _provider(server.port)
         for _ in range(2):
@@ -273,7 +208,7 @@ def test_adapter_reads_odd_chunking_and_reuses_the_connection():
 
 def test_a_provider_closing_mid_event_is_a_network_error():
     body = _chunked(REPLY, 9)
-    server = _RawServer([[HEAD, body[: len(body) // 2], b""]])
+    server = RawServer([[HEAD, body[: len(body) // 2], b""]])
     try:
         with pytest.raises(ProviderNetworkError):
             _run(_provider(server.port))
@@ -283,7 +218,7 @@ def test_a_provider_closing_mid_event_is_a_network_error():
 
 def test_invalid_utf8_from_the_provider_is_a_protocol_error():
     bad = b'data: {"choices":[{"index":0,"delta":{"content":"\xff"}}]}\n\n'
-    server = _RawServer([[HEAD, _chunked(bad, 5), b""]])
+    server = RawServer([[HEAD, _chunked(bad, 5), b""]])
     try:
         with pytest.raises(ProviderProtocolError):
             _run(_provider(server.port))

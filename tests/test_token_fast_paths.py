@@ -14,7 +14,8 @@ import json
 from typing import List
 
 import pytest
-from test_stream_reader import HEAD, _chunked, _provider, _RawServer, _reference_sse, _splits
+from rawserver import RawServer
+from test_stream_reader import HEAD, _chunked, _provider, _reference_sse, _splits
 
 from odysseus.cancel import CancelToken
 from odysseus.llm import adapter as adapter_module
@@ -165,7 +166,7 @@ def test_fast_paths_frame_byte_identically_to_the_slow_paths(monkeypatch, chunk_
     pieces = [HEAD] + [body[i : i + read_size] for i in range(0, len(body), read_size)]
     if read_size == 1:  # one byte per send on a long body is slow: every 4-byte character split, in bigger sends
         pieces = [HEAD] + [body[i : i + 2] for i in range(0, len(body), 2)]
-    server = _RawServer([list(pieces), list(pieces)])
+    server = RawServer([list(pieces), list(pieces)])
     hits = []
     plain_content = PlainContent.content
 
@@ -295,7 +296,7 @@ def test_anthropic_text_template_frames_byte_identically_to_the_full_parse(monke
 
     body = _chunked(_anthropic_reply(), chunk_size)
     pieces = [HEAD] + [body[i : i + read_size] for i in range(0, len(body), read_size)]
-    server = _RawServer([list(pieces), list(pieces)])
+    server = RawServer([list(pieces), list(pieces)])
     hits = []
     template_content = FieldTemplate.content
 

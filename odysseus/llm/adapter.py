@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterator, List, Optional
 from ..cancel import Cancelled, CancelToken
 from ..events import DELTA, PROVIDER_META, TOOL_CALL, Event
 from .base import ChatRequest, ProviderConfig
-from .http import StreamResponse, Timeouts, Transport, provider_errors
+from .http import ProviderStream, Timeouts, Transport, provider_errors
 from .text_repair import Repair
 
 
@@ -40,10 +40,10 @@ class HTTPProvider:
     def _auth_headers(self) -> dict:
         return {}
 
-    def _open(self, request: ChatRequest, cancel: CancelToken) -> StreamResponse:
+    def _open(self, request: ChatRequest, cancel: CancelToken) -> ProviderStream:
         raise NotImplementedError
 
-    def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
+    def _events(self, response: ProviderStream, request: ChatRequest) -> Iterator[Event]:
         raise NotImplementedError
 
     def stream(self, request: ChatRequest, cancel: CancelToken) -> Iterator[Event]:

@@ -20,7 +20,7 @@ from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolEr
 from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from .adapter import HTTPProvider, image_parts, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
-from .http import StreamResponse, parse_json
+from .http import ProviderStream, parse_json
 from .plain_chunks import FieldTemplate
 from .stream_reader import sse_events
 
@@ -157,10 +157,10 @@ class AnthropicProvider(HTTPProvider):
         body.update(request.extra.get("anthropic", {}))
         return body
 
-    def _open(self, request: ChatRequest, cancel: CancelToken) -> StreamResponse:
+    def _open(self, request: ChatRequest, cancel: CancelToken) -> ProviderStream:
         return self.transport.open(self.root + "/messages", self.body(request), cancel)
 
-    def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
+    def _events(self, response: ProviderStream, request: ChatRequest) -> Iterator[Event]:
         blocks: Dict[int, dict] = {}
         tools_seen = 0
         tool_blocks = 0  # tool_use blocks started: the index of their tool_call_delta fragments

@@ -211,4 +211,4 @@ def probe(
     finally:
         transport = getattr(provider, "transport", None)
         if transport is not None:
-            transport.session.close()
+            transport.close()

@@ -21,10 +21,11 @@ import email.utils
 import http.client
 import json
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import requests
 import urllib3
@@ -42,8 +43,9 @@ from ..errors import (
     ProviderUnavailable,
 )
 from .base import ProviderConfig
+from .direct_post import REDIRECTS, DirectStream, DirectTarget, SocketPool, cookie_header, store_cookies
 from .env_session import EnvOnceSession
-from .prepared_post import PostPlan, plan_for
+from .prepared_post import PLAN_LIMIT, PostPlan, plan_for
 from .stream_reader import ChunkedDecoder
 from .text_repair import repair_text, repair_value
 
@@ -125,6 +127,10 @@ def map_error(exc: BaseException, provider: str) -> ProviderError:
         for e in chain
     ):
         return ProviderTimeout("Connect timeout", provider=provider)
+    tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
+    if tls is not None:  # before the malformed-chunk test: a certificate error is also a ValueError
+        detail = getattr(tls, "verify_message", None) or getattr(tls, "reason", None) or tls.__class__.__name__
+        return ProviderNetworkError(f"TLS error talking to provider {provider}: {detail}", provider=provider)
     if any(isinstance(e, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationParseError)) for e in chain):
         return ProviderNetworkError(f"Invalid URL for provider {provider}: {exc}", provider=provider)
     if any(isinstance(e, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, socket.timeout)) for e in chain):
@@ -441,6 +447,10 @@ class StreamResponse:
                 self.response.close()
 
 
+#: what ``Transport.open`` returns: a direct stream (llm/direct_post.py) or one read through ``requests``
+ProviderStream = Union[StreamResponse, DirectStream]
+
+
 class Transport:
     """A provider's HTTP client: one session, timeouts, and the streaming request."""
 
@@ -451,9 +461,37 @@ class Transport:
         self.session = new_session()
         #: [startpath, issue 22] per URL, the POST's unchanging parts prepared once (llm/prepared_post.py)
         self._plans: Dict[str, PostPlan] = {}
+        #: [issue 22] per URL, its direct POST (llm/direct_post.py), or None where requests must send it
+        self._direct: Dict[str, Optional[DirectTarget]] = {}
+        self._pool = SocketPool(POOL_SIZE)
 
-    def open(self, url: str, body: dict, cancel: CancelToken, headers: Optional[dict] = None) -> StreamResponse:
+    def close(self) -> None:
+        """Close every idle connection (the session's and the direct pool's)."""
+        self._pool.close()
+        self.session.close()
+
+    def _direct_target(self, url: str) -> Optional[DirectTarget]:
+        if url in self._direct:
+            return self._direct[url]
+        plan = plan_for(self._plans, self.session, url, self.headers)
+        target = None
+        if plan is not None and plan.direct:
+            target = DirectTarget(plan, list(plan.headers.items()), self._pool)
+        if len(self._direct) < PLAN_LIMIT:
+            self._direct[url] = target
+        return target
+
+    def open(self, url: str, body: dict, cancel: CancelToken, headers: Optional[dict] = None) -> ProviderStream:
         """POST ``body`` as JSON and return the open stream; raise ProviderHTTPError on an error status."""
+        redirected = None
+        if headers is None:
+            with provider_errors(self.provider, cancel):  # a URL or header requests refuses is the provider's error
+                target = self._direct_target(url)
+            if target is not None:
+                direct = self._open_direct(target, body, cancel)
+                if isinstance(direct, DirectStream):
+                    return direct
+                redirected = direct  # a redirect: requests follows it (and the stream it leads to is read there)
         holder: dict = {}
         unregister_box = [lambda: None]
 
@@ -473,7 +511,7 @@ class Transport:
             with provider_errors(self.provider, cancel):
                 for attempt in range(POOL_SIZE + 1):
                     try:
-                        response = self._post(url, body, headers)
+                        response = self._post(url, body, headers, redirected)
                         break
                     except requests.ConnectionError:
                         # A pooled connection the server closed while idle fails before any response
@@ -501,14 +539,61 @@ class Transport:
         if response.status_code >= 400:
             try:
                 with provider_errors(self.provider, cancel):
-                    raise self.http_error(response, stream)
+                    raise self.http_error(response.status_code, response.reason, response.headers, stream)
             finally:
                 stream.close()
         return stream
 
-    def _post(self, url: str, body: dict, headers: Optional[dict]) -> requests.Response:
+    def _open_direct(self, target: DirectTarget, body: dict, cancel: CancelToken) -> Any:
+        """The direct POST (llm/direct_post.py): its open stream, or ``(redirect, body)`` for requests to follow."""
+        cancel.raise_if_cancelled()
+        box: List[Any] = [None]
+
+        def on_socket(sock: Any) -> None:
+            box[0] = sock
+            if cancel.cancelled:  # stopped while connecting: nothing was there to shut down
+                shutdown_socket(sock)
+
+        unregister = cancel.on_cancel(lambda: shutdown_socket(box[0]))
+        sent_at = time.monotonic()
+        stream: Optional[DirectStream] = None
+        sock: Any = None
+        try:
+            with provider_errors(self.provider, cancel):
+                data = target.plan.encode(body)
+                request = target.request_bytes(data, cookie_header(self.session, target.url, target.header_items))
+                deadline = sent_at + self.timeouts.first_token
+                sock, head, rest = target.exchange(request, self.timeouts, deadline, on_socket, cancel)
+                stream = DirectStream(sock, head, rest, self.timeouts, sent_at, target, unregister)
+                store_cookies(self.session, target.url, head)
+                if cancel.cancelled:
+                    raise Cancelled(cancel.reason or "stopped")
+                if head.status in REDIRECTS and "location" in head.headers:
+                    redirect_body = self._bounded_body(stream)
+                    stream.finish()
+                    stream.close()
+                    return stream.as_requests_response(target.url, redirect_body), data
+                if head.status >= 400:
+                    raise self.http_error(head.status, head.reason, head.headers, stream)
+                return stream
+        except BaseException:
+            if stream is not None:
+                stream.close()
+            else:
+                unregister()
+                if sock is not None:
+                    sock.close()  # a head the stream could not take (a bad length or encoding)
+            raise
+
+    def _post(
+        self, url: str, body: dict, headers: Optional[dict], redirected: Optional[Tuple[Any, bytes]] = None
+    ) -> requests.Response:
         timeout = (self.timeouts.connect, self.timeouts.first_token)
         plan = plan_for(self._plans, self.session, url, self.headers) if headers is None else None
+        if plan is not None and redirected is not None:
+            shell, data = redirected
+            shell.request = prep = plan.prepare(data)
+            return plan.follow(shell, prep, plan.send_settings(timeout))
         if plan is not None:
             return plan.post(body, timeout)
         return self.session.post(
@@ -529,19 +614,25 @@ class Transport:
                 text = redact(text, value.split(" ", 1)[1] if value.lower().startswith("bearer ") else value)
         return text
 
-    def http_error(self, response: requests.Response, stream: StreamResponse) -> ProviderHTTPError:
-        """The provider's error status, message and Retry-After as a ProviderHTTPError."""
+    @staticmethod
+    def _bounded_body(stream: Any) -> bytes:
+        """At most about ``ERROR_BODY_LIMIT`` bytes of a response body (an error's or a redirect's)."""
         body = b""
         with contextlib.suppress(Exception):
             for chunk in stream.chunks():
                 body += chunk
                 if len(body) > ERROR_BODY_LIMIT:
                     break
-        detail = self.redact(error_message(body) if body else (response.reason or ""))
+        return body
+
+    def http_error(self, status: int, reason: Optional[str], headers: Any, stream: Any) -> ProviderHTTPError:
+        """The provider's error status, message and Retry-After as a ProviderHTTPError."""
+        body = self._bounded_body(stream)
+        detail = self.redact(error_message(body) if body else (reason or ""))
         return ProviderHTTPError(
-            f"Provider {self.provider} returned HTTP {response.status_code}: {detail}",
-            status=response.status_code,
-            retry_after=retry_after(response.headers),
+            f"Provider {self.provider} returned HTTP {status}: {detail}",
+            status=status,
+            retry_after=retry_after(headers),
             provider=self.provider,
         )
 

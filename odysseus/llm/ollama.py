@@ -16,7 +16,7 @@ from ..events import Event, delta, finish, tool_call, usage
 from .adapter import HTTPProvider, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .content_deltas import ContentDeltas
-from .http import StreamResponse, parse_json
+from .http import ProviderStream, parse_json
 from .stream_reader import ndjson_lines
 
 DEFAULT_BASE_URL = "http://localhost:11434"
@@ -94,10 +94,10 @@ class OllamaProvider(HTTPProvider):
         body.update(request.extra.get("ollama", {}))
         return body
 
-    def _open(self, request: ChatRequest, cancel: CancelToken) -> StreamResponse:
+    def _open(self, request: ChatRequest, cancel: CancelToken) -> ProviderStream:
         return self.transport.open(self.base_url + "/api/chat", self.body(request), cancel)
 
-    def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
+    def _events(self, response: ProviderStream, request: ChatRequest) -> Iterator[Event]:
         contents = ContentDeltas(self.think_tags, self.think_starts_open)
         calls = 0
         reason: Optional[str] = None

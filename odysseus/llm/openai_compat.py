@@ -22,7 +22,7 @@ from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
 from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .content_deltas import ContentDeltas
-from .http import StreamResponse, parse_json
+from .http import ProviderStream, parse_json
 from .plain_chunks import KNOWN_DELTA_KEYS, PlainContent
 from .stream_reader import sse_batches
 
@@ -139,7 +139,7 @@ class OpenAICompatProvider(HTTPProvider):
         body.update(request.extra.get("openai", {}))
         return body
 
-    def _open(self, request: ChatRequest, cancel: CancelToken) -> StreamResponse:
+    def _open(self, request: ChatRequest, cancel: CancelToken) -> ProviderStream:
         url = self.root + "/chat/completions"
         try:
             return self.transport.open(url, self.body(request), cancel)
@@ -150,7 +150,7 @@ class OpenAICompatProvider(HTTPProvider):
             self.ask_usage = False  # this server rejects stream_options: never ask again
             return self.transport.open(url, self.body(request), cancel)
 
-    def _events(self, response: StreamResponse, request: ChatRequest) -> Iterator[Event]:
+    def _events(self, response: ProviderStream, request: ChatRequest) -> Iterator[Event]:
         contents = ContentDeltas(self.think_tags, self.think_starts_open)
         tools = _ToolCallBuffer()
         reason: Optional[str] = None

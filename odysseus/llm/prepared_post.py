@@ -29,10 +29,11 @@ from typing import Any, Dict, Optional
 
 import requests
 from requests.compat import json as complexjson  # type: ignore[attr-defined]  # what requests encodes with
-from requests.cookies import extract_cookies_to_jar
+from requests.cookies import RequestsCookieJar, extract_cookies_to_jar
 from requests.hooks import default_hooks
 from requests.sessions import preferred_clock
 from requests.structures import CaseInsensitiveDict
+from requests.utils import select_proxy
 
 #: distinct URLs one transport keeps a plan for (a provider posts to one or two)
 PLAN_LIMIT = 16
@@ -53,11 +54,20 @@ class PostPlan:
         self.verify = settings["verify"]
         self.cert = settings["cert"]
 
-    def post(self, body: Any, timeout: Any) -> requests.Response:
-        """POST ``body`` as JSON, streaming, as ``Session.post`` would."""
+    @property
+    def direct(self) -> bool:
+        """True when no proxy applies to the URL and no client certificate is sent: ``direct_post`` may send it."""
+        no_proxy = select_proxy(self.url, self.proxies) is None
+        return no_proxy and not self.cert and self.url.startswith(("http:", "https:"))
+
+    @staticmethod
+    def encode(body: Any) -> bytes:
+        """The body bytes ``requests`` sends for ``json=body``."""
         data = complexjson.dumps(body, allow_nan=False)
-        if not isinstance(data, bytes):
-            data = data.encode("utf-8")
+        return data if isinstance(data, bytes) else data.encode("utf-8")
+
+    def prepare(self, data: bytes) -> requests.PreparedRequest:
+        """The request ``Session.post`` would send with ``data`` as its body (cookies from the jar)."""
         prep = requests.PreparedRequest()
         prep.method = "POST"
         prep.url = self.url
@@ -68,19 +78,30 @@ class PostPlan:
         jar = self.session.cookies
         if len(jar):
             prep.prepare_cookies(jar)
-        kwargs: Dict[str, Any] = {
-            "stream": True,
-            "timeout": timeout,
-            "verify": self.verify,
-            "cert": self.cert,
-            "proxies": self.proxies,
-        }
+        return prep
+
+    def send_settings(self, timeout: Any) -> Dict[str, Any]:
+        """The keyword arguments of the adapter's ``send`` (and of the redirects that follow)."""
+        return {"stream": True, "timeout": timeout, "verify": self.verify, "cert": self.cert, "proxies": self.proxies}
+
+    def post(self, body: Any, timeout: Any) -> requests.Response:
+        """POST ``body`` as JSON, streaming, as ``Session.post`` would."""
+        prep = self.prepare(self.encode(body))
+        kwargs = self.send_settings(timeout)
         began = preferred_clock()
         response = self.adapter.send(prep, **kwargs)
         response.elapsed = timedelta(seconds=preferred_clock() - began)
         if "set-cookie" in response.raw.headers:
-            extract_cookies_to_jar(jar, prep, response.raw)
+            extract_cookies_to_jar(self.session.cookies, prep, response.raw)
+        return self.follow(response, prep, kwargs)
+
+    def follow(
+        self, response: requests.Response, prep: requests.PreparedRequest, kwargs: Dict[str, Any]
+    ) -> requests.Response:
+        """``response`` itself, or where its redirects lead (by the session's own ``resolve_redirects``)."""
         if response.is_redirect:
+            if prep._cookies is None:  # type: ignore[attr-defined]  # prepare() leaves it unset when the jar is empty
+                prep._cookies = RequestsCookieJar()  # type: ignore[attr-defined]  # resolve_redirects merges into it
             history = [response, *self.session.resolve_redirects(response, prep, **kwargs)]
             response = history.pop()
             response.history = history
