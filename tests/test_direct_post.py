@@ -390,3 +390,22 @@ def test_under_gevent_paced_reads_wait_for_the_socket_and_keep_the_idle_timeout(
     assert out["direct"] is True
     assert out["paced"] == b"".join(tokens).decode()
     assert isinstance(out["stall"], float) and 0.4 <= out["stall"] < 3
+
+
+def test_an_ip_literal_needs_no_lookup_and_a_name_still_resolves(monkeypatch):
+    from odysseus.llm import direct_post
+
+    looked_up = []
+    real = socket.getaddrinfo
+    monkeypatch.setattr(direct_post.socket, "getaddrinfo", lambda *a, **k: looked_up.append(a[0]) or real(*a, **k))
+    answer = [with_length(PAYLOAD), b""]  # closed after each answer: every request connects anew
+    server = RawServer([answer, answer])
+    transport = Transport("t", TIMEOUTS)
+    try:
+        assert read(transport, url_of(server)) == PAYLOAD
+        assert looked_up == []  # 127.0.0.1 is an address already
+        assert read(transport, f"http://localhost:{server.port}/v1/chat/completions") == PAYLOAD
+        assert looked_up == ["localhost"]
+    finally:
+        transport.close()
+        server.close()

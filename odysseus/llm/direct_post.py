@@ -29,6 +29,7 @@ from __future__ import annotations
 import _socket
 import http.client
 import io
+import ipaddress
 import os
 import re
 import socket
@@ -125,6 +126,19 @@ def _peer_closed(sock: Any) -> bool:
     return True  # EOF or stray bytes
 
 
+def _literal_address(host: str, port: int) -> List[Tuple[Any, Any, int, str, Tuple[Any, ...]]]:
+    """``getaddrinfo``'s answer for an IP literal, made here: under gevent a lookup is a trip to a thread."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return []  # a name: resolved on each new connection
+    if "%" in host:
+        return []  # a scoped IPv6 address: getaddrinfo knows its interface
+    if address.version == 6:
+        return [(socket.AF_INET6, socket.SOCK_STREAM, 0, "", (host, port, 0, 0))]
+    return [(socket.AF_INET, socket.SOCK_STREAM, 0, "", (host, port))]
+
+
 class DirectTarget:
     """One provider URL's direct POST: the request head made once, the TLS context, the keep-alive pool."""
 
@@ -145,6 +159,7 @@ class DirectTarget:
         self.header_items = header_items  # in the order requests sends them; Content-Length is filled per call
         self._start = f"POST {target} HTTP/1.1\r\nHost: {host_header}\r\n"
         self.pool = pool
+        self._literal = _literal_address(self.host, self.port)
         self.context: Optional[ssl.SSLContext] = self._tls(plan.verify) if self.scheme == "https" else None
 
     @staticmethod
@@ -174,7 +189,7 @@ class DirectTarget:
 
     def connect(self, timeout: float, on_socket: Callable[[Any], None]) -> Any:
         """A new connection (TCP_NODELAY, TLS when https); ``on_socket`` sees the socket before it connects."""
-        infos = socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
+        infos = self._literal or socket.getaddrinfo(self.host, self.port, 0, socket.SOCK_STREAM)
         error: Optional[BaseException] = None
         for family, kind, proto, _name, address in infos:
             sock = socket.socket(family, kind, proto)
