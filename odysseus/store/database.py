@@ -6,9 +6,11 @@ Invariants:
   the connection (sqlite-utils' own writes nest inside it as savepoints, and its
   ``execute()`` does not commit while a transaction is open). Everything written inside the
   block is committed together or rolled back together.
-- The gevent hub never sits in SQLite's busy wait: the request-path connection has a
-  short busy timeout (``HUB_BUSY_MS``), and ``BEGIN IMMEDIATE`` is retried with a
-  cooperative sleep between attempts while another process holds the write lock. Reads in
+- The gevent hub never sits in SQLite's busy wait for the write lock: ``BEGIN IMMEDIATE`` is
+  tried with a busy timeout of 0 and retried with a cooperative sleep between attempts while
+  another connection (the durable writer, another process) holds the write lock. The
+  request-path connection's short busy timeout (``HUB_BUSY_MS``) is left for its other
+  statements. Reads in
   WAL mode never wait for writers. Bulk writes (the run event log) use their own
   connection on a native thread (``odysseus.runs.durable``), which is also where the WAL is
   checkpointed: by its commits, and by the janitor's PASSIVE checkpoint every few seconds when only
@@ -60,21 +62,33 @@ def connect(path: str, busy_ms: int) -> sqlite3.Connection:
     return conn
 
 
-def begin_immediate(conn: sqlite3.Connection, wait: float, sleep=time.sleep) -> None:
-    """``BEGIN IMMEDIATE``, retried (sleeping cooperatively) while another writer holds the lock."""
+def begin_immediate(conn: sqlite3.Connection, wait: float, sleep=time.sleep, busy_ms: Optional[int] = None) -> None:
+    """``BEGIN IMMEDIATE``, retried (sleeping cooperatively) while another writer holds the lock.
+
+    With ``busy_ms`` (the connection's own busy timeout) each attempt is made with a busy timeout of
+    0, then ``busy_ms`` is restored: SQLite's busy handler sleeps in C (1, 2, 5, 10 ms...), which on
+    the gevent hub stopped every stream for up to 18 ms each time the durable writer was committing.
+    The pauses between attempts are ``sleep``'s (gevent's, under the monkey patch), from 1 ms.
+    """
     deadline = time.monotonic() + wait
-    pause = 0.005
-    while True:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            if time.monotonic() >= deadline:
-                raise DatabaseBusy("the database stayed locked by another process") from exc
-            sleep(pause)
-            pause = min(pause * 2, 0.05)
+    pause = 0.001 if busy_ms is not None else 0.005
+    if busy_ms is not None:
+        conn.execute("PRAGMA busy_timeout=0")
+    try:
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise DatabaseBusy("the database stayed locked by another process") from exc
+                sleep(pause)
+                pause = min(pause * 2, 0.05)
+    finally:
+        if busy_ms is not None:
+            conn.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
 
 
 def select_rows(db, sql: str, params: Sequence = ()) -> List[dict]:
@@ -125,8 +139,9 @@ def _migrate_exclusively(conn: sqlite3.Connection, db: Database) -> None:
 class Locked:
     """A Database with the lock every repository takes around its statements."""
 
-    def __init__(self, db: Database, write_wait: float = WRITE_LOCK_WAIT):
+    def __init__(self, db: Database, write_wait: float = WRITE_LOCK_WAIT, busy_ms: int = HUB_BUSY_MS):
         self.db = db
+        self.busy_ms = busy_ms  # the connection's busy timeout, restored after each BEGIN (begin_immediate)
         self.lock = threading.RLock()
         self.write_wait = write_wait
         self._depth = 0
@@ -143,7 +158,7 @@ class Locked:
                     self._depth -= 1
                 return
             conn = self.db.conn
-            begin_immediate(conn, self.write_wait)
+            begin_immediate(conn, self.write_wait, busy_ms=self.busy_ms)
             self._depth = 1
             try:
                 yield self.db
