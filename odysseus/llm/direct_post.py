@@ -46,7 +46,7 @@ from requests.utils import DEFAULT_CA_BUNDLE_PATH
 
 from ..cancel import CancelToken
 from ..errors import ProviderTimeout
-from .stream_reader import ChunkedDecoder
+from .stream_reader import ChunkedDecoder, dechunked
 
 READ_SIZE = 65536
 #: the longest response head accepted (status line and headers), as http.client's limits allow
@@ -438,24 +438,23 @@ class DirectStream:
 
     def _raw_body(self) -> Iterator[bytes]:
         """The body's bytes as they arrive, de-chunked, until its end (or the connection's)."""
-        rest, self._rest = self._rest, b""
+        rest = [self._rest]
+        self._rest = b""
+
+        def read() -> bytes:  # what came with the head first, then the socket
+            if rest[0]:
+                data, rest[0] = rest[0], b""
+                return data
+            return self._recv()
+
         decoder, left = self._decoder, self._left
         if decoder is not None:
-            while not decoder.done:
-                data = rest or self._recv()
-                rest = b""
-                if not data:
-                    decoder.end_of_input()  # IncompleteRead unless the last chunk came
-                    break
-                payload = decoder.feed(data)
-                if payload:
-                    yield payload
+            yield from dechunked(decoder, read)
             self._ended = True
             return
         if left is not None:
             while left > 0:
-                data = rest or self._recv()
-                rest = b""
+                data = read()
                 if not data:
                     raise http.client.IncompleteRead(b"", left)
                 if len(data) > left:
@@ -467,8 +466,7 @@ class DirectStream:
             self._ended = True
             return
         while True:
-            data = rest or self._recv()
-            rest = b""
+            data = read()
             if not data:
                 self._ended = True
                 return

@@ -1,5 +1,10 @@
 """The HTTP layer every adapter shares: error mapping, timed streaming reads, cancel.
 
+``Transport.open`` sends a provider's streaming POST on a plain pooled socket
+(``direct_post``) when nothing of ``requests`` applies to the URL (no proxy, no client
+certificate, no auth or hooks), and through ``requests`` otherwise; both give a stream with
+the same API (``ProviderStream``) and both follow the invariants below.
+
 Invariants:
 
 - Lower-level failures (``requests``, ``urllib3``, ``socket``, bad JSON) become our
@@ -46,7 +51,7 @@ from .base import ProviderConfig
 from .direct_post import REDIRECTS, DirectStream, DirectTarget, SocketPool, cookie_header, store_cookies
 from .env_session import EnvOnceSession
 from .prepared_post import PLAN_LIMIT, PostPlan, plan_for
-from .stream_reader import ChunkedDecoder
+from .stream_reader import ChunkedDecoder, dechunked
 from .text_repair import repair_text, repair_value
 
 READ_SIZE = 65536
@@ -366,16 +371,13 @@ class StreamResponse:
 
     def _decoded(self, fp: Any) -> Iterator[bytes]:
         """The chunked body from big reads of the socket file, until its last chunk."""
-        decoder = self._decoder = ChunkedDecoder()
-        while not decoder.done:
+        self._decoder = ChunkedDecoder()
+
+        def read() -> bytes:
             self._arm()
-            data = fp.read1(READ_SIZE)
-            if not data:
-                decoder.end_of_input()  # IncompleteRead unless the last chunk came
-                break
-            payload = decoder.feed(data)
-            if payload:
-                yield payload
+            return fp.read1(READ_SIZE)
+
+        yield from dechunked(self._decoder, read)
         self._body_read()
 
     def _body_read(self) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import http.client
 import itertools
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Tuple
 
 #: the longest chunk-size or trailer line accepted (as http.client's ``_MAXLINE``)
 MAX_LINE = 65536
@@ -143,6 +143,19 @@ class ChunkedDecoder:
             self.state = _DONE
         if self.state != _DONE:
             raise http.client.IncompleteRead(b"")
+
+
+def dechunked(decoder: ChunkedDecoder, read: Callable[[], bytes]) -> Iterator[bytes]:
+    """The payload of a chunked body from ``read()`` calls, until its last chunk (``IncompleteRead``
+    when the input ends before it). ``read`` returns b"" at the end of the input."""
+    while not decoder.done:
+        data = read()
+        if not data:
+            decoder.end_of_input()
+            break
+        payload = decoder.feed(data)
+        if payload:
+            yield payload
 
 
 def _lines(chunks: Iterable[bytes], tail: List[bytes]) -> Iterator[List[str]]:
