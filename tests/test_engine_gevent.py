@@ -100,3 +100,43 @@ def test_locked_database_never_stalls_the_hub_and_every_run_is_saved_once(tmp_pa
     expected = "".join(f"w{i} " for i in range(40))
     assert out["saved"] == [[expected]] * (runs + 1)
     assert out["rows"] == ["done"] * (runs + 1)
+
+
+JANITOR_SCRIPT = textwrap.dedent(r"""
+    from gevent import monkey
+    monkey.patch_all()
+
+    import json, sys, time
+    import gevent, greenlet
+    from odysseus.config import DEFAULTS
+    from odysseus.runs.engine import RunEngine
+    from odysseus.store import Store
+
+    data_dir = sys.argv[1]
+    engine = RunEngine(Store(data_dir + "/odysseus.db"), dict(DEFAULTS, DATA_DIR=data_dir))
+    engine._ensure_janitor()  # starts the writer and the janitor
+    first = engine._janitor
+    gevent.sleep(0.05)
+    ran = []
+    gevent.spawn(lambda: ran.append(1))  # ready: a switch would run it
+    switches = []
+    greenlet.settrace(lambda event, args: switches.append(event))
+    engine._ensure_janitor()  # what every turn start does
+    greenlet.settrace(None)
+    out = {"switches": len(switches), "other_ran": bool(ran), "same": engine._janitor is first}
+    engine._janitor_loop = lambda: None  # a janitor that ends: the next start starts another
+    engine._janitor_ended = True
+    engine._ensure_janitor()
+    second = engine._janitor
+    second.join(2)
+    out["restarted"] = second is not first and engine._janitor_ended
+    engine._closing.set()
+    print(json.dumps(out))
+""")
+
+
+def test_a_turn_start_checks_the_janitor_without_switching_greenlets(tmp_path):
+    """``Thread.is_alive()`` of a live thread under gevent is a failed non-blocking acquire, which yields to
+    every ready greenlet: every turn start took a hub round trip in ``_ensure_janitor`` (issue 22)."""
+    out = run_json(JANITOR_SCRIPT, tmp_path)
+    assert out == {"switches": 0, "other_ran": False, "same": True, "restarted": True}

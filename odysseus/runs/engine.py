@@ -114,6 +114,7 @@ class RunEngine(Starting, Housekeeping):
         self._lock = threading.RLock()
         self._session_locks: Dict[Tuple[str, str], threading.Lock] = {}
         self._janitor: Optional[threading.Thread] = None
+        self._janitor_ended = False
         self._closing = threading.Event()
         self._last_recovery = 0.0
         #: called by the janitor with the recovery cadence (e.g. background jobs re-queue orphans)

@@ -48,6 +48,7 @@ class Housekeeping:
     _session_locks: dict
     _closing: threading.Event
     _janitor: Optional[threading.Thread]
+    _janitor_ended: bool
     _last_recovery: float
     _drain: Optional[threading.Thread]
     _heap: HeapTrimmer
@@ -96,13 +97,26 @@ class Housekeeping:
         self._ensure_janitor()
 
     def _ensure_janitor(self) -> None:
+        """Start the writer and the janitor unless the janitor runs (called by every turn start).
+
+        [issue 22] Whether it runs is the janitor's own flag, not ``Thread.is_alive()``: under
+        gevent that asks a live thread's lock with a non-blocking acquire that fails, and a failed
+        acquire yields to every ready greenlet, a hub round trip in the middle of every start.
+        """
         if self._closing.is_set():
             return  # closed: nothing may start the writer or the janitor again
-        if self._janitor is None or not self._janitor.is_alive():
+        if self._janitor is None or self._janitor_ended:
             self.durable.start()
             self.backend.start(self)  # [issue 14]
-            self._janitor = threading.Thread(target=self._janitor_loop, name="run-janitor", daemon=True)
+            self._janitor_ended = False
+            self._janitor = threading.Thread(target=self._run_janitor, name="run-janitor", daemon=True)
             self._janitor.start()
+
+    def _run_janitor(self) -> None:
+        try:
+            self._janitor_loop()
+        finally:
+            self._janitor_ended = True  # the next start starts another
 
     def _janitor_interval(self) -> float:
         limits = [0.5, self.grace / 4, float(self.config["RUN_IDLE_TIMEOUT"]) / 4]
