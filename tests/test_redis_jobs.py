@@ -43,10 +43,13 @@ def test_one_users_burst_does_not_starve_another_and_every_worker_takes_jobs(red
         )
         for consumer in ("w1", "w2")
     ]
+    # every row first, then the queue entries: on a loaded machine the workers had taken alice's jobs
+    # before bob's row existed (nobody else waiting, so nothing to defer for) and the test failed on timing
     for i in range(8):
         store.jobs.create(f"job_a{i}", "alice", {"message": "x"})
-        pools[0].submit(f"job_a{i}")
     store.jobs.create("job_b0", "bob", {"message": "one token"})
+    for i in range(8):
+        pools[0].submit(f"job_a{i}")
     pools[0].submit("job_b0")  # posted to the first worker, behind alice's eight
     wait_for(lambda: len(ran) == 9, 30, what="all jobs ran")
     order = [owner for owner, _, _ in ran]
