@@ -308,7 +308,10 @@ class SocketPool:
         """An idle socket of ``key`` still open at the other end, else None."""
         idle = self.idle.get(key)
         while idle:
-            sock = idle.pop()
+            try:
+                sock = idle.pop()
+            except IndexError:  # emptied by another thread between the test and the pop (plain threads)
+                return None
             if not _peer_closed(sock):
                 return sock
             _close(sock)
