@@ -36,6 +36,7 @@ import socket
 import ssl
 import time
 import zlib
+from types import SimpleNamespace
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import urlsplit
 
@@ -142,7 +143,7 @@ def _literal_address(host: str, port: int) -> List[Tuple[Any, Any, int, str, Tup
 class DirectTarget:
     """One provider URL's direct POST: the request head made once, the TLS context, the keep-alive pool."""
 
-    def __init__(self, plan: Any, header_items: List[Tuple[str, str]], pool: "SocketPool"):
+    def __init__(self, plan: Any, pool: "SocketPool"):
         url = plan.url
         parts = urlsplit(url)
         self.plan = plan  # prepared_post.PostPlan: the body's encoding, and the redirects requests follows
@@ -156,7 +157,8 @@ class DirectTarget:
             target += "?" + parts.query
         host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 literal
         host_header = host if self.port == DEFAULT_PORTS[self.scheme] else f"{host}:{self.port}"
-        self.header_items = header_items  # in the order requests sends them; Content-Length is filled per call
+        #: the plan's headers, in the order requests sends them; Content-Length is filled per call
+        self.header_items: List[Tuple[str, str]] = list(plan.headers.items())
         self._start = f"POST {target} HTTP/1.1\r\nHost: {host_header}\r\n"
         self.pool = pool
         self._literal = _literal_address(self.host, self.port)
@@ -364,7 +366,32 @@ class _Deflate:
         return self._obj.decompress(data)
 
 
-class DirectStream:
+class TimedReads:
+    """What both provider streams (this one and ``http.StreamResponse``) time their reads by: what is left of
+    the first-token deadline until the adapter marks output, the idle timeout after that."""
+
+    def __init__(self, timeouts: Any, sent_at: float, unregister: Callable[[], None]):
+        self.timeouts = timeouts
+        self.first_token_deadline = sent_at + timeouts.first_token
+        self.output_started = False
+        self.reusable = False
+        self._unregister = unregister
+
+    def mark_output(self) -> None:
+        """The model produced output: from now on reads use the idle timeout."""
+        self.output_started = True
+
+    def read_timeout(self) -> float:
+        """The timeout of the next read (ProviderTimeout once the first-token deadline has passed)."""
+        if self.output_started:
+            return self.timeouts.idle
+        timeout = self.first_token_deadline - time.monotonic()
+        if timeout <= 0:
+            raise ProviderTimeout("Read timeout")  # keep-alive bytes, but no output in time
+        return max(0.001, timeout)
+
+
+class DirectStream(TimedReads):
     """An open direct response: status, reason, headers, then timed raw body chunks (``http.StreamResponse``'s API)."""
 
     def __init__(
@@ -377,15 +404,11 @@ class DirectStream:
         target: DirectTarget,
         unregister: Callable[[], None],
     ):
+        super().__init__(timeouts, sent_at, unregister)
         self.sock = sock
-        self._unregister = unregister
         self.status_code = head.status
         self.reason = head.reason
         self.headers = head.headers
-        self.timeouts = timeouts
-        self.first_token_deadline = sent_at + timeouts.first_token
-        self.output_started = False
-        self.reusable = False
         self._target = target
         self._rest = rest
         self._ended = False  # the body was read to its end
@@ -415,10 +438,6 @@ class DirectStream:
         self._drained = False
         self._drain_until: Optional[float] = None  # set by finish: reads are bounded by the drain time
 
-    def mark_output(self) -> None:
-        """The model produced output: from now on reads use the idle timeout."""
-        self.output_started = True
-
     def _recv(self) -> bytes:
         sock = self.sock
         if self._drain_until is not None:
@@ -426,13 +445,8 @@ class DirectStream:
             if timeout <= 0:
                 raise ProviderTimeout("Read timeout")
             sock.settimeout(timeout)
-        elif self.output_started:
-            sock.settimeout(self.timeouts.idle)
         else:
-            timeout = self.first_token_deadline - time.monotonic()
-            if timeout <= 0:
-                raise ProviderTimeout("Read timeout")  # keep-alive bytes, but no output in time
-            sock.settimeout(max(0.001, timeout))
+            sock.settimeout(self.read_timeout())
         if self._drained and self._wait_readable is not None:
             self._wait_readable()  # socket.timeout when nothing comes in time, like recv
         data = sock.recv(READ_SIZE)
@@ -541,10 +555,7 @@ def store_cookies(session: requests.Session, url: str, head: Head) -> None:
         return
     raw_lines = head.raw.split(b"\n", 1)[1] if b"\n" in head.raw else b""
     message = http.client.parse_headers(io.BytesIO(raw_lines))
-
-    class _Raw:
-        _original_response = type("R", (), {"msg": message})()
-
     probe = requests.PreparedRequest()
     probe.url, probe.headers = url, CaseInsensitiveDict()
-    extract_cookies_to_jar(session.cookies, probe, _Raw())
+    # what extract_cookies_to_jar reads of a urllib3 response: its http.client response's headers
+    extract_cookies_to_jar(session.cookies, probe, SimpleNamespace(_original_response=SimpleNamespace(msg=message)))

@@ -48,14 +48,22 @@ from ..errors import (
     ProviderUnavailable,
 )
 from .base import ProviderConfig
-from .direct_post import REDIRECTS, DirectStream, DirectTarget, SocketPool, cookie_header, store_cookies
+from .direct_post import (
+    DRAIN_SECONDS,
+    READ_SIZE,
+    REDIRECTS,
+    DirectStream,
+    DirectTarget,
+    SocketPool,
+    TimedReads,
+    cookie_header,
+    store_cookies,
+)
 from .env_session import EnvOnceSession
 from .prepared_post import PLAN_LIMIT, PostPlan, plan_for
 from .stream_reader import ChunkedDecoder, dechunked
 from .text_repair import repair_text, repair_value
 
-READ_SIZE = 65536
-DRAIN_SECONDS = 0.25  # after the protocol's end marker, how long to wait for the body's end
 POOL_SIZE = 64  # connections kept per provider host: 100 paced streams reuse most of theirs (10 discarded 90 per burst)
 ERROR_BODY_LIMIT = 64 * 1024
 _raw_decode = json.JSONDecoder().raw_decode
@@ -304,36 +312,20 @@ def new_session() -> requests.Session:
     return session
 
 
-class StreamResponse:
-    """An open streaming response: timed raw chunks, output marking, prompt close."""
+class StreamResponse(TimedReads):
+    """An open streaming response read through ``requests``: timed raw chunks, output marking, prompt close."""
 
     def __init__(
         self, response: requests.Response, sock: Any, timeouts: Timeouts, sent_at: float, unregister: Callable[[], None]
     ):
+        super().__init__(timeouts, sent_at, unregister)
         self.response = response
         self.sock = sock
-        self.timeouts = timeouts
-        self.first_token_deadline = sent_at + timeouts.first_token
-        self.output_started = False
-        self.reusable = False
-        self._unregister = unregister
         self._decoder: Optional[ChunkedDecoder] = None  # set when chunks() decodes the body itself
 
-    def mark_output(self) -> None:
-        """The model produced output: from now on reads use the idle timeout."""
-        self.output_started = True
-
     def _arm(self) -> None:
-        sock = self.sock
-        if sock is None:
-            return
-        if self.output_started:
-            timeout = self.timeouts.idle
-        else:
-            timeout = self.first_token_deadline - time.monotonic()
-            if timeout <= 0:
-                raise ProviderTimeout("Read timeout")  # keep-alive bytes, but no output in time
-        sock.settimeout(max(0.001, timeout))
+        if self.sock is not None:
+            self.sock.settimeout(self.read_timeout())
 
     def _chunked_source(self) -> Optional[Any]:
         """The buffered socket file of a chunked, uncompressed body nothing has read yet; else None.
@@ -478,7 +470,7 @@ class Transport:
         plan = plan_for(self._plans, self.session, url, self.headers)
         target = None
         if plan is not None and plan.direct:
-            target = DirectTarget(plan, list(plan.headers.items()), self._pool)
+            target = DirectTarget(plan, self._pool)
         if len(self._direct) < PLAN_LIMIT:
             self._direct[url] = target
         return target
