@@ -346,7 +346,8 @@ GEVENT_SCRIPT = textwrap.dedent(r"""
     from odysseus.cancel import CancelToken
     from odysseus.errors import ProviderTimeout
     from odysseus.llm.direct_post import DirectStream
-    from odysseus.llm.http import Timeouts, Transport, provider_errors
+    from odysseus.llm.http import Timeouts, Transport
+    from odysseus.llm.http_errors import provider_errors
 
     port = int(sys.argv[1])
     transport = Transport("t", Timeouts(connect=5, first_token=5, idle=0.5))

@@ -9,7 +9,8 @@ from typing import Any, Dict, Iterator, List, Optional
 from ..cancel import Cancelled, CancelToken
 from ..events import DELTA, PROVIDER_META, TOOL_CALL, Event
 from .base import ChatRequest, ProviderConfig
-from .http import ProviderStream, Timeouts, Transport, provider_errors
+from .http import ProviderStream, Timeouts, Transport
+from .http_errors import provider_errors
 from .text_repair import Repair
 
 

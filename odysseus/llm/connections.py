@@ -20,7 +20,7 @@ from ..cancel import CancelToken
 from ..errors import BadRequest, ProviderError, ProviderHTTPError, ProviderTimeout, ProviderUnavailable
 from ..events import DELTA, FINISH
 from .base import ChatRequest, ProviderConfig
-from .http import redact
+from .http_errors import redact
 from .registry import build_provider
 
 KINDS = ("openai", "ollama", "anthropic")

@@ -1,4 +1,4 @@
-"""The HTTP layer every adapter shares: error mapping, timed streaming reads, cancel.
+"""The HTTP layer every adapter shares: the streaming POST, timed streaming reads, cancel.
 
 ``Transport.open`` sends a provider's streaming POST on a plain pooled socket
 (``direct_post``) when nothing of ``requests`` applies to the URL (no proxy, no client
@@ -8,7 +8,7 @@ the same API (``ProviderStream``) and both follow the invariants below.
 Invariants:
 
 - Lower-level failures (``requests``, ``urllib3``, ``socket``, bad JSON) become our
-  ``ProviderError`` subclasses in ONE place, ``provider_errors``; when the run was
+  ``ProviderError`` subclasses in ONE place, ``http_errors.provider_errors``; when the run was
   cancelled they become ``Cancelled`` instead, so a stop is never reported as a failure.
 - Reads are timed per read: until the adapter reports its first output the socket
   timeout is what is left of the first-token deadline (counted from sending the
@@ -22,30 +22,23 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import http.client
 import json
 import socket
-import ssl
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import requests
-import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from ..cancel import Cancelled, CancelToken
 from ..errors import (
-    ProviderError,
     ProviderHTTPError,
-    ProviderNetworkError,
     ProviderProtocolError,
-    ProviderTimeout,
-    ProviderUnavailable,
 )
 from .base import ProviderConfig
 from .direct_post import (
@@ -60,9 +53,10 @@ from .direct_post import (
     store_cookies,
 )
 from .env_session import EnvOnceSession
+from .http_errors import SECRET_HEADERS, error_message, provider_errors, redact, retry_after
 from .prepared_post import PLAN_LIMIT, PostPlan, plan_for
 from .stream_reader import ChunkedDecoder, dechunked
-from .text_repair import repair_text, repair_value
+from .text_repair import repair_value
 
 POOL_SIZE = 64  # connections kept per provider host: 100 paced streams reuse most of theirs (10 discarded 90 per burst)
 ERROR_BODY_LIMIT = 64 * 1024
@@ -89,134 +83,6 @@ class Timeouts:
             pick("first_token_timeout", "FIRST_TOKEN_TIMEOUT", 120.0),
             pick("idle_timeout", "IDLE_TIMEOUT", 60.0),
         )
-
-
-# ---------------------------------------------------------------- error mapping
-
-SECRET_HEADERS = ("authorization", "x-api-key", "api-key")
-
-
-def redact(text: str, secret: Optional[str]) -> str:
-    """``text`` with ``secret`` (and a long prefix of it, which servers echo) replaced by its last four."""
-    if not secret or len(secret) < 4 or not text:
-        return text
-    text = text.replace(secret, "…" + secret[-4:])
-    if len(secret) >= 12:
-        text = text.replace(secret[:-4], "…")
-    return text
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and everything it wraps (cause, context, urllib3 ``reason``, args)."""
-    seen, todo = set(), [exc]
-    while todo:
-        item = todo.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        yield item
-        for nxt in (
-            item.__cause__,
-            item.__context__,
-            getattr(item, "reason", None),
-            *[a for a in getattr(item, "args", ()) if isinstance(a, BaseException)],
-        ):
-            if isinstance(nxt, BaseException):
-                todo.append(nxt)
-
-
-def map_error(exc: BaseException, provider: str) -> ProviderError:
-    """Translate a low-level exception into the ProviderError the client should see."""
-    chain = list(_chain(exc))
-    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in str(exc):
-        return ProviderUnavailable(f"Connection refused by provider {provider}", provider=provider)
-    # urllib3's NewConnectionError subclasses ConnectTimeoutError; it is not a timeout.
-    if any(
-        isinstance(e, requests.ConnectTimeout)
-        or (
-            isinstance(e, urllib3.exceptions.ConnectTimeoutError)
-            and not isinstance(e, urllib3.exceptions.NewConnectionError)
-        )
-        for e in chain
-    ):
-        return ProviderTimeout("Connect timeout", provider=provider)
-    tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
-    if tls is not None:  # before the malformed-chunk test: a certificate error is also a ValueError
-        detail = getattr(tls, "verify_message", None) or getattr(tls, "reason", None) or tls.__class__.__name__
-        return ProviderNetworkError(f"TLS error talking to provider {provider}: {detail}", provider=provider)
-    if any(isinstance(e, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationParseError)) for e in chain):
-        return ProviderNetworkError(f"Invalid URL for provider {provider}: {exc}", provider=provider)
-    if any(isinstance(e, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, socket.timeout)) for e in chain):
-        return ProviderTimeout("Read timeout", provider=provider)
-    if any(isinstance(e, ConnectionResetError) for e in chain):
-        return ProviderNetworkError(f"Connection reset by provider {provider}", provider=provider)
-    if any(isinstance(e, http.client.IncompleteRead) for e in chain):
-        return ProviderNetworkError(
-            f"Connection closed by provider {provider} before the response was complete", provider=provider
-        )
-    malformed = (ValueError, UnicodeDecodeError, RecursionError)
-    if isinstance(exc, malformed) and not isinstance(exc, requests.RequestException):
-        return ProviderProtocolError(f"Malformed chunk from provider {provider}: {exc}", provider=provider)
-    return ProviderNetworkError(
-        f"Network error talking to provider {provider}: {exc.__class__.__name__}", provider=provider
-    )
-
-
-@contextlib.contextmanager
-def provider_errors(provider: str, cancel: Optional[CancelToken] = None) -> Iterator[None]:
-    """THE adapter boundary: every failure inside leaves as a ProviderError (or Cancelled)."""
-    try:
-        yield
-    except Cancelled:
-        raise
-    except ProviderError as exc:
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled(cancel.reason or "stopped") from None
-        if exc.message != repair_text(exc.message):  # a provider's own words may carry half a pair
-            exc.message = repair_text(exc.message)
-            exc.args = (exc.message,)
-        raise
-    except (
-        requests.RequestException,
-        urllib3.exceptions.HTTPError,
-        http.client.HTTPException,
-        OSError,
-        ValueError,
-        EOFError,
-        RecursionError,
-    ) as exc:
-        if cancel is not None and cancel.cancelled:
-            raise Cancelled(cancel.reason or "stopped") from None
-        raise map_error(exc, provider) from exc
-
-
-def retry_after(headers: Any) -> Optional[float]:
-    """Seconds from ``Retry-After`` (seconds or HTTP date) or ``retry-after-ms``; None when absent."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        with contextlib.suppress(ValueError):
-            return max(0.0, float(raw_ms) / 1000)
-    raw = headers.get("Retry-After")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(raw) if raw else None
-        return None if parsed is None else max(0.0, round(parsed.timestamp() - time.time(), 3))
-
-
-def error_message(body: bytes) -> str:
-    """The human part of a provider's error body (OpenAI, Ollama and Anthropic shapes)."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        doc = repair_value(json.loads(text))
-    except (ValueError, RecursionError):
-        return text[:500]
-    err = doc.get("error", doc) if isinstance(doc, dict) else doc
-    if isinstance(err, dict):
-        return str(err.get("message") or err.get("type") or err)[:500]
-    return str(err)[:500]
 
 
 # ---------------------------------------------------------------- connections and cancel

@@ -11,7 +11,7 @@ Invariants (the same as the line-by-line parsers they replace):
 - lines end at ``\\n``; trailing ``\\r`` are dropped (CRLF bodies); a ``\\n`` never falls
   inside a UTF-8 sequence, so a character split across reads is decoded whole;
 - invalid UTF-8 raises ``UnicodeDecodeError`` at the line that carries it (events before it
-  are delivered first), which ``http.provider_errors`` reports as a malformed chunk;
+  are delivered first), which ``http_errors.provider_errors`` reports as a malformed chunk;
 - SSE: a block ends at a blank line; as in ``EventSource`` a block without ``data:`` is no
   event, comments (``:``) are skipped, several ``data:`` lines are joined with ``\\n``, and
   an unfinished block at the end of the body is dropped.
