@@ -96,6 +96,23 @@ def test_lazy_pieces_reset_the_clock_per_piece():
     assert list(gen) == ["p2", "p3"]
 
 
+def test_the_head_goes_out_with_what_is_ready_at_once():
+    # [issue 22] the connected comment and the first frames in one write (one wake-up of the client)
+    wait = Script([["f1", "f2"], END])
+    assert list(with_heartbeats(wait, 30.0, head=": connected\n\n")) == [": connected\n\nf1", "f2"]
+    assert wait.timeouts[0] == 0  # asked without waiting
+
+
+def test_the_head_goes_alone_when_nothing_is_ready_and_the_wait_goes_on():
+    wait = Script([(), sleeping(()), END])
+    out = timed(with_heartbeats(wait, INTERVAL, head=": connected\n\n"))
+    assert [t for t, _ in out] == [": connected\n\n", ": heartbeat 1\n\n"]
+    assert out[0][1] < INTERVAL / 2  # the head did not wait for data
+    assert wait.timeouts[0] == 0 and wait.timeouts[1] > INTERVAL * 0.9  # the head reset the clock
+    # a stream that is over at once still opens with its head
+    assert list(with_heartbeats(Script([END]), 30.0, head="h")) == ["h"]
+
+
 def test_silence_clock():
     clock = Silence(10.0)
     assert clock.beat() is None and 9.0 < clock.remaining() <= 10.0

@@ -131,6 +131,15 @@ log.release()
 assert ran == [1] and len(got) == 1, "waking a parked reader on release switched greenlets"
 reader.join(5)
 assert got[1] == [] and ran == [1, 2] and not log._waiters
+
+# a timeout of 0 (the head's look at what is ready) neither parks nor yields to another greenlet
+log = RunLog(1000, 10 ** 6)
+gevent.spawn(ran.append, 3)
+assert log.wait_after(0, 0) == [] and ran == [1, 2] and not log._waiters
+log.append(delta("x"))
+assert [e.seq for e, _ in log.wait_after(0, 0)] == [1] and ran == [1, 2]
+gevent.sleep(0)
+assert ran == [1, 2, 3]
 print("ok")
 """
 

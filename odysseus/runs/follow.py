@@ -129,9 +129,7 @@ def follow_memory(
         return
     reader = _MemoryReader(run, after, projection)
     try:
-        if not opened:
-            yield comment("connected")
-        yield from with_heartbeats(reader.wait, heartbeat_interval)
+        yield from with_heartbeats(reader.wait, heartbeat_interval, head="" if opened else comment("connected"))
     finally:
         engine.unsubscribe(run)
     if reader.released:

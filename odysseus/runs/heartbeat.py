@@ -60,18 +60,31 @@ class Silence:
         return comment(f"heartbeat {self.beats}")
 
 
-def with_heartbeats(wait: Wait, interval: float) -> Iterator[str]:
-    """Yield what ``wait`` returns, with a heartbeat after each ``interval`` of silence, until it returns ``END``."""
+def with_heartbeats(wait: Wait, interval: float, head: str = "") -> Iterator[str]:
+    """Yield what ``wait`` returns, with a heartbeat after each ``interval`` of silence, until it returns ``END``.
+
+    ``head`` (the ``connected`` comment) goes out first, in one piece with what ``wait`` has at once
+    (``wait(0)``): the response head, the comment and the first frames then reach the client in one
+    write (and wake it once) instead of two. When nothing is ready it goes alone, without waiting.
+    """
     clock = Silence(interval)
     while True:
-        texts = wait(clock.remaining())
+        texts = wait(0 if head else clock.remaining())
         if texts is END:
+            if head:
+                yield head
             return
         sent = False
         for text in texts:
-            yield text
+            yield head + text if head else text
+            head = ""
             clock.heard()
             sent = True
+        if head:
+            yield head
+            head = ""
+            clock.heard()
+            continue
         if not sent:
             beat = clock.beat()
             if beat is not None:

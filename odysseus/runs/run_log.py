@@ -356,7 +356,8 @@ class RunLog:
     ) -> List[Entry]:
         """Entries after ``seq`` (at most ``limit``); blocks up to ``timeout`` while there are none and the log is open.
 
-        Returns an empty list on timeout, or when the log is closed (or released) with nothing after ``seq``.
+        Returns an empty list on timeout, or when the log is closed (or released) with nothing after ``seq``;
+        a ``timeout`` of 0 never waits (nor yields to other greenlets).
         ``max_chars`` bounds a sealed log's page by the text its read copies (``SealedEntries.page``);
         an open log's page shares its strings and is bounded by ``limit`` alone.
         """
@@ -365,11 +366,11 @@ class RunLog:
             # [heartbeat, issue 22] greenlets of one thread (see _store): nothing here can switch
             # between the check and parking, so no lock; a parked reader costs one loop timer, not
             # Condition.wait's new lock and gevent.Timeout (an idle follower waits once a heartbeat)
-            if self.last_seq <= seq and not self.closed and not self.released:
+            if timeout != 0 and self.last_seq <= seq and not self.closed and not self.released:
                 park(self._waiters, timeout)
             return self._page(start, limit, max_chars)
         with self._cond:
-            if self.last_seq <= seq and not self.closed and not self.released:
+            if timeout != 0 and self.last_seq <= seq and not self.closed and not self.released:
                 self._cond.wait(timeout)
             return self._page(start, limit, max_chars)
 
