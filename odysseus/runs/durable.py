@@ -53,6 +53,11 @@ log = logging.getLogger(__name__)
 WRITER_BUSY_MS = 1000
 
 
+#: runs whose durable events the purge deletes: finished before the cutoff and not purged yet.
+#: ``idx_runs_events_purged_finished_at`` answers it without a scan of every run (m150).
+PURGE_DUE = "select run_id from runs where events_purged = 0 and finished_at < ? and status != 'running' limit ?"
+
+
 @dataclass
 class FinalSave:
     """What the engine asks to be saved when a run ends."""
@@ -484,14 +489,7 @@ class DurableLog:
     def _purge_native(self, batch: int) -> int:
         conn = self._db()
         cutoff = time.time() - self.window
-        ids = [
-            r[0]
-            for r in conn.execute(
-                "select run_id from runs where status != 'running' and"
-                " coalesce(events_purged, 0) = 0 and finished_at < ? limit ?",
-                [cutoff, batch],
-            )
-        ]
+        ids = [r[0] for r in conn.execute(PURGE_DUE, [cutoff, batch])]
         if not ids:
             return 0
         conn.execute("BEGIN IMMEDIATE")

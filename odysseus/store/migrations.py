@@ -494,3 +494,17 @@ def m140_run_event_packs(db: Database) -> None:
     ``from_seq`` is null for a row of one event (every row written before this migration).
     """
     db.table("run_events").add_column("from_seq", int)
+
+
+@migration
+def m150_runs_index_upkeep(db: Database) -> None:
+    """[issue 22] Indexes every turn pays for, and the purge's own one.
+
+    ``idx_runs_status`` goes: ``idx_runs_status_lease_until`` starts with ``status`` and answers
+    the same lookups, and each index is one more page a turn's start and its final save write.
+    Runs made before m005 get ``events_purged = 0`` (they have no durable events), so the purge's
+    ``events_purged = 0 and finished_at < ?`` finds them through ``idx_runs_events_purged_finished_at``
+    instead of scanning every run (it read ``coalesce(events_purged, 0)``, which no index answers).
+    """
+    db.execute("drop index if exists idx_runs_status")
+    db.execute("update runs set events_purged = 0 where events_purged is null")
