@@ -276,6 +276,9 @@ class Starting:
                 hook(db)
             # the user message just stored is the branch head (insert_message set it), unless a hook moved it
             head = run.user_message_id if not spec.in_transaction else None
+            if creating and head is not None:
+                # a session created by this transaction holds that one message: no walk up the branch
+                return spec.make_turn([self.store.messages.get(spec.owner, head)])
             return spec.make_turn(
                 self.store.messages.recent(
                     spec.owner, run.session_id, int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head
