@@ -116,3 +116,38 @@ def test_blank_replies_do_not_count_and_a_second_reply_stops_titling(app):
     store.messages.add("local", session["id"], "assistant", "a second reply")
     assert writer.write_title("local", session["id"], "m/x", "a second reply") is None
     assert title(app, session["id"]) == "`Deploy` notes"
+
+
+def test_a_follow_up_turn_asks_nothing_and_a_blank_first_reply_still_leaves_the_title_to_the_next(
+    app, model, monkeypatch
+):
+    """[issue 22] A turn whose history already holds a non-blank reply cannot be the session's first:
+    its end runs no title statement. A blank first reply does not count, so the next one titles."""
+    import odysseus.chats.titles as titles
+
+    looks = []
+    real = titles.first_reply_state
+
+    def counting(store, owner, session_id):
+        looks.append(session_id)
+        return real(store, owner, session_id)
+
+    monkeypatch.setattr(titles, "first_reply_state", counting)
+    finished = []
+
+    def seen(run, **_):
+        finished.append(run.follows_reply)
+
+    signals.run_finished.connect(seen)
+    try:
+        model.script(Reply(chunks=openai_text(" \n ")))  # a blank first reply
+        sid = chat(app, "**Blank** first")
+        chat(app, "again", session=sid)
+        wait_for(lambda: title(app, sid) == "Blank first", what="the second turn's reply titles the session")
+        assert finished == [False, False] and looks == [sid]  # the blank reply ended early; the second looked
+        chat(app, "a follow-up", session=sid)
+        wait_for(lambda: len(finished) == 3, what="run_finished sent")
+        assert finished[2] is True and looks == [sid]  # no look for the follow-up
+        assert title(app, sid) == "Blank first"
+    finally:
+        signals.run_finished.disconnect(seen)

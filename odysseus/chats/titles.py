@@ -87,7 +87,7 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
     return clean_title("".join(parts))
 
 
-#: what ``str.strip`` removes from a reply for it to count (ASCII whitespace; SQLite's trim takes a set)
+#: what ``trim`` removes from a reply for it to count: ``store.messages.REPLY_BLANKS`` (ASCII whitespace)
 _BLANKS = "' ' || char(9, 10, 11, 12, 13)"
 
 
@@ -128,6 +128,10 @@ class TitleWriter:
         if self.manager.runs.get(run.run_id) is not run:
             return  # a run of another app in this process
         if run.status != "done" or not run.content.strip():
+            return
+        if run.follows_reply:
+            # [issue 22] its history already held a non-blank reply, so this one makes two at least and
+            # ``first_reply_state`` would say no: a follow-up turn (most turns) costs no statement here
             return
         owner, session_id, model, reply = run.owner, run.session_id, run.model, run.content
         if not self.ask:

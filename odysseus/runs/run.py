@@ -57,6 +57,7 @@ class Run:
         "terminal_type",
         "cancel",
         "context",
+        "follows_reply",
         "created_at",
         "started_monotonic",
         "last_event_monotonic",
@@ -119,6 +120,9 @@ class Run:
         self.finish_reason: Optional[str] = None
         self.fallback: Optional[dict] = None
         self.subscribers = 0
+        #: the history the turn was built from already held a non-blank reply (so this one is not the
+        #: session's first: its title needs no look, ``chats/titles.TitleWriter``); set by the start
+        self.follows_reply = False
         self.evict_at: Optional[float] = None
         self.settled = threading.Event()
         # guards finalisation against late appends; taken once per appended event and never re-entered:

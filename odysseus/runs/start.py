@@ -24,7 +24,7 @@ from .. import signals
 from ..errors import CapacityError, NotFound
 from ..events import CHAT_TERMINAL, RUN_STARTED, START, Event
 from ..store import Store, new_id
-from ..store.messages import insert_message, owned_branch_head
+from ..store.messages import holds_reply, insert_message, owned_branch_head
 from .run import Run, RunContext
 from .run_log import ByteBudget, LogFull
 
@@ -279,8 +279,8 @@ class Starting:
             if creating and head is not None:
                 # a session created by this transaction holds that one message: no walk up the branch
                 return spec.make_turn([self.store.messages.get(spec.owner, head)])
-            return spec.make_turn(
-                self.store.messages.recent(
-                    spec.owner, run.session_id, int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head
-                )
+            history = self.store.messages.recent(
+                spec.owner, run.session_id, int(self.config["HISTORY_CONTEXT_MESSAGES"]), head=head
             )
+            run.follows_reply = holds_reply(history)
+            return spec.make_turn(history)

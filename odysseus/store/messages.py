@@ -24,6 +24,15 @@ def _decode(row: dict) -> dict:
     return row
 
 
+#: what a reply may hold and still be blank (SQLite's ``trim`` set in ``chats/titles.first_reply_state``)
+REPLY_BLANKS = " \t\n\v\f\r"
+
+
+def holds_reply(messages: List[dict]) -> bool:
+    """Whether ``messages`` (rows as ``recent`` returns them) include an assistant reply that is not blank."""
+    return any(m.get("role") == "assistant" and (m.get("content") or "").strip(REPLY_BLANKS) for m in messages)
+
+
 #: ``insert_message``'s default ``parent``: look the parent up (``_parent_for``)
 FIND_PARENT: Any = object()
 
