@@ -1,9 +1,10 @@
-"""The runs table's indexes: none a turn pays for twice, and the purge found through its own (m150).
+"""Indexes on the hot tables: none a turn pays for twice, and no read a turn or the purge makes scans a table.
 
 A turn's start inserts a run row and its final save updates it: every index on ``runs`` is a
 page each of them writes. The purge of durable events past the replay window runs on the
 writer's thread every few seconds; a scan of every run there would hold up final saves for as
-long as the table is big.
+long as the table is big; a new chat's first send from the page (a ``client_message_id`` and no
+session) looks its session up by owner and client id on the request path.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def test_runs_from_before_durable_logs_are_found_by_the_purge_after_the_migratio
         db.execute("create index idx_runs_status on runs (status)")  # as before m150
         db.execute("delete from _migrations where name = 'm150_runs_index_upkeep'")
         migrate(store.locked.db)
-    assert MIGRATIONS[-1].__name__ == "m150_runs_index_upkeep"
+    assert "m150_runs_index_upkeep" in [m.__name__ for m in MIGRATIONS]
     conn = store.locked.db.conn
     assert conn.execute("select events_purged from runs where run_id = ?", [run_id]).fetchone()[0] == 0
     assert "idx_runs_status" not in _indexes(conn)
@@ -97,4 +98,32 @@ def test_the_purge_deletes_only_runs_finished_past_the_window_once(tmp_path):
         assert purged[runs["old"]] == 1 and purged[runs["recent"]] == 0 and purged[runs["running"]] == 0
     finally:
         log.close()
+        store.close()
+
+
+def test_a_send_without_a_session_finds_its_client_id_through_an_index(tmp_path):
+    store = Store(str(tmp_path / "odysseus.db"))
+    try:
+        conn = store.locked.db.conn
+        sql = (
+            "select session_id from messages where owner = ? and client_message_id = ? and role = 'user'"
+            " order by id desc limit 1"
+        )
+        plan = " ".join(str(r[3]) for r in conn.execute("explain query plan " + sql, ["local", "c1"]))
+        assert "idx_messages_owner_client_message_id" in plan and "SCAN messages" not in plan, plan
+        session = store.sessions.create(OWNER, "t")
+        store.messages.add(OWNER, session["id"], "user", "hi", client_message_id="c1")
+        store.messages.add(OWNER, session["id"], "assistant", "hello")
+        assert store.messages.session_of_client_id(OWNER, "c1") == session["id"]
+        assert store.messages.session_of_client_id("someone-else", "c1") is None
+        assert store.messages.session_of_client_id(OWNER, "c2") is None
+        # partial: only messages sent with a client id are in it
+        assert (
+            conn.execute(
+                "select count(*) from messages indexed by idx_messages_owner_client_message_id"
+                " where client_message_id is not null"
+            ).fetchone()[0]
+            == 1
+        )
+    finally:
         store.close()
