@@ -49,6 +49,22 @@ def test_estimate_and_correction_from_the_last_measured_reply():
     assert COUNTER.raw([image]) > 500
 
 
+def test_a_counter_counts_each_message_once_and_a_changed_copy_afresh(monkeypatch):
+    import odysseus.context.tokens as tokens
+
+    measured = []
+    real = tokens.message_chars
+    monkeypatch.setattr(tokens, "message_chars", lambda m: measured.append(m) or real(m))
+    counter = TokenCounter("openai")
+    messages = [{"role": "user", "content": "a" * 400}, {"role": "assistant", "content": "b" * 40}]
+    first = counter.raw(messages)
+    assert counter.raw(messages) == counter.count(messages) == first == 104 + 14
+    assert len(measured) == 2  # the same dicts again: no new count
+    shortened = dict(messages[0], content="a" * 40)  # trim copies a message to change it
+    assert counter.raw([shortened, messages[1]]) == 14 + 14 and len(measured) == 3
+    assert TokenCounter("openai").raw(messages) == first  # a new counter (a new turn) counts again
+
+
 def test_trim_drops_lowest_scored_extras_first_then_oldest_turns_never_the_system_prompt():
     base = [
         msg("system", 400, "PROMPT"),

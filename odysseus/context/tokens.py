@@ -18,7 +18,7 @@ converge on what the model's own tokenizer counts.
 from __future__ import annotations
 
 import json
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 #: characters per token by provider kind (adapters' ``kind``); unknown kinds use DEFAULT_CHARS_PER_TOKEN
 CHARS_PER_TOKEN = {"openai": 4.0, "anthropic": 3.5, "ollama": 3.6, "demo": 4.0}
@@ -62,11 +62,21 @@ class TokenCounter:
     def __init__(self, provider_kind: Optional[str] = None, correction: float = 1.0):
         self.cpt = chars_per_token(provider_kind)
         self.correction = min(MAX_CORRECTION, max(MIN_CORRECTION, float(correction or 1.0)))
+        # [issue 22] one turn's trimming counts the same message dicts several times over (the whole
+        # conversation, again after each drop, the raw total); a count is kept per dict for this
+        # counter's life (one turn). Keyed by id() with the dict itself held, so an id is never reused
+        # while its entry lives; messages are never changed in place once built (trim copies them).
+        self._counted: Dict[int, Tuple[dict, int]] = {}
 
     def raw_message(self, message: dict) -> int:
         """The uncorrected estimate of one message."""
+        known = self._counted.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
         images = sum(1 for p in message.get("parts") or [] if isinstance(p, dict) and p.get("type") == "image")
-        return int(message_chars(message) / self.cpt + 0.999) + MESSAGE_OVERHEAD + images * IMAGE_TOKENS
+        tokens = int(message_chars(message) / self.cpt + 0.999) + MESSAGE_OVERHEAD + images * IMAGE_TOKENS
+        self._counted[id(message)] = (message, tokens)
+        return tokens
 
     def raw(self, messages: Iterable[dict]) -> int:
         """The uncorrected estimate of a message list (what calibration compares with the real count)."""

@@ -19,8 +19,10 @@ from .database import Locked, select_rows
 
 
 def _decode(row: dict) -> dict:
-    row = dict(row)
-    row["metadata"] = json.loads(row["metadata"]) if row.get("metadata") else {}
+    """The row with its metadata as a dict (``select_rows`` gives a new dict per row: decoded in place)."""
+    raw = row.get("metadata")
+    # [issue 22] most user messages hold "{}": a turn reads up to HISTORY_CONTEXT_MESSAGES rows
+    row["metadata"] = json.loads(raw) if raw and raw != "{}" else {}
     return row
 
 
