@@ -338,6 +338,21 @@ def test_cookie_survives_restart_but_not_a_forged_signature(make_app):
     assert attacker.get("/api/sessions").status_code == 401
 
 
+def test_the_cookie_serializer_is_made_once_per_key_set_and_a_new_key_refuses_old_cookies(make_app):
+    app = make_app()
+    client = app.test_client()
+    setup_admin(client)
+    interface = app.session_interface
+    made = interface.get_signing_serializer(app)
+    assert client.get("/api/sessions").status_code == 200
+    assert interface.get_signing_serializer(app) is made  # not rebuilt per request
+    app.secret_key = "rotated"  # a new key (without the old one as a fallback): old cookies are void
+    assert interface.get_signing_serializer(app) is not made
+    assert client.get("/api/sessions").status_code == 401
+    app.config["SECRET_KEY_FALLBACKS"] = [made.secret_keys[-1]]  # the old key kept as a fallback
+    assert client.get("/api/sessions").status_code == 200
+
+
 # ---------------------------------------------------------------- tokens
 def test_token_shown_once_stored_hashed_usable_and_revocable(papp):
     client = papp.test_client()

@@ -44,6 +44,17 @@ def public(view: Callable) -> Callable:
 class OdysseusSessionInterface(SecureCookieSessionInterface):
     """Flask's signed cookie, marked Secure whenever the request itself came over https."""
 
+    _signing: Optional[tuple] = None  # (keys it was made with, serializer)
+
+    def get_signing_serializer(self, app: Flask):
+        """Flask's serializer, made once per key set instead of on every request ([issue 22]: every
+        request opens the session; building the serializer was most of that when there is no cookie)."""
+        keys = (app.secret_key, tuple(app.config.get("SECRET_KEY_FALLBACKS") or ()))
+        made = self._signing
+        if made is None or made[0] != keys:
+            made = self._signing = (keys, super().get_signing_serializer(app))
+        return made[1]
+
     def get_cookie_secure(self, app: Flask) -> bool:
         """Secure when configured so or when this request is https (via ProxyFix behind nginx)."""
         return bool(app.config.get("SESSION_COOKIE_SECURE")) or request.is_secure
