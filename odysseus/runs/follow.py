@@ -187,9 +187,8 @@ def follow_durable(
     page: int = 100,
 ) -> Iterator[str]:
     """The durable log after ``after``; polls while the run is still being written elsewhere."""
-    if not opened:
-        yield comment("connected")
-    yield from with_heartbeats(_DurableReader(store, run_id, after, projection, poll, page).wait, heartbeat_interval)
+    reader = _DurableReader(store, run_id, after, projection, poll, page)
+    yield from with_heartbeats(reader.wait, heartbeat_interval, head="" if opened else comment("connected"))
 
 
 class _DurableReader:

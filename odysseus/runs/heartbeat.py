@@ -68,23 +68,25 @@ def with_heartbeats(wait: Wait, interval: float, head: str = "") -> Iterator[str
     write (and wake it once) instead of two. When nothing is ready it goes alone, without waiting.
     """
     clock = Silence(interval)
-    while True:
-        texts = wait(0 if head else clock.remaining())
+    if head:
+        texts = wait(0)
+        pieces = iter(() if texts is END else texts)
+        yield head + next(pieces, "")
+        clock.heard()
         if texts is END:
-            if head:
-                yield head
+            return
+        for text in pieces:
+            yield text
+            clock.heard()
+    while True:
+        texts = wait(clock.remaining())
+        if texts is END:
             return
         sent = False
         for text in texts:
-            yield head + text if head else text
-            head = ""
+            yield text
             clock.heard()
             sent = True
-        if head:
-            yield head
-            head = ""
-            clock.heard()
-            continue
         if not sent:
             beat = clock.beat()
             if beat is not None:
