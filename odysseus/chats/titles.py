@@ -20,6 +20,7 @@ from ..cancel import CancelToken
 from ..events import DELTA
 from ..llm.base import ChatRequest
 from ..llm.llm_core import stream_route
+from ..store.messages import REPLY_BLANKS
 
 log = logging.getLogger(__name__)
 
@@ -87,8 +88,8 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
     return clean_title("".join(parts))
 
 
-#: what ``trim`` removes from a reply for it to count: ``store.messages.REPLY_BLANKS`` (ASCII whitespace)
-_BLANKS = "' ' || char(9, 10, 11, 12, 13)"
+#: what ``trim`` removes from a reply for it to count: ``REPLY_BLANKS`` as an SQL expression
+_BLANKS = f"char({', '.join(str(ord(c)) for c in REPLY_BLANKS)})"
 
 
 def first_reply_state(store, owner: str, session_id: str) -> Optional[Tuple[str, str]]:

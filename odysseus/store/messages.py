@@ -26,7 +26,7 @@ def _decode(row: dict) -> dict:
     return row
 
 
-#: what a reply may hold and still be blank (SQLite's ``trim`` set in ``chats/titles.first_reply_state``)
+#: what a reply may hold and still be blank (also the set ``chats/titles.first_reply_state`` trims in SQL)
 REPLY_BLANKS = " \t\n\v\f\r"
 
 
