@@ -152,6 +152,8 @@ class StreamWriter:
 class MirroredRunLog(RunLog):
     """A memory run log whose every admitted entry is also queued for the run's Redis Stream."""
 
+    __slots__ = ("run_id", "writer")
+
     def __init__(
         self,
         run_id: str,

@@ -12,10 +12,10 @@ Invariants:
   byte-identical. A text delta is kept in that one form (``events.StoredDelta``: its ``data``
   is decoded from the text when read), not as a dict holding a second copy of the text.
 - A closed log is sealed once its run has settled (``RunLog.seal``): its entries become one
-  ``SealedEntries`` (the payload texts joined into one string, plus the types and end offsets),
-  about a third of the memory and a handful of objects instead of three per event; reads
-  rebuild ``StoredEvent`` entries with the same types, ids and payload texts, so frames and
-  cursors do not change. Nothing is appended after close, so sealing never races an append.
+  ``SealedEntries`` (the payload texts joined into one string, plus end offsets and one byte per
+  entry naming its type), about a third of the memory and a handful of objects instead of three
+  per event; reads rebuild ``StoredEvent`` entries with the same types, ids and payload texts,
+  so frames and cursors do not change. Nothing is appended after close, so sealing never races an append.
 - Caps: a log holds at most ``max_events`` events and ``max_bytes`` payload bytes, and all
   logs together draw on one ``ByteBudget``. Lifecycle events (terminal record, done,
   error, close) are always admitted, so a run can always end properly; any other append
@@ -29,7 +29,7 @@ import threading
 from array import array
 from bisect import bisect_right
 from itertools import accumulate, repeat
-from operator import attrgetter, is_, itemgetter
+from operator import add, attrgetter, is_, itemgetter
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 from ..events import (
@@ -94,36 +94,69 @@ def encode_payload(data: dict) -> str:
     return _encode(data) if payload is None else payload
 
 
+#: event types by code, for sealed logs: a sealed entry's kind is one byte, ``code << 1`` plus 1
+#: when it was a ``StoredDelta``. A type gets the next code the first time a log holding it is sealed.
+_TYPE_NAMES: List[str] = []
+_TYPE_CODES: Dict[str, int] = {}
+_TYPE_LOCK = threading.Lock()  # registering a new type (rare); reads take no lock
+#: at most this many types get a code (the vocabulary has about sixty): a log holding another stays a list
+MAX_TYPE_CODES = 128
+
+
+class Unsealable(Exception):
+    """The entries hold an event type past ``MAX_TYPE_CODES``: the log stays as it is."""
+
+
+def _codes_of(types: List[str]) -> List[int]:
+    """The code of every type in ``types``, registering the new ones; Unsealable when none is left."""
+    codes = list(map(_TYPE_CODES.get, types))
+    if None not in codes:
+        return codes  # type: ignore[return-value]  # every one is known: no None left
+    with _TYPE_LOCK:
+        for kind in types:
+            if kind not in _TYPE_CODES:
+                if len(_TYPE_NAMES) >= MAX_TYPE_CODES:
+                    raise Unsealable(kind)
+                _TYPE_CODES[kind] = len(_TYPE_NAMES)
+                _TYPE_NAMES.append(kind)
+    return [_TYPE_CODES[kind] for kind in types]
+
+
+#: a sealed log without large payloads (most) shares this one (never written to)
+_NO_LARGE: Dict[int, str] = {}
+
+
 class SealedEntries(Sequence[Entry]):
     """A closed log's entries in compact form: read like the list they replace, rebuilt on each read.
 
-    Holds the payload texts joined into one string, their end offsets, the event types (shared
-    strings: one pointer each) and one byte per entry saying whether it was a ``StoredDelta``
-    (the projections' fast paths key on that class). Entry ``i`` is numbered ``base + i + 1``
-    (a log's ids have no gap), its payload is the same text, and its event a ``StoredEvent``
-    (or ``StoredDelta``) equal to the one logged.
+    Holds the payload texts joined into one string, their end offsets, and one byte per entry for
+    its event type and whether it was a ``StoredDelta`` (the projections' fast paths key on that
+    class): a tuple of type pointers cost eight bytes per entry more. Entry ``i`` is numbered
+    ``base + i + 1`` (a log's ids have no gap), its payload is the same text, and its event a
+    ``StoredEvent`` (or ``StoredDelta``) equal to the one logged.
     """
 
-    __slots__ = ("_base", "_types", "_text", "_ends", "_deltas", "_large")
+    __slots__ = ("_base", "_kinds", "_text", "_ends", "_large")
 
     def __init__(self, entries: Sequence[Entry], base: int):
         # map and C builtins throughout: sealing costs a fraction of a microsecond per entry
         events, payloads = list(map(itemgetter(0), entries)), list(map(itemgetter(1), entries))
         lengths = list(map(len, payloads))
+        codes = _codes_of(list(map(attrgetter("type"), events)))
         self._base = base
-        self._types = tuple(map(attrgetter("type"), events))
-        self._deltas = bytes(map(is_, map(type, events), repeat(StoredDelta)))
-        self._large: Dict[int, str] = {}
+        self._kinds = bytes(map(add, map(add, codes, codes), map(is_, map(type, events), repeat(StoredDelta))))
+        large: Dict[int, str] = {}
         if lengths and max(lengths) >= LARGE_PAYLOAD:
             for index, size in enumerate(lengths):
                 if size >= LARGE_PAYLOAD:
-                    self._large[index], payloads[index], lengths[index] = payloads[index], "", 0
+                    large[index], payloads[index], lengths[index] = payloads[index], "", 0
+        self._large = large or _NO_LARGE
         ends = list(accumulate(lengths))
         self._text = "".join(payloads)
         self._ends = array("I" if not ends or ends[-1] < 1 << 32 else "Q", ends)
 
     def __len__(self) -> int:
-        return len(self._types)
+        return len(self._kinds)
 
     def _entry(self, index: int) -> Entry:
         return self.page(index, 1)[0]
@@ -131,8 +164,8 @@ class SealedEntries(Sequence[Entry]):
     def page(self, start: int, limit: Optional[int], max_chars: Optional[int] = None) -> List[Entry]:
         """Entries ``start``, ``start + 1``, ...: at most ``limit``, and (``max_chars``) no more than
         about that many characters of joined text copied out (at least one entry)."""
-        ends, text, types, deltas, large = self._ends, self._text, self._types, self._deltas, self._large
-        stop = len(types) if limit is None else min(len(types), start + limit)
+        ends, text, kinds, large, names = self._ends, self._text, self._kinds, self._large, _TYPE_NAMES
+        stop = len(kinds) if limit is None else min(len(kinds), start + limit)
         if start >= stop:
             return []
         begin = ends[start - 1] if start else 0
@@ -144,8 +177,8 @@ class SealedEntries(Sequence[Entry]):
         for index in range(start, stop):
             end = ends[index]
             payload = text[begin:end] if begin != end or index not in large else large[index]
-            begin, seq = end, seq + 1
-            append(((of_delta if deltas[index] else of_event)(types[index], seq, payload), payload))
+            begin, seq, kind = end, seq + 1, kinds[index]
+            append(((of_delta if kind & 1 else of_event)(names[kind >> 1], seq, payload), payload))
         return out
 
     @overload
@@ -156,23 +189,23 @@ class SealedEntries(Sequence[Entry]):
 
     def __getitem__(self, index: Union[int, slice]) -> Union[Entry, List[Entry]]:
         if isinstance(index, slice):  # the log's own reads use page()
-            return [self._entry(i) for i in range(*index.indices(len(self._types)))]
+            return [self._entry(i) for i in range(*index.indices(len(self._kinds)))]
         if index < 0:
-            index += len(self._types)
-        if not 0 <= index < len(self._types):
+            index += len(self._kinds)
+        if not 0 <= index < len(self._kinds):
             raise IndexError("sealed entry index out of range")
         return self._entry(index)
 
     def __iter__(self) -> Iterator[Entry]:
-        return (self._entry(i) for i in range(len(self._types)))
+        return (self._entry(i) for i in range(len(self._kinds)))
 
     def __reversed__(self) -> Iterator[Entry]:
-        return (self._entry(i) for i in range(len(self._types) - 1, -1, -1))
+        return (self._entry(i) for i in range(len(self._kinds) - 1, -1, -1))
 
     @property
     def last_type(self) -> Optional[str]:
         """The newest entry's type, without rebuilding it."""
-        return self._types[-1] if self._types else None
+        return _TYPE_NAMES[self._kinds[-1] >> 1] if self._kinds else None
 
 
 _SEALED_CONDITION: Optional[threading.Condition] = None
@@ -233,6 +266,23 @@ class ByteBudget:
 
 class RunLog:
     """Append-only numbered events with blocking reads for subscribers."""
+
+    # no instance dict: the replay window holds hundreds of finished runs' logs (a dict of these
+    # twelve attributes is about 650 bytes of each)
+    __slots__ = (
+        "base",
+        "max_events",
+        "max_bytes",
+        "budget",
+        "bytes",
+        "_entries",
+        "_cond",
+        "_waiters",
+        "_greenlets",
+        "_mirrored",
+        "closed",
+        "released",
+    )
 
     def __init__(self, max_events: int, max_bytes: int, budget: Optional[ByteBudget] = None, base: int = 0):
         self.base = base
@@ -394,7 +444,10 @@ class RunLog:
                 return False
             if entries[0][0].seq != self.base + 1 or entries[-1][0].seq != self.base + len(entries):
                 return False
-            self._entries = SealedEntries(entries, self.base)
+            try:
+                self._entries = SealedEntries(entries, self.base)
+            except Unsealable:
+                return False
             # Its own Condition (a lock and a 600-byte deque) is not needed any more: a closed log
             # has no waiter (the close woke them all and nobody waits on a closed log), so every
             # sealed log shares one, which readers only ever take briefly.
