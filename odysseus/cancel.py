@@ -23,6 +23,8 @@ class Cancelled(Exception):
 class CancelToken:
     """A one-way flag with callbacks; thread- and greenlet-safe."""
 
+    __slots__ = ("_event", "_lock", "_callbacks", "reason")
+
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
@@ -70,4 +72,46 @@ class CancelToken:
     def raise_if_cancelled(self) -> None:
         """Raise ``Cancelled`` when the token is cancelled."""
         if self._event.is_set():
+            raise Cancelled(self.reason or "stopped")
+
+
+class SettledToken(CancelToken):
+    """The token of a run that has settled: whether it was cancelled, and why, decided for good.
+
+    A settled run waits in the replay window with nothing left to unblock, so it swaps its live
+    token (an event, a lock and a callback list: about 600 bytes of small objects) for this one
+    (``Run.settle``). Cancelling it again changes nothing and answers False, as a second
+    ``cancel`` of the live token would; a callback registered now runs at once only when the run
+    was cancelled (there is nothing left that would ever cancel it otherwise).
+    """
+
+    __slots__ = ("_cancelled",)
+
+    def __init__(self, cancelled: bool, reason: Optional[str]) -> None:  # no event, lock or list: nothing to wait for
+        self._cancelled = cancelled
+        self.reason = reason
+
+    @classmethod
+    def of(cls, token: CancelToken) -> "SettledToken":
+        """The settled form of ``token`` (its state now; a live token keeps working for whoever holds it)."""
+        return cls(token.cancelled, token.reason)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self, reason: str = "stopped") -> bool:
+        return False
+
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
+        if self._cancelled:
+            callback()
+        return lambda: None
+
+    def wait(self, timeout: Optional[float]) -> bool:
+        """True at once when cancelled; otherwise nothing can cancel it any more: False at once."""
+        return self._cancelled
+
+    def raise_if_cancelled(self) -> None:
+        if self._cancelled:
             raise Cancelled(self.reason or "stopped")

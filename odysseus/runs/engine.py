@@ -198,8 +198,10 @@ class RunEngine(Starting, Housekeeping):
         append, observe, enqueue, run_id = run.log.append, run.observe, self.durable.enqueue, run.run_id
         loop = hub_loop() if inline else None
         turns = loop.iteration if loop is not None else 0
+        context = run.context
+        assert context is not None, "a run is driven once, before it settles"
         try:
-            for event in turn(run.context):
+            for event in turn(context):
                 if event.type in PROVIDER_ONLY:
                     observe(event)
                     continue
@@ -244,27 +246,27 @@ class RunEngine(Starting, Housekeeping):
             log.exception("run %s crashed", run.run_id)
             outcome = Outcome("error", "internal_error", "Internal error while generating the reply", 500)
         finally:
-            self._finalize(run, outcome or cancel_outcome(run))
-            self._settle(run)
+            self._settle(run, self._finalize(run, outcome or cancel_outcome(run)))
 
     @staticmethod
-    def _settle(run: Run) -> None:
-        """A finished run keeps its reply text as one string until eviction (not a list of token strings),
-        and its closed log sealed: the payload texts in one string (``RunLog.seal``)."""
+    def _settle(run: Run, finalized_here: bool) -> None:
+        """A finished run's closed log is sealed (the payload texts in one string, ``RunLog.seal``) and,
+        when its own worker finalized it (so its end has been announced, ``_finalize``), the run keeps
+        only what its readers use until eviction (``Run.settle``). A run finalized from outside (a stop
+        whose worker did not settle in ``STOP_WAIT``) keeps the rest: its finalizer may still be
+        announcing it."""
         if not run.finalized:
             return
         run.log.seal()
-        if len(run.content_parts) > 1:
-            run.content_parts = [run.content]
-        if len(run.thinking_parts) > 1:
-            run.thinking_parts = [run.thinking]
+        if finalized_here and run.settled.is_set():
+            run.settle()
 
     # ---------------------------------------------------------------- finalize
-    def _finalize(self, run: Run, outcome: Outcome) -> None:
-        """Save the reply and log the terminal tail; runs at most once per run."""
+    def _finalize(self, run: Run, outcome: Outcome) -> bool:
+        """Save the reply and log the terminal tail; runs at most once per run (True: this call did)."""
         with run.lock:
             if run.finalized:
-                return
+                return False
             run.finalized = True
         try:
             self._record_outcome(run, outcome)
@@ -281,6 +283,7 @@ class RunEngine(Starting, Housekeeping):
                 self._schedule_evict(run)
         run.settled.set()
         signals.run_finished.send(run)
+        return True
 
     def _record_outcome(self, run: Run, outcome: Outcome) -> None:
         run.stop_reason, run.error = outcome.stop_reason, outcome.error

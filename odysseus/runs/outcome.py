@@ -52,7 +52,8 @@ def reply_metadata(run: Run, outcome: Outcome, elapsed_ms: float, error: Optiona
         metadata["error"] = error
     if outcome.status == "interrupted":
         metadata["interrupted"] = True
-    metadata.update(run.context.metadata)
+    if run.context is not None:  # always, here: a run settles only after its finalize built this
+        metadata.update(run.context.metadata)
     return metadata
 
 
@@ -73,7 +74,8 @@ def terminal_record(run: Run, outcome: Outcome, elapsed_ms: float, error: Option
     }
     if error:
         terminal["error"] = error
-    terminal.update(run.context.terminal)
+    if run.context is not None:  # (as in reply_metadata)
+        terminal.update(run.context.terminal)
     return terminal
 
 
