@@ -1,5 +1,6 @@
-// The page: sidebar of sessions, model picker, chat/agent switch, message list and composer.
-// Streaming rules live in stream.js, rendering in render.js / exhibits.js, requests in api.js.
+// The page: sessions, the chat/agent/compare switch, the message list and the composer, and sending.
+// Streaming rules live in stream.js, rendering in render.js / exhibits.js, requests in api.js; the
+// chrome around the conversation (model picker, phone sidebar, theme, account, settings) in page_chrome.js.
 
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
@@ -10,11 +11,11 @@ import { Compare } from "./compare.js";
 import { ContextControls } from "./context_controls.js";
 import { openEditForm } from "./edit_form.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
+import { PageChrome } from "./page_chrome.js";
 import { ReplyView, UserView } from "./render.js";
-import { CodeToolsNotice, checkStreamingOnce, showStreamVerdict } from "./page_notices.js";
+import { CodeToolsNotice, checkStreamingOnce } from "./page_notices.js";
 import { openResearchList, researchToggle } from "./research.js";
 import { Search } from "./search.js";
-import { openSettings } from "./settings.js";
 import { Sidebar } from "./sidebar.js";
 import { Turn } from "./stream.js";
 import { applyUiControl } from "./ui_control.js";
@@ -98,6 +99,8 @@ function setMode(value) {
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
 for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) {
   radio.addEventListener("change", () => { if (radio.checked) localStorage.setItem("odysseus-mode", radio.value); });
+  radio.addEventListener("change", () => codeTools.show());
+  radio.addEventListener("change", () => compare.renderPicker(mode() === "compare"));
 }
 if (localStorage.getItem("odysseus-mode")) setMode(localStorage.getItem("odysseus-mode"));
 
@@ -272,7 +275,7 @@ function newChat() {
   pager.clear();
   renderSessions();
   showEmpty();
-  closeSidebarOnPhone();
+  pageChrome.closeSidebarOnPhone();
   ui.input.focus();
 }
 
@@ -283,7 +286,7 @@ async function openSession(sessionId) {
   state.sessionId = sessionId;
   setUrl(sessionId);
   renderSessions();
-  closeSidebarOnPhone();
+  pageChrome.closeSidebarOnPhone();
   ui.messages.querySelectorAll(".msg, .summary-divider").forEach((node) => node.remove());
   pager.clear();
   state.answered = new Set();
@@ -498,84 +501,13 @@ const composer = new ComposerInput({
   send: (text) => send(text),
 });
 
-// ---- models, layout, theme ---------------------------------------------------------------------
+// ---- the chrome: model picker, phone sidebar, theme, account, import, settings (page_chrome.js)
 
-async function loadModels() {
-  try {
-    const data = await api("GET", "/api/models");
-    ui.model.textContent = "";
-    state.models = data.models.map((m) => m.id);
-    for (const model of data.models) {
-      ui.model.appendChild(new Option(model.id, model.id));
-    }
-    for (const failure of data.errors || []) {
-      const option = new Option(`${failure.provider}: unavailable`, "");
-      option.disabled = true;
-      option.title = failure.error;
-      ui.model.appendChild(option);
-    }
-    compare.renderPicker(mode() === "compare");
-    const saved = localStorage.getItem("odysseus-model");
-    if (saved && data.models.some((m) => m.id === saved)) ui.model.value = saved;
-  } catch (err) {
-    toast(`Could not load models: ${err.message}`);
-  }
-}
-ui.model.addEventListener("change", () => localStorage.setItem("odysseus-model", ui.model.value));
-
-function closeSidebarOnPhone() {
-  ui.app.classList.remove("sidebar-open");
-  ui.openSidebar.setAttribute("aria-expanded", "false");
-}
-ui.openSidebar.addEventListener("click", () => {
-  ui.app.classList.add("sidebar-open");
-  ui.openSidebar.setAttribute("aria-expanded", "true");
-  ui.newChat.focus();
-});
-ui.closeSidebar.addEventListener("click", () => { closeSidebarOnPhone(); ui.openSidebar.focus(); });
-ui.sidebar.addEventListener("keydown", (e) => { if (e.key === "Escape") closeSidebarOnPhone(); });
-ui.newChat.addEventListener("click", newChat);
-document.querySelector(".scrim").addEventListener("click", closeSidebarOnPhone);
-
-function themeLabel() {
-  const dark = document.documentElement.dataset.effectiveTheme === "dark";
-  ui.theme.textContent = dark ? "☀ Light theme" : "☾ Dark theme";
-  ui.theme.setAttribute("aria-label", dark ? "Switch to light theme" : "Switch to dark theme");
-}
-ui.theme.addEventListener("click", () => window.odysseusTheme.toggle());
-document.addEventListener("odysseus:theme", themeLabel);
-
-// ---- account (password mode) -----------------------------------------------------------------
-
-/** Show who is signed in and a Sign out button; single-user mode (AUTH=none) shows neither. */
-async function loadAccount() {
-  try {
-    const status = await api("GET", "/api/auth/status");
-    state.status = status;
-    const user = status.mode === "password" && status.signed_in ? status.user : null;
-    ui.account.hidden = !user;
-    ui.accountName.textContent = user ? user.username : "";
-    controls.setAccount(status);
-  } catch (err) {
-    ui.account.hidden = true;
-    controls.setAccount(null);
-  }
-}
-
-ui.signOut.addEventListener("click", async () => {
-  ui.signOut.disabled = true;
-  try {
-    await api("POST", "/api/auth/logout", {});
-  } catch (err) {
-    ui.signOut.disabled = false;
-    toast(`Could not sign out: ${err.message}`);
-    return;
-  }
-  detachTurn();
-  location.assign("/login");
+const pageChrome = new PageChrome({
+  ui, state, toast, compare, mode, setMode, controls, detachTurn, newChat, refreshSessions, openSession, openModal,
 });
 
-// ---- titles, search, export and import, settings, the streaming check ---------------------------
+// ---- titles and search ------------------------------------------------------------------------
 
 /** The server writes a title after the first reply (in the background): look a few times, then stop. */
 async function watchTitle(sessionId) {
@@ -607,69 +539,16 @@ const search = new Search({
   },
 });
 
-ui.importFile.addEventListener("change", async () => {
-  const file = ui.importFile.files[0];
-  ui.importFile.value = "";
-  if (!file) return;
-  let doc;
-  try {
-    doc = JSON.parse(await file.text());
-  } catch (err) {
-    toast("Could not import: the file is not JSON (export a chat as .json first).");
-    return;
-  }
-  try {
-    const session = await api("POST", "/api/sessions/import", doc);
-    await refreshSessions();
-    await openSession(session.id);
-    toast(`Imported "${session.title}".`);
-  } catch (err) {
-    toast(`Could not import: ${err.message}`);
-  }
-});
-
-/** Apply saved preferences to this page: theme, and the default model and mode. */
-function applySettings(settings, { initial = false } = {}) {
-  if (!settings) return;
-  if (!initial || !localStorage.getItem("odysseus-theme")) {
-    if (!initial || settings.theme !== "auto") window.odysseusTheme.set(settings.theme === "auto" ? "" : settings.theme);
-  }
-  if (!initial || !localStorage.getItem("odysseus-mode")) setMode(settings.default_mode);
-  if (settings.default_model && (!initial || !localStorage.getItem("odysseus-model"))
-      && [...ui.model.options].some((o) => o.value === settings.default_model)) {
-    ui.model.value = settings.default_model;
-    localStorage.setItem("odysseus-model", settings.default_model);
-  }
-}
-
-ui.settings.addEventListener("click", async () => {
-  try {
-    await openSettings(openModal, {
-      status: state.status, models: state.models,
-      onSaved: (settings) => applySettings(settings),
-      onStreamCheck: (verdict) => showStreamVerdict(ui.streamWarning, verdict),
-      onProvidersChanged: () => loadModels(),  // the admin added, edited or removed a provider
-    });
-  } catch (err) {
-    toast(`Could not open the settings: ${err.message}`);
-  }
-});
-
-for (const radio of document.querySelectorAll('input[name="mode"]')) {
-  radio.addEventListener("change", () => codeTools.show());
-  radio.addEventListener("change", () => compare.renderPicker(mode() === "compare"));
-}
-
 // ---- start -------------------------------------------------------------------------------------
 
 async function start() {
-  themeLabel();
+  pageChrome.themeLabel();
   updateComposer();
   showEmpty();
-  const [, , , prefs] = await Promise.all([loadModels(), refreshSessions(), loadAccount(),
+  const [, , , prefs] = await Promise.all([pageChrome.loadModels(), refreshSessions(), pageChrome.loadAccount(),
                                           api("GET", "/api/user/settings").catch(() => null), workflows.load(),
                                           codeTools.load()]);
-  applySettings(prefs && prefs.settings, { initial: true });
+  pageChrome.applySettings(prefs && prefs.settings, { initial: true });
   const wanted = new URLSearchParams(location.search).get("session");
   if (wanted) await openSession(wanted);
   document.body.dataset.ready = "true";
