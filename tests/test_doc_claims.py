@@ -131,3 +131,11 @@ def test_each_endpoint_has_one_row_in_the_endpoint_tables():
     rows = re.findall(r"^\| `((?:GET|POST|PUT|PATCH|DELETE) /[^`]+)` \|", PROTOCOL, flags=re.M)
     assert rows, "protocol.md lists its endpoints in tables"
     assert sorted({r for r in rows if rows.count(r) > 1}) == []
+
+
+def test_every_page_module_is_named_in_the_page_section():
+    section = _section(PROTOCOL, "## The bundled page (`GET /`)")
+    named = set(re.findall(r"`([\w]+\.js)`", section))
+    modules = {path.name for path in (ROOT / "static" / "js").glob("*.js")}
+    assert modules - named == set(), "page modules docs/protocol.md does not name"
+    assert named - modules == set(), "names in docs/protocol.md with no module"
