@@ -87,7 +87,8 @@ class SettledToken(CancelToken):
 
     __slots__ = ("_cancelled",)
 
-    def __init__(self, cancelled: bool, reason: Optional[str]) -> None:  # no event, lock or list: nothing to wait for
+    def __init__(self, cancelled: bool, reason: Optional[str]) -> None:
+        # no event, lock or callback list (the live token's): nothing will wait on it or cancel it
         self._cancelled = cancelled
         self.reason = reason
 

@@ -108,7 +108,9 @@ class Unsealable(Exception):
 
 
 def _codes_of(types: List[str]) -> List[int]:
-    """The code of every type in ``types``, registering the new ones; Unsealable when none is left."""
+    """The code of every type in ``types``, registering the new ones; Unsealable when a new one finds no
+    code left. A name is in ``_TYPE_NAMES`` before its code is published, so a reader that finds a code
+    (another thread, no lock) always finds its name."""
     codes = list(map(_TYPE_CODES.get, types))
     if None not in codes:
         return codes  # type: ignore[return-value]  # every one is known: no None left
@@ -117,8 +119,8 @@ def _codes_of(types: List[str]) -> List[int]:
             if kind not in _TYPE_CODES:
                 if len(_TYPE_NAMES) >= MAX_TYPE_CODES:
                     raise Unsealable(kind)
-                _TYPE_CODES[kind] = len(_TYPE_NAMES)
                 _TYPE_NAMES.append(kind)
+                _TYPE_CODES[kind] = len(_TYPE_NAMES) - 1
     return [_TYPE_CODES[kind] for kind in types]
 
 
