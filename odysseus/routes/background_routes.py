@@ -43,10 +43,11 @@ def init_app(app: Flask) -> None:
     store = app.extensions["odysseus.store"]
     engine = app.extensions["odysseus.runs"]
 
-    def run_job(job_id: str) -> None:
-        if engine.draining:
+    def run_job(job_id: str, claimed: bool = False) -> None:
+        """Run a queued job (``claimed``: the pool already claimed it, ``store.jobs.claim_fairly``)."""
+        if not claimed and engine.draining:
             return  # left queued: the next worker picks it up
-        if not store.jobs.claim(job_id, engine.worker, engine.durable.lease_seconds):
+        if not claimed and not store.jobs.claim(job_id, engine.worker, engine.durable.lease_seconds):
             return  # cancelled while queued, or another worker took it
         job = store.jobs.by_id(job_id)
         with app.app_context():

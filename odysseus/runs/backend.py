@@ -79,7 +79,7 @@ class LocalBackend:
         """Mark runs whose worker is gone ``interrupted`` (expired SQLite lease or dead pid)."""
         return engine.durable.recover(is_local, build_tail, timeout=120)
 
-    def job_pool(self, workers: int, run_job: Callable[[str], None], store, engine):
+    def job_pool(self, workers: int, run_job: Callable[..., None], store, engine):
         """The background-job queue of this process."""
         from ..jobs import JobPool
 

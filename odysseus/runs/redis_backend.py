@@ -246,7 +246,7 @@ class RedisBackend(LocalBackend):
             log.exception("appending the recovery tail of %s to Redis failed", run_id)
 
     # ------------------------------------------------------------ jobs and health
-    def job_pool(self, workers: int, run_job: Callable[[str], None], store, engine):
+    def job_pool(self, workers: int, run_job: Callable[..., None], store, engine):
         """The job queue every worker shares: a Redis Stream with a consumer group, fair per user."""
         from .redis_jobs import RedisJobPool
 

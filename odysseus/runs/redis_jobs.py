@@ -5,12 +5,13 @@ Invariants:
 - A job is persisted in SQLite (``store.jobs``) before its id is added to the stream
   ``<prefix>jobs``; the stream is only the order of wake-ups. Each worker runs
   ``BACKGROUND_WORKERS`` readers in the consumer group ``workers``; a reader takes one
-  entry, acknowledges it and hands the job to ``run_job``, which claims it atomically in
-  SQLite (so a duplicate entry, or two workers, never run one job twice).
-- Fairness between users (max-min): a reader that takes a job of a user who has more jobs
-  running than some other user with jobs waiting puts the entry back at the end of the
-  stream, so one user's burst cannot hold every slot while another user's job waits; with
-  nobody else waiting, one user may use every slot.
+  entry, acknowledges it, claims the job atomically in SQLite (so a duplicate entry, or two
+  workers, never run one job twice) and hands the claimed job to ``run_job``.
+- Fairness between users (max-min): the claim is refused while the job's owner has more jobs
+  running than some other user with jobs waiting (``store.jobs.claim_fairly``: the check and
+  the claim are one write, so two readers free at the same moment cannot both pass it), and
+  the reader puts the entry back at the end of the stream; one user's burst cannot hold every
+  slot while another user's job waits. With nobody else waiting, one user may use every slot.
 - Nothing is lost when a worker dies between taking an entry and claiming the job: a
   sweeper re-adds jobs that stay queued while the stream has nothing undelivered.
 """
@@ -21,6 +22,8 @@ import logging
 import threading
 import time
 from typing import Callable, List
+
+from ..store.jobs import CLAIMED, NOT_YET
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +40,7 @@ class RedisJobPool:
         client,
         prefix: str,
         workers: int,
-        run_job: Callable[[str], None],
+        run_job: Callable[[str, bool], None],
         store,
         worker: str,
         draining: Callable[[], bool],
@@ -50,6 +53,7 @@ class RedisJobPool:
         self.store = store
         self.consumer = worker
         self.draining = draining
+        self.lease_seconds = lease_seconds
         self.sweep_every = max(1.0, 2 * lease_seconds)
         self._threads: List[threading.Thread] = []
         self._lock = threading.Lock()
@@ -110,24 +114,15 @@ class RedisJobPool:
     def _take(self, entry_id: str, job_id: str) -> None:
         job = self.store.jobs.by_id(job_id) if job_id else None
         self.client.xack(self.stream, GROUP, entry_id)
-        if job is None or job["status"] != "queued":
-            return  # cancelled, done, or a duplicate entry of a job another reader took
-        if self._should_wait(job["owner"]):
+        if job is None or job["status"] != "queued" or self.draining():
+            return  # cancelled, done, or taken by another reader; draining: left queued for the sweeper
+        taken = self.store.jobs.claim_fairly(job_id, self.consumer, self.lease_seconds)
+        if taken == NOT_YET:
             self.deferred += 1
             self.client.xadd(self.stream, {"job": job_id}, maxlen=MAX_ENTRIES, approximate=True)
             time.sleep(0.02)
-            return
-        self.run_job(job_id)
-
-    def _should_wait(self, owner: str) -> bool:
-        """True when another user with jobs waiting has fewer jobs running than ``owner``."""
-        with self.store.locked.read() as db:
-            rows = db.execute(
-                "select owner, sum(status = 'queued'), sum(status = 'running') from jobs"
-                " where status in ('queued', 'running') group by owner"
-            ).fetchall()
-        mine = next((running for who, _, running in rows if who == owner), 0) or 0
-        return any(who != owner and queued and (running or 0) < mine for who, queued, running in rows)
+        elif taken == CLAIMED:
+            self.run_job(job_id, True)
 
     def _sweep_loop(self) -> None:
         while True:

@@ -13,6 +13,18 @@ from .database import Locked
 JOB_STATUSES = ("queued", "running", "done", "error", "cancelled")
 
 
+#: what ``claim_fairly`` says
+CLAIMED, GONE, NOT_YET = "claimed", "gone", "not_yet"
+
+#: the job's owner (``jobs.owner`` of the row being claimed) has no more jobs running than any other
+#: user who has jobs queued
+_FAIR = (
+    " and not exists (select 1 from jobs as other where other.status = 'queued' and other.owner != jobs.owner"
+    " and (select count(*) from jobs as theirs where theirs.owner = other.owner and theirs.status = 'running')"
+    " < (select count(*) from jobs as mine where mine.owner = jobs.owner and mine.status = 'running'))"
+)
+
+
 def _decode(row: dict) -> dict:
     row = dict(row)
     row["request"] = json.loads(row["request"]) if row.get("request") else {}
@@ -63,14 +75,30 @@ class JobRepo:
 
     def claim(self, job_id: str, worker: str = "", lease_seconds: float = 15.0) -> bool:
         """Move a queued job to running under ``worker``'s lease; False when it is no longer queued."""
+        return self._claim(job_id, worker, lease_seconds, "") == CLAIMED
+
+    def claim_fairly(self, job_id: str, worker: str = "", lease_seconds: float = 15.0) -> str:
+        """Claim a queued job unless it is not its owner's turn: ``CLAIMED``, ``GONE`` (no longer
+        queued) or ``NOT_YET`` (another user with jobs queued has fewer running than this owner).
+
+        Max-min fairness between users, decided and claimed in one write: two readers free at the
+        same moment cannot both see the owner's running count before either claim (each sees the
+        other's), so one user's burst cannot take every slot while another user's job waits.
+        """
+        return self._claim(job_id, worker, lease_seconds, _FAIR)
+
+    def _claim(self, job_id: str, worker: str, lease_seconds: float, condition: str) -> str:
         now = time.time()
         with self._l.tx() as db:
             cursor = db.execute(
                 "update jobs set status = 'running', attempts = attempts + 1, updated_at = ?,"
-                " worker = ?, lease_until = ? where job_id = ? and status = 'queued'",
+                " worker = ?, lease_until = ? where job_id = ? and status = 'queued'" + condition,
                 [now, worker, now + lease_seconds, job_id],
             )
-            return cursor.rowcount == 1
+            if cursor.rowcount == 1:
+                return CLAIMED
+            row = db.execute("select status from jobs where job_id = ?", [job_id]).fetchone()
+            return NOT_YET if condition and row is not None and row[0] == "queued" else GONE
 
     def attach_run(self, job_id: str, session_id: str, run_id: str) -> None:
         """Record the session and run a job's turn runs in."""
