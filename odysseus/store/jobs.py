@@ -16,12 +16,13 @@ JOB_STATUSES = ("queued", "running", "done", "error", "cancelled")
 #: what ``claim_fairly`` says
 CLAIMED, GONE, NOT_YET = "claimed", "gone", "not_yet"
 
-#: the job's owner (``jobs.owner`` of the row being claimed) has no more jobs running than any other
-#: user who has jobs queued
+#: the job's owner (``jobs.owner``: the row being claimed) runs no more jobs than any other user who has
+#: jobs queued; one pass over the queued jobs' owners, then a count of running jobs per such owner
 _FAIR = (
-    " and not exists (select 1 from jobs as other where other.status = 'queued' and other.owner != jobs.owner"
-    " and (select count(*) from jobs as theirs where theirs.owner = other.owner and theirs.status = 'running')"
-    " < (select count(*) from jobs as mine where mine.owner = jobs.owner and mine.status = 'running'))"
+    " and (select count(*) from jobs as mine where mine.owner = jobs.owner and mine.status = 'running')"
+    " <= coalesce((select min((select count(*) from jobs as theirs where theirs.owner = waiting.owner"
+    " and theirs.status = 'running')) from (select distinct owner from jobs where status = 'queued') as waiting"
+    " where waiting.owner != jobs.owner), 1 << 62)"
 )
 
 
