@@ -112,10 +112,10 @@ class RedisJobPool:
                         log.exception("background job entry %s failed", entry_id)
 
     def _take(self, entry_id: str, job_id: str) -> None:
-        job = self.store.jobs.by_id(job_id) if job_id else None
         self.client.xack(self.stream, GROUP, entry_id)
-        if job is None or job["status"] != "queued" or self.draining():
-            return  # cancelled, done, or taken by another reader; draining: left queued for the sweeper
+        if not job_id or self.draining():
+            return  # draining: left queued for the sweeper
+        # GONE (cancelled, done, or a duplicate entry of a job another reader took) needs nothing more
         taken = self.store.jobs.claim_fairly(job_id, self.consumer, self.lease_seconds)
         if taken == NOT_YET:
             self.deferred += 1

@@ -98,8 +98,10 @@ class JobRepo:
             )
             if cursor.rowcount == 1:
                 return CLAIMED
+            if not condition:
+                return GONE  # the plain claim asked only whether it was still queued
             row = db.execute("select status from jobs where job_id = ?", [job_id]).fetchone()
-            return NOT_YET if condition and row is not None and row[0] == "queued" else GONE
+            return NOT_YET if row is not None and row[0] == "queued" else GONE
 
     def attach_run(self, job_id: str, session_id: str, run_id: str) -> None:
         """Record the session and run a job's turn runs in."""
