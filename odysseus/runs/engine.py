@@ -258,7 +258,7 @@ class RunEngine(Starting, Housekeeping):
         if not run.finalized:
             return
         run.log.seal()
-        if finalized_here and run.settled.is_set():
+        if finalized_here:  # its _finalize returned: settled is set and run_finished sent
             run.settle()
 
     # ---------------------------------------------------------------- finalize
