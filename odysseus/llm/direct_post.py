@@ -45,6 +45,8 @@ from requests.cookies import extract_cookies_to_jar, get_cookie_header
 from requests.structures import CaseInsensitiveDict
 from requests.utils import DEFAULT_CA_BUNDLE_PATH
 
+from gevent import getcurrent
+
 from ..cancel import CancelToken
 from ..errors import ProviderTimeout
 from .stream_reader import ChunkedDecoder, dechunked
@@ -432,9 +434,11 @@ class DirectStream(TimedReads):
         self._decompress = _decompressor(head.headers.get("content-encoding") or "")
         # gevent: after a short read the socket is most likely drained, so wait until it is readable
         # instead of calling recv for an EAGAIN first (TLS may hold decrypted bytes: plain sockets only)
-        wait = getattr(sock, "_wait", None)
-        event = getattr(sock, "_read_event", None)
-        self._wait_readable = (lambda: wait(event)) if wait and event and not isinstance(sock, ssl.SSLSocket) else None
+        hub, event = getattr(sock, "hub", None), getattr(sock, "_read_event", None)
+        waitable = hub is not None and event is not None and not isinstance(sock, ssl.SSLSocket)
+        self._hub: Any = hub if waitable else None  # None: recv does its own waiting
+        self._read_event: Any = event
+        self._idle_timer: Any = None  # the libev timer every idle-phase wait restarts (made on first use)
         self._drained = False
         self._drain_until: Optional[float] = None  # set by finish: reads are bounded by the drain time
 
@@ -444,14 +448,36 @@ class DirectStream(TimedReads):
             timeout = self._drain_until - time.monotonic()
             if timeout <= 0:
                 raise ProviderTimeout("Read timeout")
-            sock.settimeout(timeout)
         else:
-            sock.settimeout(self.read_timeout())
-        if self._drained and self._wait_readable is not None:
-            self._wait_readable()  # socket.timeout when nothing comes in time, like recv
+            timeout = self.read_timeout()
+        sock.settimeout(timeout)
+        if self._drained and self._hub is not None:
+            self._wait_readable(timeout)  # socket.timeout when nothing comes in time, like recv
         data = sock.recv(READ_SIZE)
         self._drained = len(data) < READ_SIZE
         return data
+
+    def _wait_readable(self, timeout: float) -> None:
+        """Park this greenlet until the socket is readable; ``socket.timeout`` after ``timeout`` s.
+
+        [issue 22] gevent's own wait builds a ``Timeout`` (an exception object, a timer and a context
+        manager) for each wait, and a paced reply waits once per token. Here every wait of the idle
+        phase (after the first output, a constant timeout) restarts one libev timer kept for the
+        stream; the first-token phase, whose deadline shrinks, takes a timer per wait. Cancelling
+        works as before: closing the socket throws into the same ``hub.wait``.
+        """
+        hub = self._hub
+        reuse = self.output_started and self._drain_until is None
+        if reuse and self._idle_timer is None:
+            self._idle_timer = hub.loop.timer(timeout)
+        timer = self._idle_timer if reuse else hub.loop.timer(timeout)
+        timer.start(_throw_read_timeout, getcurrent(), update=True)  # update: no expiry on a stale clock
+        try:
+            hub.wait(self._read_event)
+        finally:
+            timer.stop()
+            if not reuse:
+                timer.close()
 
     def _raw_body(self) -> Iterator[bytes]:
         """The body's bytes as they arrive, de-chunked, until its end (or the connection's)."""
@@ -519,6 +545,9 @@ class DirectStream(TimedReads):
     def close(self) -> None:
         """Forget the cancel callback; give a fully read socket back to the pool, else close it."""
         self._unregister()
+        if self._idle_timer is not None:
+            self._idle_timer.close()
+            self._idle_timer = None
         sock, self.sock = self.sock, None
         if sock is None:
             return
@@ -538,6 +567,11 @@ class DirectStream(TimedReads):
         response._content_consumed = True  # type: ignore[attr-defined]  # read above: nothing left on a socket
         response.encoding = None
         return response
+
+
+def _throw_read_timeout(reader: Any) -> None:
+    """A read timer's expiry (run by the hub): the waiting greenlet gets what a timed-out recv raises."""
+    reader.throw(socket.timeout("timed out"))
 
 
 def cookie_header(session: requests.Session, url: str, header_items: List[Tuple[str, str]]) -> Optional[str]:
