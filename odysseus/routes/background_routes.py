@@ -86,7 +86,7 @@ def init_app(app: Flask) -> None:
         if store.jobs.recover(engine.worker)["requeued"] or not booted:
             booted = True
             for job in store.jobs.queued():
-                pool.submit(job["job_id"])
+                pool.submit(job["job_id"], job["owner"])
 
     requeue_orphans()
     engine.maintenance.append(requeue_orphans)
@@ -111,7 +111,7 @@ def submit():
     stored.pop("session", None)
     stored["session_id"] = req["session_id"]
     store.jobs.create(job_id, owner, stored)
-    current_app.extensions["odysseus.jobs"].submit(job_id)
+    current_app.extensions["odysseus.jobs"].submit(job_id, owner)
     return jsonify({"job_id": job_id, "status": "queued", "session_id": req["session_id"]}), 202
 
 

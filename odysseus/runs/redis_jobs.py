@@ -61,8 +61,11 @@ class RedisJobPool:
         self.deferred = 0
         self._ensure_workers()  # every worker reads the shared queue, not only the one a job was posted to
 
-    def submit(self, job_id: str) -> None:
-        """Queue a persisted job for whichever worker is free first (a Redis failure: the sweeper re-adds it)."""
+    def submit(self, job_id: str, owner: str = "") -> None:
+        """Queue a persisted job for whichever worker is free first (a Redis failure: the sweeper re-adds it).
+
+        ``owner`` is not needed here: the claim (``claim_fairly``) reads owners from SQLite.
+        """
         self._ensure_workers()
         try:
             self.client.xadd(self.stream, {"job": job_id}, maxlen=MAX_ENTRIES, approximate=True)
