@@ -35,8 +35,10 @@ DB_PATH = os.path.join(os.environ.get("FLOOR_DATA_DIR") or tempfile.mkdtemp(pref
 
 SCHEMA = """
 create table if not exists sessions (id text primary key, created_at float);
-create table if not exists messages (id integer primary key, session_id text, role text, content text, created_at float);
-create table if not exists runs (id text primary key, session_id text, status text, created_at float, finished_at float);
+create table if not exists messages (
+    id integer primary key, session_id text, role text, content text, created_at float);
+create table if not exists runs (
+    id text primary key, session_id text, status text, created_at float, finished_at float);
 """
 
 app = Flask(__name__)

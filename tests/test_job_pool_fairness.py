@@ -76,12 +76,18 @@ def _run_in_order(jobs: Jobs, total: int, running: int) -> List[str]:
     return order
 
 
-def test_a_freed_slot_goes_to_the_user_with_fewest_running_then_to_the_oldest_job():
+def _alice_first(slots: int) -> "tuple[Jobs, JobPool]":
+    """A pool of ``slots`` already running alice's first jobs of three."""
     jobs = Jobs()
-    pool = JobPool(2, jobs.run)
+    pool = JobPool(slots, jobs.run)
     for i in range(3):
         pool.submit(f"a{i}", "alice")
-    jobs.wait_started(2)
+    jobs.wait_started(slots)
+    return jobs, pool
+
+
+def test_a_freed_slot_goes_to_the_fewest_running_then_the_least_recently_served_then_the_oldest_job():
+    jobs, pool = _alice_first(2)
     for user in "bc":
         for i in range(3):
             pool.submit(f"{user}{i}", user)
@@ -93,11 +99,7 @@ def test_a_freed_slot_goes_to_the_user_with_fewest_running_then_to_the_oldest_jo
 
 
 def test_with_one_slot_users_take_turns():
-    jobs = Jobs()
-    pool = JobPool(1, jobs.run)
-    for i in range(3):
-        pool.submit(f"a{i}", "alice")
-    jobs.wait_started(1)
+    jobs, pool = _alice_first(1)
     pool.submit("b0", "bob")
     pool.submit("b1", "bob")
     assert _run_in_order(jobs, 5, 1) == ["a0", "b0", "a1", "b1", "a2"]
