@@ -31,6 +31,7 @@ from gevent.queue import Queue
 
 MODE = os.environ.get("FLOOR_MODE", "turn")
 MODEL = os.environ.get("FLOOR_MODEL", "127.0.0.1:8001")
+LAST_CHUNK = b"\r\n0\r\n\r\n"  # a chunked body's end (the model server's replies are chunked)
 DB_PATH = os.path.join(os.environ.get("FLOOR_DATA_DIR") or tempfile.mkdtemp(prefix="odysseus-floor-"), "floor.db")
 
 SCHEMA = """
@@ -80,13 +81,16 @@ def provider_tokens(message: str) -> Iterator[str]:
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (MODEL.encode(), len(body), body)
     )
-    buffer = b""
+    buffer = tail = b""
     while True:
         data = sock.recv(65536)
         if not data:
             sock.close()
             return
         buffer += data
+        # the last chunk's marker, possibly spanning two reads
+        ended = LAST_CHUNK in data or LAST_CHUNK in tail + data[:6]
+        tail = data[-6:] if len(data) >= 6 else (tail + data)[-6:]
         *lines, buffer = buffer.split(b"\n")
         for line in lines:  # chunk-size lines are hex digits, never "data: "
             if line.startswith(b"data: {"):
@@ -94,7 +98,7 @@ def provider_tokens(message: str) -> Iterator[str]:
                     content = (choice.get("delta") or {}).get("content")
                     if content:
                         yield content
-        if buffer.endswith(b"0\r\n\r\n") or b"\r\n0\r\n\r\n" in data:
+        if ended:
             _idle_sockets.append(sock)
             return
 
