@@ -32,7 +32,7 @@ class JobPool:
         self.run_job = run_job
         self._threads: List[threading.Thread] = []
         self._lock = threading.Lock()
-        self._ready = threading.Condition()  # guards _waiting and _running
+        self._ready = threading.Condition()  # guards _waiting, _running and _served
         self._waiting: Dict[str, Deque[Tuple[int, str]]] = {}  # owner -> (arrival, job id), oldest first
         self._running: Dict[str, int] = {}  # owner -> jobs this pool is running for them
         self._served: Dict[str, int] = {}  # owner -> when (a _ticks value) a job of theirs last started
