@@ -363,14 +363,17 @@ GEVENT_SCRIPT = textwrap.dedent(r"""
     stream.close()
     out["paced"] = "".join(pieces)
     stream = transport.open(url, {"x": 2}, CancelToken())
-    began = time.monotonic()
+    last, got = time.monotonic(), []
     try:
         with provider_errors("t"):
             for data in stream.chunks():
                 stream.mark_output()
+                last = time.monotonic()
+                got.append(data.decode())
         out["stall"] = "no timeout"
     except ProviderTimeout:
-        out["stall"] = round(time.monotonic() - began, 1)
+        out["stall"] = round(time.monotonic() - last, 1)  # the idle timeout counts from the last bytes
+    out["before_stall"] = "".join(got)
     stream.close()
     print(json.dumps(out))
 """)
@@ -382,7 +385,9 @@ def test_under_gevent_paced_reads_wait_for_the_socket_and_keep_the_idle_timeout(
     for token in tokens:
         paced += [0.01, b"%x\r\n%s\r\n" % (len(token), token)]
     paced.append(b"0\r\n\r\n")
-    stalled = [CHUNKED, b"4\r\nfirs\r\n", 30.0]  # one chunk, then nothing: the idle timeout (0.5 s) ends it
+    # chunks 0.3 s apart (each wait restarts the stream's idle timer: 0.9 s in all would pass a timer
+    # that was not restarted), then nothing: the idle timeout (0.5 s) ends it, counted from the last chunk
+    stalled = [CHUNKED, b"4\r\nfirs\r\n", 0.3, b"4\r\nsecd\r\n", 0.3, b"4\r\nthrd\r\n", 30.0]
     server = RawServer([paced, stalled])
     try:
         out = run_json(GEVENT_SCRIPT, server.port)
@@ -390,7 +395,8 @@ def test_under_gevent_paced_reads_wait_for_the_socket_and_keep_the_idle_timeout(
         server.close()
     assert out["direct"] is True
     assert out["paced"] == b"".join(tokens).decode()
-    assert isinstance(out["stall"], float) and 0.4 <= out["stall"] < 3
+    assert out["before_stall"] == "firssecdthrd", out
+    assert isinstance(out["stall"], float) and 0.4 <= out["stall"] < 3, out
 
 
 def test_an_ip_literal_needs_no_lookup_and_a_name_still_resolves(monkeypatch):

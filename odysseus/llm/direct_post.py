@@ -438,7 +438,7 @@ class DirectStream(TimedReads):
         waitable = hub is not None and event is not None and not isinstance(sock, ssl.SSLSocket)
         self._hub: Any = hub if waitable else None  # None: recv does its own waiting
         self._read_event: Any = event
-        self._idle_timer: Any = None  # the libev timer every idle-phase wait restarts (made on first use)
+        self._idle_timer: Any = None  # the libev timer every idle-phase wait rearms (made on first use)
         self._drained = False
         self._drain_until: Optional[float] = None  # set by finish: reads are bounded by the drain time
 
@@ -462,16 +462,23 @@ class DirectStream(TimedReads):
 
         [issue 22] gevent's own wait builds a ``Timeout`` (an exception object, a timer and a context
         manager) for each wait, and a paced reply waits once per token. Here every wait of the idle
-        phase (after the first output, a constant timeout) restarts one libev timer kept for the
-        stream; the first-token phase, whose deadline shrinks, takes a timer per wait. Cancelling
-        works as before: closing the socket throws into the same ``hub.wait``.
+        phase (after the first output, a constant timeout) rearms one libev timer kept for the
+        stream, with the whole timeout from now; the first-token phase, whose deadline shrinks,
+        takes a timer per wait. Cancelling works as before: closing the socket throws into the same
+        ``hub.wait``.
         """
         hub = self._hub
         reuse = self.output_started and self._drain_until is None
-        if reuse and self._idle_timer is None:
-            self._idle_timer = hub.loop.timer(timeout)
-        timer = self._idle_timer if reuse else hub.loop.timer(timeout)
-        timer.start(_throw_read_timeout, getcurrent(), update=True)  # update: no expiry on a stale clock
+        if reuse:
+            if self._idle_timer is None:  # repeating: again() rearms it with the whole timeout from now
+                self._idle_timer = hub.loop.timer(timeout, timeout)
+            timer = self._idle_timer
+            # not start(): libev keeps a stopped timer's *remaining* time, so a restart would count
+            # every earlier wait against this one (update: no expiry measured on a stale clock)
+            timer.again(_throw_read_timeout, getcurrent(), update=True)
+        else:
+            timer = hub.loop.timer(timeout)
+            timer.start(_throw_read_timeout, getcurrent(), update=True)
         try:
             hub.wait(self._read_event)
         finally:
