@@ -28,7 +28,8 @@ from odysseus.errors import (
     ProviderUnavailable,
 )
 from odysseus.llm.base import ChatRequest, ProviderConfig
-from odysseus.llm.direct_post import DirectStream, SocketPool, parse_head
+from odysseus.llm.direct_post import DirectStream, SocketPool
+from odysseus.llm.response_head import parse_head
 from odysseus.llm.http import Timeouts, Transport
 from odysseus.llm.openai_compat import OpenAICompatProvider
 from rawserver import RawServer

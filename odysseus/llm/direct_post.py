@@ -31,7 +31,6 @@ import http.client
 import io
 import ipaddress
 import os
-import re
 import socket
 import ssl
 import time
@@ -49,72 +48,15 @@ from gevent import getcurrent
 
 from ..cancel import CancelToken
 from ..errors import ProviderTimeout
+from .response_head import MAX_HEAD, Head, head_end, parse_head
 from .stream_reader import ChunkedDecoder, dechunked
 
 READ_SIZE = 65536
-#: the longest response head accepted (status line and headers), as http.client's limits allow
-MAX_HEAD = 65536
 REDIRECTS = (301, 302, 303, 307, 308)
 #: after the protocol's end marker, how long to wait for the body's end (as ``http.DRAIN_SECONDS``)
 DRAIN_SECONDS = 0.25
 DEFAULT_PORTS = {"http": 80, "https": 443}
-_LINE_END = re.compile(r"\r?\n")
 _NO_BODY = (204, 304)
-
-
-class Headers(dict):
-    """Response headers by lower-case name (repeated headers joined with ``", "``, as urllib3 does)."""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """The header ``name`` (any case), else ``default``."""
-        return dict.get(self, name.lower(), default)
-
-    def __getitem__(self, name: str) -> str:
-        return dict.__getitem__(self, name.lower())
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and dict.__contains__(self, name.lower())
-
-
-class Head:
-    """A parsed response head: status, reason, headers, the HTTP version (10 or 11) and its raw bytes."""
-
-    __slots__ = ("status", "reason", "headers", "version", "raw")
-
-    def __init__(self, status: int, reason: str, headers: Headers, version: int, raw: bytes):
-        self.status, self.reason, self.headers, self.version, self.raw = status, reason, headers, version, raw
-
-
-def head_end(buf: bytes) -> int:
-    """Where the body starts: just past the first blank line (CRLF or a lenient bare LF), or -1."""
-    ends = [i + 4 for i in (buf.find(b"\r\n\r\n"),) if i >= 0] + [i + 2 for i in (buf.find(b"\n\n"),) if i >= 0]
-    return min(ends) if ends else -1
-
-
-def parse_head(raw: bytes) -> Head:
-    """The status line and headers of ``raw`` (a whole head); BadStatusLine when it is not HTTP/1.x."""
-    lines = _LINE_END.split(raw.decode("iso-8859-1"))
-    status_line = lines[0]
-    version, _, rest = status_line.partition(" ")
-    code, _, reason = rest.strip().partition(" ")
-    if version not in ("HTTP/1.1", "HTTP/1.0") or len(code) != 3 or not code.isdigit() or int(code) < 100:
-        raise http.client.BadStatusLine(status_line[:200])
-    headers = Headers()
-    last: Optional[str] = None
-    for line in lines[1:]:
-        if not line:
-            continue
-        if line[0] in " \t" and last is not None:  # obsolete line folding: part of the previous value
-            dict.__setitem__(headers, last, dict.__getitem__(headers, last) + " " + line.strip())
-            continue
-        name, sep, value = line.partition(":")
-        if not sep:
-            continue  # as http.client: a line that is no header is ignored
-        last = name.strip().lower()
-        value = value.strip()
-        old = dict.get(headers, last)
-        dict.__setitem__(headers, last, value if old is None else old + ", " + value)
-    return Head(int(code), reason.strip(), headers, 11 if version == "HTTP/1.1" else 10, raw)
 
 
 def _peer_closed(sock: Any) -> bool:
