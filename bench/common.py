@@ -107,10 +107,15 @@ def origin(server: LiveServer) -> Dict[str, str]:
 
 def worker_pid(server: LiveServer) -> int:
     """The pid of gunicorn's (only) worker process."""
+    return first_child(server.proc.pid)
+
+
+def first_child(pid: int) -> int:
+    """The first child process of ``pid`` (a gunicorn master's worker), waiting up to 10 s for it."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children") as fh:
+            with open(f"/proc/{pid}/task/{pid}/children") as fh:
                 children = fh.read().split()
             if children:
                 return int(children[0])

@@ -30,8 +30,8 @@ from typing import Dict, Iterator, List, Tuple
 import requests
 
 from .common import HOST, ROOT, app_server, cpu_seconds, free_port, median, model_server, origin, stop_process
-from .common import table, worker_pid
-from .targets_load import PACING, _worker_cpu, arrivals, interleaved, turns
+from .common import first_child, table, worker_pid
+from .targets_load import PACING, arrivals, idle_rate, interleaved, turns, worker_cpu
 
 #: one-token turns per server and round, rounds, burst rounds (each round: one burst per server)
 SIZES = {"full": (300, 3, 3), "quick": (100, 2, 1), "smoke": (20, 1, 1)}
@@ -53,7 +53,7 @@ def floor_server(model_port: int, mode: str) -> Iterator[Tuple[int, int, str]]:
         proc = subprocess.Popen(command, cwd=data_dir, env=env)
         try:
             _wait_healthy(port)
-            yield port, _child(proc.pid), data_dir
+            yield port, first_child(proc.pid), data_dir
         finally:
             stop_process(proc)
 
@@ -70,17 +70,10 @@ def _wait_healthy(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError("the floor server did not start")
 
 
-def _child(pid: int) -> int:
-    with open(f"/proc/{pid}/task/{pid}/children") as fh:
-        return int(fh.read().split()[0])
-
-
 async def _per_turn(port: int, headers: Dict[str, str], pid: int, count: int) -> float:
     await turns(port, headers, 20, CLIENTS, "warm tokens=1 delay=0")
-    c0 = cpu_seconds(pid)
-    await asyncio.sleep(0.5)
-    idle = (cpu_seconds(pid) - c0) / 0.5
-    used, _wall = await _worker_cpu(pid, turns(port, headers, count, CLIENTS, "short tokens=1 delay=0"), idle)
+    idle = await idle_rate(pid, 0.5)
+    used, _wall = await worker_cpu(pid, turns(port, headers, count, CLIENTS, "short tokens=1 delay=0"), idle)
     return used / count
 
 
@@ -115,10 +108,10 @@ async def _measure(servers: Dict[str, Tuple[int, Dict[str, str], int]], model_po
         for name in names if index % 2 == 0 else names[::-1]:
             if name == BARE:
                 continue  # it never calls the model: no first token to compare
-            port, headers, _pid = servers[name]
+            port, headers, pid = servers[name]
             added, errors = await _burst_added(model_port, port, headers)
             out[name]["burst"].append(added)
-            per_token, paced_errors = await _paced_cpu(model_port, port, headers, servers[name][2])
+            per_token, paced_errors = await _paced_cpu(model_port, port, headers, pid)
             out[name]["paced"].append(per_token)
             out[name]["errors"].append(errors + paced_errors)
     return out

@@ -112,7 +112,14 @@ async def burst(size: Dict, model_port: int, app_port: int, headers: Dict[str, s
     ]
 
 
-async def _worker_cpu(pid: int, coro, idle_rate: float) -> Tuple[float, float]:
+async def idle_rate(pid: int, seconds: float = 1.0) -> float:
+    """The worker's CPU seconds per second while nothing is asked of it (timers, the writer thread)."""
+    c0, t0 = cpu_seconds(pid), time.perf_counter()
+    await asyncio.sleep(seconds)
+    return (cpu_seconds(pid) - c0) / (time.perf_counter() - t0)
+
+
+async def worker_cpu(pid: int, coro, idle_rate: float) -> Tuple[float, float]:
     """Worker CPU seconds spent while ``coro`` runs (plus a settle), less the idle rate; and its wall time."""
     cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     await coro
@@ -143,14 +150,10 @@ async def cpu(size: Dict, model_port: int, app_port: int, headers: Dict[str, str
     """Worker CPU per turn (1-token replies) and per token (long replies minus short), and intake events/s."""
     long_tokens, intake_tokens = size["cpu_long_tokens"], size["intake_tokens"]
     await turns(app_port, headers, 20, 4, "warm tokens=1 delay=0")
-    c0, t0 = cpu_seconds(pid), time.perf_counter()
-    await asyncio.sleep(1.0)
-    idle = (cpu_seconds(pid) - c0) / (time.perf_counter() - t0)
+    idle = await idle_rate(pid)
     short_n, long_n = size["cpu_short_turns"], size["cpu_long_turns"]
-    short_cpu, _ = await _worker_cpu(pid, turns(app_port, headers, short_n, 4, "short tokens=1 delay=0"), idle)
-    long_cpu, _ = await _worker_cpu(
-        pid, turns(app_port, headers, long_n, 1, f"long tokens={long_tokens} delay=0"), idle
-    )
+    short_cpu, _ = await worker_cpu(pid, turns(app_port, headers, short_n, 4, "short tokens=1 delay=0"), idle)
+    long_cpu, _ = await worker_cpu(pid, turns(app_port, headers, long_n, 1, f"long tokens={long_tokens} delay=0"), idle)
     per_turn = short_cpu / short_n
     per_token = max(0.0, (long_cpu / long_n - per_turn) / (long_tokens - 1))
     results: List[Result] = []
@@ -168,7 +171,7 @@ async def cpu(size: Dict, model_port: int, app_port: int, headers: Dict[str, str
             )
         )
 
-    big_cpu, _ = await _worker_cpu(pid, one_big(), idle)
+    big_cpu, _ = await worker_cpu(pid, one_big(), idle)
     big = results[0]
     ok = not big.error and big.tokens == intake_tokens and big.first_token is not None
     rate = intake_tokens / (big.total - big.first_token) if ok and big.total > big.first_token else 0.0
