@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 from flask import Flask
 
 from . import config as config_module
-from . import context, core
+from . import context, core, openai_api
 from .context import memories, web_sources, workspace
 from .routes import (
     agent_mode,
@@ -36,6 +36,7 @@ from .routes import (
     research_mode,
     turn_registry,
     upload_routes,
+    v1_routes,
     window_routes,
     workflow_routes,
 )
@@ -59,8 +60,9 @@ BLUEPRINTS = (
     workflow_routes,
     branch_routes,  # regenerate / retry / edit-and-resend branches
     compare_routes,  # keep one reply of a compare
-    provider_routes,
-)  # the admin's provider connections
+    provider_routes,  # the admin's provider connections
+    v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
+)
 
 
 def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
@@ -94,6 +96,7 @@ def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
     agent_mode.init_app(app)  # agent mode: tools, approvals, images, Agent Alloy workflows
     document_routes.init_app(app)  # editor documents: routes, document tools, active-document context
     research_mode.init_app(app)  # research jobs: mode, job rows and the /api/research routes
+    openai_api.init_app(app)  # the /v1 API's mode and service (after agent mode, whose agents it routes to)
     page_api.init_app(app)  # the page's own API: search, export/import, settings, self-test, titles
     # 5. JSON errors for everything above.
     route_errors.register(app)

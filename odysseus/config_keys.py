@@ -49,6 +49,7 @@ SECTIONS = {
     "window": "Context window",
     "research": "Research",
     "alloy": "Agent Alloy workflows",
+    "api": "OpenAI-compatible API",
 }
 
 
@@ -304,6 +305,14 @@ KEYS: List[Key] = [
         ("ALLOY_MAX_PARALLEL_DELEGATIONS", 3, "delegations of one round running at once"),
         ("ALLOY_DELEGATION_TIMEOUT", 300.0, "seconds one delegation may take"),
         ("ALLOY_DELEGATION_MAX_ROUNDS", 6, "model rounds a specialist gets per delegation"),
+    ),
+    *_keys(
+        "api",
+        (
+            "API_MAX_OUTPUT_TOKENS",
+            262_144,
+            "largest `max_output_tokens` / `max_tokens` the OpenAI-compatible API (/v1) accepts; more is a 400",
+        ),
     ),
 ]
 

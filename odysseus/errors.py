@@ -4,7 +4,8 @@
 
     OdysseusError                 base; carries an HTTP-ish ``status``
     ├── BadRequest (400)          malformed or invalid client input
-    │   └── PayloadTooLarge (413)
+    │   ├── PayloadTooLarge (413)
+    │   └── InvalidParam (400)    names the request field (the OpenAI-compatible API's ``param``)
     ├── NotFound (404)            missing, or owned by somebody else
     ├── Unauthorized (401)        no valid credentials
     ├── Forbidden (403)           signed in, but not allowed (cross-site write, admin-only)
@@ -56,6 +57,15 @@ class PayloadTooLarge(BadRequest):
     """A request body over the configured limit."""
 
     status = 413
+
+
+class InvalidParam(BadRequest):
+    """Invalid client input in one named field: ``param`` (and a machine ``code``) for the /v1 API's errors."""
+
+    def __init__(self, message: str, param: Optional[str] = None, code: Optional[str] = None):
+        super().__init__(message)
+        self.param = param
+        self.code = code
 
 
 class NotFound(OdysseusError):

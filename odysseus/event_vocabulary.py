@@ -8,8 +8,10 @@ event added here without its documentation (or documented without being declared
 
 Projections: ``chat`` (/api/chat_stream and its resume: ``data: {"type": ...}`` frames), ``agent``
 (/api/agent/chat/stream: named SSE events, under ``agent_name``), ``job`` (the research job stream's
-``data: {phase, ...}`` frames) and ``provider`` (provider-level: consumed by the run engine, never
-projected). An event with no chat projection is hidden from the chat stream.
+``data: {phase, ...}`` frames), ``provider`` (provider-level: consumed by the run engine, never
+projected) and ``openai`` (the OpenAI-compatible /v1 API: ``odysseus.openai_api``, which also reads
+the text, tool, approval, usage and terminal events every run has). An event with no chat projection
+is hidden from the chat stream.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from . import events as ev
 
-CHAT, AGENT, JOB, PROVIDER = "chat", "agent", "job", "provider"
-PROJECTIONS = (CHAT, AGENT, JOB, PROVIDER)
+CHAT, AGENT, JOB, PROVIDER, OPENAI = "chat", "agent", "job", "provider", "openai"
+PROJECTIONS = (CHAT, AGENT, JOB, PROVIDER, OPENAI)
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,12 @@ SPECS: List[EventSpec] = [
         "a typed, agent-authored exhibit",
         "schema_version: 1; id: stable id; title?: title; layout: stack; elements: the elements",
         BOTH,
+    ),
+    _spec(
+        ev.FUNCTION_CALL,
+        "a /v1 turn's model called a client-defined tool; the client runs it and continues",
+        "call_id: the provider's call id; name: the tool; arguments: its arguments as JSON text",
+        (OPENAI,),
     ),
     _spec(ev.ASK_USER, "a call needs the user's approval; the turn ends after it", "data: the approval card", BOTH),
     _spec(

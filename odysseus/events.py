@@ -104,6 +104,9 @@ LOOP_BREAKER_TRIGGERED = "loop_breaker_triggered"
 INTENT_NUDGE_EXHAUSTED = "intent_nudge_exhausted"
 #: the answer to an attach/resume the caller cannot follow (odysseus.routes.streaming)
 RUN_MISSING = "run_missing"
+#: a call of a client-defined tool the model made in an OpenAI-compatible (/v1) turn: the client runs it
+#: {call_id, name, arguments (JSON text)} (odysseus.openai_api)
+FUNCTION_CALL = "function_call"
 
 # Editor documents (odysseus.documents), on both projections under these names.
 DOC_STREAM_OPEN = "doc_stream_open"  # {title, language}: a create/update_document call is streaming

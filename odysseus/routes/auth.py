@@ -89,6 +89,10 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(RateLimited)
     def _rate_limited(exc: RateLimited):
+        from .openai_errors import is_v1, openai_error  # the /v1 API's errors have OpenAI's shape
+
+        if is_v1():
+            return openai_error(exc)
         response = jsonify({**exc.to_dict(), "retry_after": round(exc.retry_after, 1)})
         response.headers["Retry-After"] = str(int(exc.retry_after) + 1)
         return response, exc.status

@@ -34,9 +34,8 @@ def health():
     )
 
 
-@bp.get("/api/models")
-def models():
-    """The configured providers' models, cached MODELS_CACHE_SECONDS; unreachable providers under ``errors``."""
+def model_listing(refresh: bool = False) -> dict:
+    """The page's model list: ``models`` (provider/model), ``errors`` and ``routes`` (also read by /v1/models)."""
     router = current_app.extensions["odysseus.router"]
     catalog = current_app.extensions.get("odysseus.models")
     if catalog is None:
@@ -44,8 +43,14 @@ def models():
             "odysseus.models",
             ModelCatalog(router.providers.values(), ttl=float(current_app.config["MODELS_CACHE_SECONDS"])),
         )
-    listing = catalog.list(refresh=request.args.get("refresh") in ("1", "true"))
-    return jsonify({**listing, "routes": {name: list(items) for name, items in router.routes.items()}})
+    listing = catalog.list(refresh=refresh)
+    return {**listing, "routes": {name: list(items) for name, items in router.routes.items()}}
+
+
+@bp.get("/api/models")
+def models():
+    """The configured providers' models, cached MODELS_CACHE_SECONDS; unreachable providers under ``errors``."""
+    return jsonify(model_listing(refresh=request.args.get("refresh") in ("1", "true")))
 
 
 @bp.get("/api/openapi.json")

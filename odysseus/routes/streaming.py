@@ -62,11 +62,13 @@ def check_stream_slot(owner: str) -> None:
         raise _too_many()
 
 
-def sse_response(body: Iterator[str], headers: Optional[Dict[str, str]] = None) -> Response:
+def sse_response(body: Iterator[str], headers: Optional[Dict[str, str]] = None, retry: bool = True) -> Response:
     """A streaming ``text/event-stream`` response with the headers proxies need.
 
     The stream takes one of the caller's ``MAX_STREAMS_PER_USER`` slots (429 when none is
-    free) until it ends or the client leaves; its first frame carries ``retry: SSE_RETRY_MS``.
+    free) until it ends or the client leaves; its first frame carries ``retry: SSE_RETRY_MS``
+    (``retry=False``: not sent; the OpenAI SDKs turn a data-less block with a field into an
+    empty event they cannot parse).
     """
     owner = current_owner()
     slots = _slots()
@@ -76,10 +78,10 @@ def sse_response(body: Iterator[str], headers: Optional[Dict[str, str]] = None) 
             close()
         raise _too_many()
     engine: Optional[RunEngine] = current_app.extensions.get("odysseus.runs")
-    retry = f"retry: {int(current_app.config['SSE_RETRY_MS'])}\n"
+    prefix = f"retry: {int(current_app.config['SSE_RETRY_MS'])}\n" if retry else ""
     response = Response(
         metered(
-            body, engine.budget if engine is not None else None, on_close=lambda: slots.release(owner), prefix=retry
+            body, engine.budget if engine is not None else None, on_close=lambda: slots.release(owner), prefix=prefix
         ),
         mimetype="text/event-stream",
     )

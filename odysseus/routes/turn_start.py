@@ -62,6 +62,8 @@ def start_turn(owner: str, req: dict) -> Started:
     if req["session_id"]:
         store.sessions.get(owner, req["session_id"])  # 404 for unknown or foreign ids
     prepared = build_turn(req, candidates, owner)  # validates mode-specific input; stores nothing
+    for extend in req.get("extend", ()):  # e.g. the /v1 API records its response (odysseus.openai_api.service)
+        extend(prepared)
     apply_branch(owner, req, prepared)  # regenerate / edit-and-resend (routes/branch_routes.py)
     # context sources validate their input (attachment ids, ...) before anything is stored
     context_meta = pipeline_of(current_app.extensions).check(
@@ -88,6 +90,7 @@ def start_turn(owner: str, req: dict) -> Started:
             terminal_type=prepared.terminal_type,
             session_title=_title(req["message"]),
             in_transaction=prepared.in_transaction,
+            **req.get("start_options", {}),  # run_id, session_origin, parent_id, exclusive (the /v1 API)
         )
     )
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Tuple
 
 from .. import signals
-from ..errors import CapacityError, NotFound
+from ..errors import CapacityError, Conflict, NotFound
 from ..events import CHAT_TERMINAL, RUN_STARTED, START, Event
 from ..store import Store, new_id
 from ..store.messages import holds_reply, insert_message, owned_branch_head
@@ -55,6 +55,15 @@ class StartSpec:
     session_title: str = "New chat"
     #: run inside the start transaction (e.g. consume an approval); raise to roll the start back
     in_transaction: List[Callable[[Any], None]] = field(default_factory=list)
+    #: the run's id, when the caller needs it before the start (the /v1 API derives its response id from it)
+    run_id: Optional[str] = None
+    #: where a session this start creates comes from (``sessions.origin``: None for the page, "api" for /v1)
+    session_origin: Optional[str] = None
+    #: the message the user's message answers, when not the session's branch head (a /v1 response that
+    #: continues an earlier one of the conversation); it must be a message of the session (else NotFound)
+    parent_id: Optional[int] = None
+    #: refuse (Conflict) instead of replacing when the session has a running run (on any worker)
+    exclusive: bool = False
 
 
 @dataclass
@@ -110,6 +119,8 @@ class Starting:
                         return Started(session_id, run, row, attached=True)
                     return Started(session_id, None, row, attached=True)
             self._check_capacity(spec.owner, session_id)  # a 503 must not stop the session's running run
+            if spec.exclusive and not creating:
+                self._refuse_if_running(spec.owner, session_id)
             self.replace_running(spec.owner, session_id)
             # ids increase across the runs of a session: this run's first id follows the previous run's last
             base = 0 if creating else self.session_last_seq(spec.owner, session_id)
@@ -165,6 +176,19 @@ class Starting:
                 last = max(last, row[0], row[1] or 0)
         return last
 
+    def _refuse_if_running(self, owner: str, session_id: str) -> None:
+        """Conflict when a run of the session is still running here or on another worker (its row says so)."""
+        current = self.for_session(owner, session_id)
+        if current is None or current.status != "running":
+            with self.store.locked.read() as db:
+                running = db.execute(
+                    "select 1 from runs where owner = ? and session_id = ? and status = 'running' limit 1",
+                    [owner, session_id],
+                ).fetchone()
+            if not running:
+                return
+        raise Conflict("another response of this conversation is still in progress; wait for it or cancel it")
+
     def _check_capacity(self, owner: str, session_id: str) -> None:
         """Refuse (CapacityError) before replacing anything when the new run could not be reserved.
 
@@ -192,7 +216,7 @@ class Starting:
         with self._lock:
             self._refuse_without_room()
             self.active += 1
-        run_id = new_id("run_")
+        run_id = spec.run_id or new_id("run_")
         run = Run(
             run_id=run_id,
             session_id=session_id,
@@ -238,8 +262,8 @@ class Starting:
         with self.store.locked.tx() as db:
             if creating:
                 db.execute(
-                    "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
-                    [run.session_id, spec.owner, spec.session_title, now, now],
+                    "insert into sessions (id, owner, title, created_at, updated_at, origin) values (?, ?, ?, ?, ?, ?)",
+                    [run.session_id, spec.owner, spec.session_title, now, now, spec.session_origin],
                 )
                 parent: Optional[int] = None  # a new session has no message yet
             else:
@@ -247,6 +271,13 @@ class Starting:
                 exists, parent = owned_branch_head(db, spec.owner, run.session_id)
                 if not exists:
                     raise NotFound("session not found")  # deleted since the route looked it up: store nothing
+                if spec.parent_id is not None:
+                    if not db.execute(
+                        "select 1 from messages where id = ? and session_id = ? and owner = ?",
+                        [spec.parent_id, run.session_id, spec.owner],
+                    ).fetchone():
+                        raise NotFound("the message this turn continues is gone")
+                    parent = spec.parent_id
             if spec.message is not None:
                 run.user_message_id = insert_message(
                     db,

@@ -16,6 +16,7 @@ from .documents import DocumentRepo
 from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
+from .openai_responses import OpenAIResponseRepo
 from .provider_connections import ProviderConnectionRepo
 from .research import ResearchRepo
 from .runs import RunRepo
@@ -62,6 +63,7 @@ class Store:
         self.code_access = CodeAccessRepo(self.locked)  # m105: who may use the code tools
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
         self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
+        self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

@@ -520,3 +520,27 @@ def m155_messages_by_client_id(db: Database) -> None:
         "create index if not exists idx_messages_owner_client_message_id on messages (owner, client_message_id)"
         " where client_message_id is not null"
     )
+
+
+@migration
+def m220_openai_api(db: Database) -> None:
+    """[issue 33] The OpenAI-compatible API: what each /v1 response or completion fixed when it was created
+    (its head: model, instructions, metadata, client tools, ...), keyed by its id and naming its run; and
+    where a session came from (``origin``: null for the page's own chats, ``api`` for /v1 ones), so the
+    default chat list can leave the API's conversations out with an index rather than a scan."""
+    db.table("openai_responses").create(
+        {
+            "id": str,
+            "owner": str,
+            "run_id": str,
+            "kind": str,
+            "created_at": float,
+            "stored": int,
+            "head": str,
+        },
+        pk="id",
+        not_null={"id", "owner", "run_id", "kind", "head"},
+    )
+    db.table("openai_responses").create_index(["run_id"])
+    db.table("sessions").add_column("origin", str)
+    db.execute("create index if not exists idx_sessions_owner_origin_updated on sessions (owner, origin, updated_at)")

@@ -80,6 +80,11 @@ class SessionRepo:
                 "delete from run_events where run_id in (select run_id from runs where session_id = ? and owner = ?)",
                 where,
             )
+            db.execute(
+                "delete from openai_responses where run_id in"
+                " (select run_id from runs where session_id = ? and owner = ?)",
+                where,
+            )
             for table in ("messages", "runs", "jobs", "approvals", "images"):
                 db.execute(f"delete from {table} where session_id = ? and owner = ?", where)
             db.execute("delete from sessions where id = ? and owner = ?", where)

@@ -1,0 +1,458 @@
+"""The Responses projection: a run's log -> OpenAI Responses stream events and the response object.
+
+A third projection of the one run log (beside ``sse.chat_frame`` and ``sse.agent_frame``), but a
+*stateful* one: a Responses stream opens and closes output items and content parts around the
+text, and one log event may become several Responses events (the first text delta is preceded by
+``response.output_item.added`` and ``response.content_part.added``). So ``ResponseFold`` consumes
+the log from its start, in order, and numbers what it emits itself.
+
+Invariants:
+
+- ``sequence_number`` starts at 0 and grows by one per emitted event. It is a pure function of
+  the response's stored head (``ResponseHead``) and the log prefix, so a resume that replays the
+  log from its start through a fresh fold and drops every event up to ``starting_after`` sends
+  exactly the events after it, numbered the same, on any worker and after a restart.
+- Output item ids are ``<prefix>_<response suffix>_<output index>``: deterministic as well.
+- The fold never reads the clock or the database; the terminal record carries the outcome.
+
+The same fold gives ``GET /v1/responses/{id}`` its object while a run is held (``snapshot``) and,
+as ``shape``, what the saved reply keeps so the object can be rebuilt after the replay window
+(``odysseus.openai_api.stored``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..events import (
+    AGENT_TERMINAL,
+    ASK_USER,
+    CHAT_TERMINAL,
+    DELTA,
+    FUNCTION_CALL,
+    RUN_STARTED,
+    START,
+    TOOL_OUTPUT,
+    TOOL_START,
+    USAGE,
+    Event,
+    StoredDelta,
+)
+from .head import ResponseHead
+
+#: the label of our server-side tools on ``mcp_call`` / ``mcp_approval_request`` items
+SERVER_LABEL = "odysseus"
+#: a tool output kept on an ``mcp_call`` item, at most (the saved reply keeps the whole row)
+TOOL_OUTPUT_CHARS = 4000
+#: the error of an ``mcp_call`` the run ended in the middle of
+UNFINISHED = "the call did not finish"
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_decode_str = json.JSONDecoder().decode
+
+
+def frame(event: Dict[str, Any]) -> str:
+    """One Responses SSE frame: ``event: <type>`` and the event's JSON (no ``id:``: the SDKs keep it
+    across frames and would turn the next heartbeat comment into an empty event)."""
+    return f"event: {event['type']}\ndata: {_dumps(event)}\n\n"
+
+
+def response_status(record: dict) -> Tuple[str, Optional[dict], Optional[dict]]:
+    """(status, error, incomplete_details) of a response from its run's terminal record."""
+    status = record.get("status")
+    if status == "done":
+        if record.get("finish_reason") == "length":
+            return "incomplete", None, {"reason": "max_output_tokens"}
+        return "completed", None, None
+    if status == "stopped":
+        return "cancelled", None, None
+    error = record.get("error") or {}
+    http = error.get("status")
+    code = "rate_limit_exceeded" if http == 429 else "server_error"
+    message = error.get("message") or ("the server restarted during this run" if status == "interrupted" else "failed")
+    return "failed", {"code": code, "message": message}, None
+
+
+def usage_object(usage: Optional[dict]) -> Optional[dict]:
+    """Our normalised usage -> the Responses ``usage`` object (None when the provider sent none)."""
+    if not usage:
+        return None
+    inp = int(usage.get("input_tokens") or 0)
+    out = int(usage.get("output_tokens") or 0)
+    return {
+        "input_tokens": inp,
+        "input_tokens_details": {"cached_tokens": int(usage.get("cached_input_tokens") or 0)},
+        "output_tokens": out,
+        "output_tokens_details": {"reasoning_tokens": int(usage.get("reasoning_tokens") or 0)},
+        "total_tokens": inp + out,
+    }
+
+
+class _Item:
+    """One output item as the fold builds it; ``text`` parts are JSON-encoded fragments until closed."""
+
+    __slots__ = ("kind", "index", "id", "fields", "parts", "text", "open", "shape")
+
+    def __init__(self, kind: str, index: int, item_id: str, fields: dict, start: int = 0):
+        self.kind = kind
+        self.index = index
+        self.id = item_id
+        self.fields = fields
+        self.parts: List[str] = []  # encoded fragments (text items), joined and decoded once
+        self.text: Optional[str] = None
+        self.open = True
+        #: the item in the saved reply's output shape: text items as offsets into its content (message)
+        #: or thinking (reasoning), the others whole
+        self.shape: dict = (
+            {"type": kind, "start": start, "end": start}
+            if kind in ("message", "reasoning")
+            else {"type": kind, "id": item_id, **fields}
+        )
+
+    def full_text(self) -> str:
+        """The item's text (decoded once, when first asked)."""
+        if self.text is None or self.parts:
+            inner = "".join(part[1:-1] for part in self.parts)
+            self.text = (self.text or "") + _decode_str('"' + inner + '"')
+            self.parts = []
+        return self.text
+
+
+class ResponseFold:
+    """Fold a run's canonical events into Responses stream events and the response's output.
+
+    ``after``: the last sequence number the reader has (``starting_after``); events up to it are
+    numbered but not returned. ``feed(event, payload)`` returns the SSE text of the new events.
+    """
+
+    def __init__(self, head: ResponseHead, after: int = -1, emit: bool = True):
+        self.head = head
+        self.after = after
+        self.emit = emit
+        self.seq = -1
+        self.items: List[_Item] = []
+        self.current: Optional[_Item] = None  # the open message or reasoning item text goes to
+        self.tools: Dict[str, _Item] = {}  # open mcp_call items by call id
+        self.usage: Optional[dict] = None
+        self.status = "in_progress"
+        self.error: Optional[dict] = None
+        self.incomplete: Optional[dict] = None
+        self.completed_at: Optional[float] = None
+        self.content_chars = 0  # offsets into the saved reply's content and thinking (the skeleton)
+        self.thinking_chars = 0
+        #: the output's shape, kept up to date as events are folded (``odysseus.openai_api.turn.recorded``)
+        self.shape: List[dict] = []
+        self._out: List[str] = []
+
+    # ------------------------------------------------------------------ emitting
+    def _emit(self, event: Dict[str, Any]) -> None:
+        self.seq += 1
+        if self.emit and self.seq > self.after:
+            event["sequence_number"] = self.seq
+            self._out.append(frame(event))
+
+    def _skip(self, count: int = 1) -> bool:
+        """True when the next ``count`` events are not sent (numbered only): no need to build them."""
+        if not self.emit or self.seq + count <= self.after:
+            self.seq += count
+            return True
+        return False
+
+    # ------------------------------------------------------------------ the fold
+    def feed(self, event: Event, payload: Optional[str] = None) -> Optional[str]:
+        """Fold one logged event; the SSE text of the Responses events it makes (None: none)."""
+        kind = event.type
+        if kind == DELTA:
+            if event.__class__ is StoredDelta:
+                text_json, thinking = self._delta_of(event.payload)
+            else:
+                data = event.data
+                text_json, thinking = _dumps(data.get("delta", "")), bool(data.get("thinking"))
+            self._text(text_json, thinking)
+        elif kind == RUN_STARTED:
+            self._lifecycle("response.created")
+        elif kind == START:
+            self._lifecycle("response.in_progress")
+        elif kind in (CHAT_TERMINAL, AGENT_TERMINAL):
+            self._terminal(event.data.get("data") or {})
+        elif kind == FUNCTION_CALL:
+            self._function_call(event.data)
+        elif kind == TOOL_START:
+            self._tool_start(event.data)
+        elif kind == TOOL_OUTPUT:
+            self._tool_output(event.data)
+        elif kind == ASK_USER:
+            self._approval_request(event.data.get("data") or {})
+        elif kind == USAGE:
+            self.usage = dict(event.data.get("data") or {})
+        if not self._out:
+            return None
+        text = "".join(self._out)
+        self._out = []
+        return text
+
+    @staticmethod
+    def _delta_of(payload: str) -> Tuple[str, bool]:
+        """A stored delta's text as JSON and whether it is reasoning (``run_log.text_delta_payload``'s shape)."""
+        if payload.endswith(',"thinking":true}'):
+            return payload[9:-17], True
+        return payload[9:-1], False
+
+    # ------------------------------------------------------------------ items
+    def _item_id(self, prefix: str, index: int) -> str:
+        return f"{prefix}_{self.head.suffix}_{index}"
+
+    def _open(self, kind: str, prefix: str, fields: dict, start: int = 0) -> _Item:
+        index = len(self.items)
+        item = _Item(kind, index, self._item_id(prefix, index), fields, start)
+        self.items.append(item)
+        self.shape.append(item.shape)
+        return item
+
+    def _text(self, text_json: str, thinking: bool) -> None:
+        kind = "reasoning" if thinking else "message"
+        item = self.current
+        if item is None or item.kind != kind:
+            self._close_current()
+            item = self.current = self._open(
+                kind, "rs" if thinking else "msg", {}, self.thinking_chars if thinking else self.content_chars
+            )
+            if not self._skip(2):
+                self._emit({"type": "response.output_item.added", "output_index": item.index, "item": self._view(item)})
+                part = {"type": "reasoning_text", "text": ""} if thinking else _output_text("")
+                self._emit(
+                    {
+                        "type": "response.content_part.added",
+                        "item_id": item.id,
+                        "output_index": item.index,
+                        "content_index": 0,
+                        "part": part,
+                    }
+                )
+        item.parts.append(text_json)
+        size = len(_decode_str(text_json)) if "\\" in text_json else len(text_json) - 2
+        if thinking:
+            self.thinking_chars += size
+        else:
+            self.content_chars += size
+        item.shape["end"] += size
+        if self._skip():
+            return
+        self.seq += 1
+        kind_name = "response.reasoning_text.delta" if thinking else "response.output_text.delta"
+        tail = "" if thinking else ',"logprobs":[]'
+        self._out.append(
+            f"event: {kind_name}\ndata: "
+            f'{{"type":"{kind_name}","item_id":"{item.id}","output_index":{item.index},"content_index":0,'
+            f'"delta":{text_json}{tail},"sequence_number":{self.seq}}}\n\n'
+        )
+
+    def _close_current(self, status: str = "completed") -> None:
+        item, self.current = self.current, None
+        if item is None or not item.open:
+            return
+        item.open = False
+        item.fields["status"] = item.shape["status"] = status
+        if self._skip(3):
+            return
+        text = item.full_text()
+        if item.kind == "message":
+            self._emit(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": item.id,
+                    "output_index": item.index,
+                    "content_index": 0,
+                    "text": text,
+                    "logprobs": [],
+                }
+            )
+            part: dict = _output_text(text)
+        else:
+            self._emit(
+                {
+                    "type": "response.reasoning_text.done",
+                    "item_id": item.id,
+                    "output_index": item.index,
+                    "content_index": 0,
+                    "text": text,
+                }
+            )
+            part = {"type": "reasoning_text", "text": text}
+        self._emit(
+            {
+                "type": "response.content_part.done",
+                "item_id": item.id,
+                "output_index": item.index,
+                "content_index": 0,
+                "part": part,
+            }
+        )
+        self._emit({"type": "response.output_item.done", "output_index": item.index, "item": self._view(item)})
+
+    def _function_call(self, data: dict) -> None:
+        self._close_current()
+        arguments = data.get("arguments")
+        arguments = arguments if isinstance(arguments, str) else _dumps(arguments)
+        item = self._open(
+            "function_call",
+            "fc",
+            {"call_id": data.get("call_id"), "name": data.get("name"), "arguments": arguments, "status": "completed"},
+        )
+        item.open = False
+        if self._skip(4):
+            return
+        added = self._view(item)
+        added.update(arguments="", status="in_progress")
+        self._emit({"type": "response.output_item.added", "output_index": item.index, "item": added})
+        base = {"item_id": item.id, "output_index": item.index}
+        self._emit({"type": "response.function_call_arguments.delta", **base, "delta": arguments})
+        self._emit({"type": "response.function_call_arguments.done", **base, "arguments": arguments})
+        self._emit({"type": "response.output_item.done", "output_index": item.index, "item": self._view(item)})
+
+    def _tool_start(self, data: dict) -> None:
+        self._close_current()
+        call_id = str(data.get("call_id") or data.get("server_id") or len(self.items))
+        item = self._open(
+            "mcp_call",
+            "mcp",
+            {
+                "name": data.get("tool"),
+                "arguments": _dumps(data.get("arguments") or {}),
+                "server_label": SERVER_LABEL,
+                "status": "in_progress",
+                "output": None,
+                "error": None,
+            },
+        )
+        self.tools[call_id] = item
+        if self._skip(2):
+            return
+        self._emit({"type": "response.output_item.added", "output_index": item.index, "item": self._view(item)})
+        self._emit({"type": "response.mcp_call.in_progress", "item_id": item.id, "output_index": item.index})
+
+    def _tool_output(self, data: dict) -> None:
+        call_id = str(data.get("call_id") or data.get("server_id") or "")
+        item = self.tools.pop(call_id, None)
+        if item is None:
+            return
+        self._end_tool(item, data)
+
+    def _end_tool(self, item: _Item, data: Optional[dict]) -> None:
+        item.open = False
+        output = (data or {}).get("output")
+        output = output if isinstance(output, str) or output is None else _dumps(output)
+        failed = data is None or (data.get("exit_code") not in (0, None))
+        item.fields.update(
+            output=output[:TOOL_OUTPUT_CHARS] if output else output,
+            status="failed" if failed else "completed",
+            error=(UNFINISHED if data is None else f"exit code {data.get('exit_code')}") if failed else None,
+        )
+        item.shape.update(item.fields)
+        if self._skip(2):
+            return
+        name = "response.mcp_call.failed" if failed else "response.mcp_call.completed"
+        self._emit({"type": name, "item_id": item.id, "output_index": item.index})
+        self._emit({"type": "response.output_item.done", "output_index": item.index, "item": self._view(item)})
+
+    def _approval_request(self, data: dict) -> None:
+        if data.get("kind") != "tool_approval":
+            return
+        self._close_current()
+        call = data.get("call") or {}
+        item = self._open(
+            "mcp_approval_request",
+            "mcpr",
+            {
+                "name": call.get("tool") or data.get("tool"),
+                "arguments": _dumps(call.get("arguments") or {}),
+                "server_label": SERVER_LABEL,
+            },
+        )
+        item.id = item.shape["id"] = approval_item_id(str(data.get("approval_id") or ""))
+        item.open = False
+        if self._skip(2):
+            return
+        view = self._view(item)
+        self._emit({"type": "response.output_item.added", "output_index": item.index, "item": view})
+        self._emit({"type": "response.output_item.done", "output_index": item.index, "item": view})
+
+    # ------------------------------------------------------------------ lifecycle
+    def _lifecycle(self, name: str) -> None:
+        if self._skip():
+            return
+        self._emit({"type": name, "response": self.snapshot(output=False)})
+
+    def _terminal(self, record: dict) -> None:
+        status, error, incomplete = response_status(record)
+        ended = "completed" if status == "completed" else "incomplete"
+        self._close_current(ended)
+        for item in list(self.tools.values()):
+            self._end_tool(item, None)  # a call the run ended in the middle of
+        self.tools = {}
+        self.status, self.error, self.incomplete = status, error, incomplete
+        if record.get("usage_total") or record.get("usage"):
+            self.usage = dict(record.get("usage_total") or record.get("usage") or {})
+        elapsed = (record.get("timing") or {}).get("total_time_ms")
+        self.completed_at = round(self.head.created_at + elapsed / 1000.0, 3) if elapsed is not None else None
+        if self._skip():
+            return
+        name = {
+            "completed": "response.completed",
+            "incomplete": "response.incomplete",
+            "cancelled": "response.cancelled",
+        }.get(status, "response.failed")
+        self._emit({"type": name, "response": self.snapshot()})
+
+    # ------------------------------------------------------------------ views
+    def _view(self, item: _Item) -> dict:
+        if item.kind in ("message", "reasoning"):
+            status = "in_progress" if item.open else item.fields.get("status", "completed")
+            return text_item(item.kind, item.id, item.full_text(), status, with_text=not item.open)
+        return {"id": item.id, "type": item.kind, **item.fields}
+
+    def output(self) -> List[dict]:
+        """The output items as the response object lists them (open text items with their text so far)."""
+        views = []
+        for item in self.items:
+            if item.open and item.kind in ("message", "reasoning"):
+                views.append(text_item(item.kind, item.id, item.full_text(), "in_progress"))
+            else:
+                views.append(self._view(item))
+        return views
+
+    def snapshot(self, output: bool = True) -> dict:
+        """The response object as of the events folded so far."""
+        body = self.head.response(self.status)
+        body.update(
+            output=self.output() if output else [],
+            error=self.error,
+            incomplete_details=self.incomplete,
+            usage=usage_object(self.usage) if output else None,
+            completed_at=self.completed_at if self.status == "completed" else None,
+        )
+        return body
+
+
+def text_item(kind: str, item_id: str, text: str, status: str, with_text: bool = True) -> dict:
+    """A ``message`` or ``reasoning`` output item (``with_text=False``: as first announced, empty)."""
+    if kind == "message":
+        return {
+            "id": item_id,
+            "type": "message",
+            "role": "assistant",
+            "status": status,
+            "content": [_output_text(text)] if with_text else [],
+        }
+    content = [{"type": "reasoning_text", "text": text}] if with_text else []
+    return {"id": item_id, "type": "reasoning", "summary": [], "content": content, "status": status}
+
+
+def approval_item_id(approval_id: str) -> str:
+    """The ``mcp_approval_request`` item id of an approval (what ``mcp_approval_response`` echoes)."""
+    return f"mcpr_{approval_id}"
+
+
+def _output_text(text: str) -> dict:
+    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
