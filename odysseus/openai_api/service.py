@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, List, MutableMapping, Optional, Tuple
 
-from ..errors import Conflict, InvalidParam
+from ..errors import Conflict, InvalidParam, NotFound
 from ..runs.engine import Started
 from ..store import new_id
 from ..store.openai_responses import insert_head
@@ -143,7 +143,10 @@ class ApiService:
             data["tool_approval_decision"] = "approve" if approve else "deny"
             if not any(m["role"] == "user" and m["content"].strip() for m in req.messages):
                 turn["message"] = ""
-        apply_agent_routing(self.store, owner, turn)
+        try:
+            apply_agent_routing(self.store, owner, turn)
+        except NotFound:
+            raise NotFound(f"The model '{req.model}' does not exist (no such {req.target.kind} of yours)") from None
         if req.instructions:
             prompt = turn.get("system_prompt")
             turn["system_prompt"] = f"{prompt}\n\n{req.instructions}" if prompt else req.instructions

@@ -36,6 +36,10 @@ def create_session():
     return jsonify(_store().sessions.create(current_owner(), title)), 201
 
 
+#: ``GET /api/sessions?origin=``: the page's chats (default), the /v1 API's conversations, or both
+SESSION_ORIGINS = ("page", "api", "all")
+
+
 def session_cursor(session: dict) -> str:
     """The ``before`` value that continues a sessions listing after ``session``."""
     return f"{float(session['updated_at'])!r}~{session['id']}"
@@ -54,13 +58,18 @@ def list_sessions():
 
     ``?limit=`` (default 100, at most 500); ``?before=`` takes the previous page's
     ``next_before`` (``offset`` still works but can repeat a session that moved meanwhile).
+    ``?origin=``: ``page`` (default: the page's own chats), ``api`` (conversations made through
+    the OpenAI-compatible API, /v1) or ``all``.
     """
     limit, offset = page_args(SESSIONS_PAGE, SESSIONS_PAGE_MAX)
+    origin = request.args.get("origin") or "page"
+    if origin not in SESSION_ORIGINS:
+        raise BadRequest(f"origin must be one of {', '.join(SESSION_ORIGINS)}")
     raw_before = request.args.get("before")
     before = _parse_session_cursor(raw_before) if raw_before else None
     if before is not None and offset:
         raise BadRequest("send before or offset, not both")
-    rows = _store().sessions.list(current_owner(), limit + 1, offset, before=before)
+    rows = _store().sessions.list(current_owner(), limit + 1, offset, before=before, origin=origin)
     has_more = len(rows) > limit
     sessions = rows[:limit]
     return jsonify(

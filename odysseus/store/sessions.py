@@ -38,16 +38,27 @@ class SessionRepo:
         return rows[0]
 
     def list(
-        self, owner: str, limit: int = 100, offset: int = 0, before: Optional[Tuple[float, str]] = None
+        self,
+        owner: str,
+        limit: int = 100,
+        offset: int = 0,
+        before: Optional[Tuple[float, str]] = None,
+        origin: str = "all",
     ) -> List[dict]:
         """The owner's sessions, most recently updated first (ties by id).
 
         ``before`` is the (updated_at, id) of the last session of the previous page: the
         next page starts right after it, so paging never repeats a session when another
-        one is updated meanwhile (that one moves to the top instead).
+        one is updated meanwhile (that one moves to the top instead). ``origin``: ``page``
+        (sessions the page made: ``origin`` null), ``api`` (made through /v1) or ``all``.
         """
         where = "owner = ?"
         args: List[Any] = [owner]
+        if origin == "page":
+            where += " and origin is null"
+        elif origin != "all":
+            where += " and origin = ?"
+            args.append(origin)
         if before is not None:
             where += " and (updated_at < ? or (updated_at = ? and id < ?))"
             args += [before[0], before[0], before[1]]

@@ -34,6 +34,7 @@ const ui = {
   research: $("research-toggle"), researchList: $("research-list"),
   workflow: /** @type {HTMLSelectElement} */ ($("workflow-picker")), manageWorkflows: $("manage-workflows"),
   search: $("search"), searchResults: $("search-results"), settings: $("open-settings"),
+  apiSessions: /** @type {HTMLInputElement} */ ($("api-sessions")),
   importFile: /** @type {HTMLInputElement} */ ($("import-file")), export: $("export"),
   exportMd: /** @type {HTMLAnchorElement} */ ($("export-md")),
   exportJson: /** @type {HTMLAnchorElement} */ ($("export-json")), note: $("composer-note"),
@@ -250,6 +251,9 @@ const sidebar = new Sidebar(ui.sessionList, {
   toast,
 });
 const refreshSessions = () => sidebar.refresh();
+// The "API conversations" toggle: the sidebar lists the /v1 API's conversations instead of the page's chats.
+ui.apiSessions.checked = sidebar.origin === "api";
+ui.apiSessions.addEventListener("change", () => sidebar.setOrigin(ui.apiSessions.checked ? "api" : "page"));
 // Web toggle, workspace picker and the memories screen (context_controls.js).
 const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();

@@ -9,6 +9,7 @@ import { button, el } from "./dom.js";
 const PAGE = 100;
 const MAX_PAGE = 500; // the server's largest page
 const NEAR_END_PX = 200;
+const ORIGIN_KEY = "odysseus.sessionOrigin";
 
 /** Options: {current() -> open session id, onOpen(id), onDeleted(id), onTitle(title), toast(text)}. */
 export class Sidebar {
@@ -23,6 +24,7 @@ export class Sidebar {
     this.nextBefore = null;
     this.loadingMore = null;
     this.generation = 0; // bumps on every reload: a page fetched for an older list is dropped
+    this.origin = localStorage.getItem(ORIGIN_KEY) === "api" ? "api" : "page"; // GET /api/sessions?origin=
     const scroller = list.parentElement;
     scroller.addEventListener("scroll", () => {
       if (scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < NEAR_END_PX) this.loadMore();
@@ -38,6 +40,7 @@ export class Sidebar {
     while (more && (sessions.length < wanted || !reached())) {
       const query = new URLSearchParams({ limit: String(Math.min(MAX_PAGE, Math.max(PAGE, wanted - sessions.length))) });
       if (before) query.set("before", before);
+      if (this.origin !== "page") query.set("origin", this.origin);
       const data = await api("GET", `/api/sessions?${query}`);
       sessions = sessions.concat(data.sessions);
       more = !!data.has_more;
@@ -78,6 +81,7 @@ export class Sidebar {
     if (!this.hasMore || this.loadingMore || !this.nextBefore) return this.loadingMore || Promise.resolve();
     const generation = this.generation;
     const query = new URLSearchParams({ limit: String(PAGE), before: this.nextBefore });
+    if (this.origin !== "page") query.set("origin", this.origin);
     this.loadingMore = api("GET", `/api/sessions?${query}`).then((data) => {
       if (generation !== this.generation) return;
       const shown = new Set(this.sessions.map((s) => s.id));
@@ -92,6 +96,14 @@ export class Sidebar {
       this.render();
     });
     return this.loadingMore;
+  }
+
+  /** List the page's own chats (`page`) or the conversations made through /v1 (`api`); remembered. */
+  setOrigin(origin) {
+    this.origin = origin === "api" ? "api" : "page";
+    localStorage.setItem(ORIGIN_KEY, this.origin);
+    this.sessions = [];
+    return this.refresh();
   }
 
   /** This tab stopped following a session's run (switched away): the server's list decides now. */
