@@ -31,7 +31,11 @@ def tool_reply(call_id: str, name: str, arguments: Dict[str, Any]) -> Reply:
     chunks = [
         openai_chunk({"role": "assistant", "content": None}),
         openai_chunk(
-            {"tool_calls": [{"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]}
+            {
+                "tool_calls": [
+                    {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+                ]
+            }
         ),
         openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": args[:half]}}]}),
         openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": args[half:]}}]}),

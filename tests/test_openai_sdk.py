@@ -218,7 +218,10 @@ def test_function_tools_round_trip_on_both_apis(server, model):
     asked = client.chat.completions.create(model=MODEL, messages=messages, tools=chat_tools)
     call = asked.choices[0].message.tool_calls[0]
     assert asked.choices[0].finish_reason == "tool_calls" and call.function.name == "get_weather"
-    messages += [asked.choices[0].message.model_dump(exclude_none=True), {"role": "tool", "tool_call_id": call.id, "content": "rainy"}]
+    messages += [
+        asked.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "rainy"},
+    ]
     answered = client.chat.completions.create(model=MODEL, messages=messages, tools=chat_tools)
     assert answered.choices[0].message.content == "It is rainy in Paris."
 
@@ -233,7 +236,11 @@ def test_previous_response_id_keeps_the_conversation(server, model):
     assert sent[0]["content"] == "my name is Ada" and sent[1]["content"] == "Echo: my name is Ada"
     # a fork: continuing the first response again does not see the second
     third = client.responses.create(model=MODEL, input="fork", previous_response_id=first.id)
-    assert [m["content"] for m in model.posts[-1].body["messages"]] == ["my name is Ada", "Echo: my name is Ada", "fork"]
+    assert [m["content"] for m in model.posts[-1].body["messages"]] == [
+        "my name is Ada",
+        "Echo: my name is Ada",
+        "fork",
+    ]
     assert third.output_text == "Echo: fork"
     sessions = requests.get(server.url + "/api/sessions").json()["sessions"]
     assert all("Ada" not in s["title"] for s in sessions)  # kept out of the default chat list
