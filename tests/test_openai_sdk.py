@@ -341,3 +341,48 @@ def test_a_stream_resumes_across_a_server_restart(model, tmp_path):
 
 def _types(events: List) -> List[str]:
     return [e.type for e in events]
+
+
+def _pinned(url: str, avoid: int = 0, attempts: int = 400) -> Tuple[openai.OpenAI, int]:
+    """A client whose one keep-alive connection is held by a worker other than ``avoid`` (and that pid)."""
+    for _ in range(attempts):
+        http = openai.DefaultHttpxClient()
+        pid = http.get(url + "/api/health").json()["pid"]
+        if pid != avoid:
+            return openai.OpenAI(base_url=url + "/v1", api_key="k", http_client=http, max_retries=0), pid
+        http.close()
+    raise AssertionError(f"no worker other than {avoid} answered")
+
+
+def test_another_worker_retrieves_resumes_and_cancels_on_the_redis_backend(redis_server, model, tmp_path):
+    directory = str(tmp_path / "redis")
+    live = LiveServer(directory, {**_env(model.url), **redis_server.env(directory, workers=2)}).start(timeout=40)
+    try:
+        first, pid = _pinned(live.url)
+        events: list = []
+        stream = first.responses.create(model=MODEL, input="long on two workers", background=True, stream=True)
+        _read_some(stream, events, 10)
+        other, other_pid = _pinned(live.url, avoid=pid)
+        assert other_pid != pid
+        running = other.responses.retrieve(events[0].response.id)
+        assert running.status in ("in_progress", "completed")
+        _resume(other, events[0].response.id, events, attempts=3)
+        _assert_numbered(events)
+        assert _text(events) == LONG_TEXT and events[-1].type == "response.completed"
+        slow = first.responses.create(model=MODEL, input="slow on two workers", background=True)
+        deadline = time.monotonic() + 10
+        while not other.responses.retrieve(slow.id).output and time.monotonic() < deadline:
+            time.sleep(0.1)
+        cancelled = other.responses.cancel(slow.id)  # the run is driven by the first worker
+        assert cancelled.status == "cancelled" and LONG_TEXT.startswith(cancelled.output_text)
+        assert first.responses.retrieve(slow.id).status == "cancelled"
+    finally:
+        live.stop()
+
+
+def _read_some(stream, events: list, count: int) -> None:
+    for event in stream:
+        events.append(event)
+        if len(events) == count:
+            break
+    stream.close()
