@@ -11,7 +11,7 @@ import os
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import backends, concurrency, durable, memory, overhead, resume, stack_floor, targets, throughput
+from . import backends, concurrency, durable, memory, openai_api, overhead, resume, stack_floor, targets, throughput
 from .common import ROOT, machine
 
 BENCHMARKS: List[Tuple[str, str, Callable]] = [
@@ -24,6 +24,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("backends", "7. Run backends: 1 worker in-process, 1 worker Redis, N workers Redis", backends.run),
     ("targets", "8. Issue 22's targets against the model server itself", targets.run),
     ("floor", "10. The stack's floor: the same turn from a bare Flask app", stack_floor.run),
+    ("openai", "11. The OpenAI-compatible API (/v1) against /api/chat_stream", openai_api.run),
 ]
 RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
 MARK = "<!-- results are appended below by `make bench` -->"

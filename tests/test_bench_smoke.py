@@ -66,3 +66,16 @@ def test_a_failing_part_is_a_failed_row_and_the_others_still_run(monkeypatch):
     assert len([ln for ln in lines if ln.startswith("| paced") or ln.startswith("| burst")]) == 2
     assert "note / with a bar" in text  # a cell never breaks the table
     assert verdicts == {"issue 22 (paced): paced": False, "issue 22 (burst): a target": True}
+
+
+@pytest.mark.slow
+def test_the_openai_api_benchmark_measures_every_path_side_by_side():
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.openai_api", "--smoke"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| 1") and "`" in line]
+    paths = [cells[1].strip() for cells in rows]
+    assert paths == ["`direct`", "`/api/chat_stream`", "`/v1/chat/completions`", "`/v1/responses`"] * 2
+    assert all(cells[-1].strip() == "0" for cells in rows)  # every reply on every path carried all its tokens
+    assert done.stdout.count("within 10 % of /api/chat_stream") == 8

@@ -6,7 +6,14 @@ The streaming, resume and cancel behaviour over real sockets is tests/test_opena
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
+from apphelpers import close_app
+
+from odysseus import create_app
+from odysseus.sse import parse_sse
 
 MODEL = "demo/odysseus-demo"
 TABLES = ("sessions", "messages", "runs", "openai_responses", "run_events")
@@ -218,3 +225,33 @@ def test_an_agents_approval_is_asked_and_answered_through_v1(app, client):
 
 def approval(item_id: str, approve: bool) -> dict:
     return {"type": "mcp_approval_response", "approval_request_id": item_id, "approve": approve}
+
+
+def _sse(body: bytes) -> list:
+    return [json.loads(frame["data"]) for frame in parse_sse([body]) if frame.get("data")]
+
+
+def test_past_the_replay_window_the_saved_reply_gives_the_same_object_and_terminal_number(tmp_path):
+    app = create_app(
+        {"DATA_DIR": str(tmp_path), "DEMO_TOKEN_DELAY": 0.0, "PROVIDERS": [], "AUTH": "none", "EVICT_GRACE": 0.2}
+    )
+    try:
+        client = app.test_client()
+        made = client.post("/v1/responses", json={"model": MODEL, "input": "keep me", "metadata": {"run": "1"}}).json
+        events = _sse(client.get(f"/v1/responses/{made['id']}?stream=true").get_data())
+        assert events[-1]["type"] == "response.completed" and events[-1]["response"] == made
+        engine = app.extensions["odysseus.runs"]
+        time.sleep(0.3)
+        engine.sweep()  # the memory log is evicted...
+        engine.durable.purge()  # ...and the durable one purged: the window has passed
+        run_id = made["id"].replace("resp_", "run_")
+        assert engine.runs.get(run_id) is None
+        with app.extensions["odysseus.store"].locked.read() as db:
+            assert db.execute("select events_purged from runs where run_id = ?", [run_id]).fetchone()[0] == 1
+        assert client.get(f"/v1/responses/{made['id']}").json == made  # rebuilt from the saved reply
+        late = _sse(client.get(f"/v1/responses/{made['id']}?stream=true").get_data())
+        assert late == [events[-1]]  # the terminal event alone, numbered as it was
+        after = events[-1]["sequence_number"]
+        assert _sse(client.get(f"/v1/responses/{made['id']}?stream=true&starting_after={after}").get_data()) == []
+    finally:
+        close_app(app)

@@ -108,6 +108,17 @@ def test_background_stream_cut_after_n_events_resumes_exactly_through_a_cutting_
     assert direct.responses.retrieve(response_id).output_text == LONG_TEXT
 
 
+def test_a_stream_that_is_not_background_goes_on_when_the_client_leaves_and_resumes_the_same_way(server):
+    client = _client(server.url)
+    events: list = []
+    _read_some(client.responses.create(model=MODEL, input="long, not in the background", stream=True), events, 15)
+    response = events[0].response
+    assert response.background is False
+    assert _resume(client, response.id, events, attempts=2) == 1
+    _assert_numbered(events)
+    assert _text(events) == LONG_TEXT and events[-1].type == "response.completed"
+
+
 def test_retrieve_while_it_runs_and_after_it_ends(server):
     client = _client(server.url)
     created = client.responses.create(model=MODEL, input="slow please", background=True)
@@ -329,9 +340,12 @@ def test_a_stream_resumes_across_a_server_restart(model, tmp_path):
         first = None
         second = LiveServer(data_dir, env, port=port).start()
         try:
-            _resume(_client(second.url, max_retries=0), events[0].response.id, events, attempts=5)
+            again = _client(second.url, max_retries=0)
+            _resume(again, events[0].response.id, events, attempts=5)
             _assert_numbered(events)
             assert _text(events) == LONG_TEXT and events[-1].type == "response.completed"
+            stored = again.responses.retrieve(events[0].response.id)
+            assert stored.status == "completed" and stored.output_text == LONG_TEXT
         finally:
             second.stop()
     finally:

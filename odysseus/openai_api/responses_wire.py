@@ -50,6 +50,7 @@ UNFINISHED = "the call did not finish"
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _decode_str = json.JSONDecoder().decode
+_encode_str = json.encoder.encode_basestring  # a str as JSON, as _dumps writes it (ensure_ascii=False)
 
 
 def frame(event: Dict[str, Any]) -> str:
@@ -90,16 +91,22 @@ def usage_object(usage: Optional[dict]) -> Optional[dict]:
 
 
 class _Item:
-    """One output item as the fold builds it; ``text`` parts are JSON-encoded fragments until closed."""
+    """One output item as the fold builds it.
 
-    __slots__ = ("kind", "index", "id", "fields", "parts", "text", "open", "shape")
+    A text item's ``parts`` are the JSON-encoded fragments of a logged delta (``encoded``: a memory
+    log's ``StoredDelta`` payload, sliced) or the plain text (deltas read back as ``Event``), joined
+    once when the text is first asked for.
+    """
+
+    __slots__ = ("kind", "index", "id", "fields", "parts", "encoded", "text", "open", "shape", "delta_head")
 
     def __init__(self, kind: str, index: int, item_id: str, fields: dict, start: int = 0):
         self.kind = kind
         self.index = index
         self.id = item_id
         self.fields = fields
-        self.parts: List[str] = []  # encoded fragments (text items), joined and decoded once
+        self.parts: List[str] = []
+        self.encoded: Optional[bool] = None  # set by the first part
         self.text: Optional[str] = None
         self.open = True
         #: the item in the saved reply's output shape: text items as offsets into its content (message)
@@ -109,14 +116,35 @@ class _Item:
             if kind in ("message", "reasoning")
             else {"type": kind, "id": item_id, **fields}
         )
+        name = "response.reasoning_text.delta" if kind == "reasoning" else "response.output_text.delta"
+        #: a delta frame is this, the delta's JSON, ``DELTA_TAIL`` of its kind and the sequence number
+        self.delta_head = (
+            f'event: {name}\ndata: {{"type":"{name}","item_id":"{item_id}","output_index":{index},'
+            '"content_index":0,"delta":'
+        )
+
+    def add(self, text: str, encoded: bool) -> None:
+        """Append a fragment (JSON-encoded or plain); a fold reads one source, so the kinds do not mix."""
+        if self.encoded is None:
+            self.encoded = encoded
+        elif encoded != self.encoded:
+            text = _decode_str(text) if encoded else _encode_str(text)
+        self.parts.append(text)
 
     def full_text(self) -> str:
-        """The item's text (decoded once, when first asked)."""
+        """The item's text (joined, and decoded once, when first asked)."""
         if self.text is None or self.parts:
-            inner = "".join(part[1:-1] for part in self.parts)
-            self.text = (self.text or "") + _decode_str('"' + inner + '"')
+            joined = "".join(self.parts)
+            if self.encoded:
+                joined = _decode_str('"' + "".join(part[1:-1] for part in self.parts) + '"')
+            self.text = (self.text or "") + joined
             self.parts = []
         return self.text
+
+
+#: what follows a delta's JSON in its frame, before the sequence number (message, reasoning)
+MESSAGE_TAIL = ',"logprobs":[],"sequence_number":'
+DELTA_TAIL = {"message": MESSAGE_TAIL, "reasoning": ',"sequence_number":'}
 
 
 class ResponseFold:
@@ -126,10 +154,16 @@ class ResponseFold:
     numbered but not returned. ``feed(event, payload)`` returns the SSE text of the new events.
     """
 
-    def __init__(self, head: ResponseHead, after: int = -1, emit: bool = True):
+    def __init__(
+        self, head: ResponseHead, after: int = -1, emit: bool = True, keep_text: bool = True, shape: bool = False
+    ):
         self.head = head
         self.after = after
         self.emit = emit
+        #: False: only the shape and the numbering are kept (``turn.recorded``), not the text itself
+        self.keep_text = keep_text
+        #: keep ``shape`` up to date with every delta (``turn.recorded``: text items' offsets)
+        self.tracks_shape = shape
         self.seq = -1
         self.items: List[_Item] = []
         self.current: Optional[_Item] = None  # the open message or reasoning item text goes to
@@ -143,6 +177,7 @@ class ResponseFold:
         self.thinking_chars = 0
         #: the output's shape, kept up to date as events are folded (``odysseus.openai_api.turn.recorded``)
         self.shape: List[dict] = []
+        self._opening: Optional[str] = None  # the created object's JSON, sent by both opening events
         self._out: List[str] = []
 
     # ------------------------------------------------------------------ emitting
@@ -162,14 +197,28 @@ class ResponseFold:
     # ------------------------------------------------------------------ the fold
     def feed(self, event: Event, payload: Optional[str] = None) -> Optional[str]:
         """Fold one logged event; the SSE text of the Responses events it makes (None: none)."""
+        if event.__class__ is StoredDelta and not self.tracks_shape:
+            # the hot path: one more piece of a message being streamed from a memory log
+            item, text = self.current, event.payload
+            if item is not None and item.encoded and item.kind == "message" and text[-2] == '"':
+                text = text[9:-1]
+                if self.keep_text:
+                    item.parts.append(text)
+                self.seq = seq = self.seq + 1
+                if self.emit and seq > self.after:
+                    return f"{item.delta_head}{text}{MESSAGE_TAIL}{seq}}}\n\n"
+                return None
         kind = event.type
         if kind == DELTA:
             if event.__class__ is StoredDelta:
-                text_json, thinking = self._delta_of(event.payload)
+                payload = event.payload
+                if payload.endswith(',"thinking":true}'):
+                    self._text(payload[9:-17], True, True)
+                else:
+                    self._text(payload[9:-1], False, True)
             else:
                 data = event.data
-                text_json, thinking = _dumps(data.get("delta", "")), bool(data.get("thinking"))
-            self._text(text_json, thinking)
+                self._text(data.get("delta") or "", bool(data.get("thinking")), False)
         elif kind == RUN_STARTED:
             self._lifecycle("response.created")
         elif kind == START:
@@ -192,13 +241,6 @@ class ResponseFold:
         self._out = []
         return text
 
-    @staticmethod
-    def _delta_of(payload: str) -> Tuple[str, bool]:
-        """A stored delta's text as JSON and whether it is reasoning (``run_log.text_delta_payload``'s shape)."""
-        if payload.endswith(',"thinking":true}'):
-            return payload[9:-17], True
-        return payload[9:-1], False
-
     # ------------------------------------------------------------------ items
     def _item_id(self, prefix: str, index: int) -> str:
         return f"{prefix}_{self.head.suffix}_{index}"
@@ -210,43 +252,49 @@ class ResponseFold:
         self.shape.append(item.shape)
         return item
 
-    def _text(self, text_json: str, thinking: bool) -> None:
+    def _text(self, text: str, thinking: bool, encoded: bool) -> None:
+        """A text delta: ``text`` is its JSON (a stored delta's payload, sliced) when ``encoded``, else plain."""
         kind = "reasoning" if thinking else "message"
         item = self.current
         if item is None or item.kind != kind:
-            self._close_current()
-            item = self.current = self._open(
-                kind, "rs" if thinking else "msg", {}, self.thinking_chars if thinking else self.content_chars
-            )
-            if not self._skip(2):
-                self._emit({"type": "response.output_item.added", "output_index": item.index, "item": self._view(item)})
-                part = {"type": "reasoning_text", "text": ""} if thinking else _output_text("")
-                self._emit(
-                    {
-                        "type": "response.content_part.added",
-                        "item_id": item.id,
-                        "output_index": item.index,
-                        "content_index": 0,
-                        "part": part,
-                    }
-                )
-        item.parts.append(text_json)
-        size = len(_decode_str(text_json)) if "\\" in text_json else len(text_json) - 2
-        if thinking:
-            self.thinking_chars += size
-        else:
-            self.content_chars += size
-        item.shape["end"] += size
-        if self._skip():
-            return
+            item = self._open_text(kind)
+        if self.keep_text:
+            item.add(text, encoded)
+        if self.tracks_shape:
+            if encoded:  # the JSON of a str: its length less the quotes, unless it holds escapes
+                size = len(_decode_str(text)) if "\\" in text else len(text) - 2
+            else:
+                size = len(text)
+            if thinking:
+                self.thinking_chars += size
+            else:
+                self.content_chars += size
+            item.shape["end"] += size
         self.seq += 1
-        kind_name = "response.reasoning_text.delta" if thinking else "response.output_text.delta"
-        tail = "" if thinking else ',"logprobs":[]'
-        self._out.append(
-            f"event: {kind_name}\ndata: "
-            f'{{"type":"{kind_name}","item_id":"{item.id}","output_index":{item.index},"content_index":0,'
-            f'"delta":{text_json}{tail},"sequence_number":{self.seq}}}\n\n'
-        )
+        if self.emit and self.seq > self.after:
+            self._out.append(
+                f"{item.delta_head}{text if encoded else _encode_str(text)}{DELTA_TAIL[kind]}{self.seq}}}\n\n"
+            )
+
+    def _open_text(self, kind: str) -> _Item:
+        """Close the open item and open a message or reasoning item (its two announcing events)."""
+        self._close_current()
+        thinking = kind == "reasoning"
+        start = self.thinking_chars if thinking else self.content_chars
+        item = self.current = self._open(kind, "rs" if thinking else "msg", {}, start)
+        if not self._skip(2):
+            self._emit({"type": "response.output_item.added", "output_index": item.index, "item": self._view(item)})
+            part = {"type": "reasoning_text", "text": ""} if thinking else _output_text("")
+            self._emit(
+                {
+                    "type": "response.content_part.added",
+                    "item_id": item.id,
+                    "output_index": item.index,
+                    "content_index": 0,
+                    "part": part,
+                }
+            )
+        return item
 
     def _close_current(self, status: str = "completed") -> None:
         item, self.current = self.current, None
@@ -380,9 +428,15 @@ class ResponseFold:
 
     # ------------------------------------------------------------------ lifecycle
     def _lifecycle(self, name: str) -> None:
+        """``response.created`` / ``response.in_progress``: the object as created (one JSON text for both)."""
         if self._skip():
             return
-        self._emit({"type": name, "response": self.snapshot(output=False)})
+        if self._opening is None:
+            self._opening = _dumps(self.snapshot(output=False))
+        self.seq += 1
+        self._out.append(
+            f'event: {name}\ndata: {{"type":"{name}","response":{self._opening},"sequence_number":{self.seq}}}\n\n'
+        )
 
     def _terminal(self, record: dict) -> None:
         status, error, incomplete = response_status(record)

@@ -103,8 +103,9 @@ class ApiService:
 
         def record(prepared: Any) -> None:
             """Make the mode's prepared turn store this head with the start and keep the output shape."""
-            make = prepared.make_turn
-            prepared.make_turn = lambda history: recorded(make(history), head)
+            if head.kind == RESPONSE:  # a completion has no object to read back after its window
+                make = prepared.make_turn
+                prepared.make_turn = lambda history: recorded(make(history), head)
             prepared.in_transaction.append(
                 lambda db: insert_head(db, owner, head.id, run_id, head.kind, head.to_json(), req.store)
             )

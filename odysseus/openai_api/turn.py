@@ -94,7 +94,7 @@ def recorded(turn: Turn, head: ResponseHead) -> Turn:
     """``turn``, folding every event the engine accepted into the output shape the saved reply keeps."""
 
     def wrapped(context: RunContext) -> Iterator[Event]:
-        fold = ResponseFold(head, emit=False)
+        fold = ResponseFold(head, emit=False, keep_text=False, shape=True)
         record = context.metadata.setdefault(META, {})
         record["output"] = fold.shape  # the same list: kept up to date
         record["events"] = 0
