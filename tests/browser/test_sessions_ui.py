@@ -106,3 +106,27 @@ def test_phone_sized_chat(server, page_factory):
     box = page.locator("#send").bounding_box()
     assert box["x"] + box["width"] <= 390 and box["y"] + box["height"] <= 844
     shot(page, "12-phone-chat")
+
+
+def test_api_conversations_are_out_of_the_list_until_the_toggle_shows_them(server, page):
+    made = requests.post(server.url + "/v1/responses", json={"model": "demo/odysseus-demo", "input": "from a script"})
+    api_session = made.headers["X-Odysseus-Session-Id"]
+    open_app(page, server.url)
+    page.fill("#input", "a chat of my own")
+    page.press("#input", "Enter")
+    page.wait_for_selector(".msg.assistant[data-outcome=ok]")
+    own = next(s["id"] for s in sessions(server))
+    page.wait_for_selector(f".session[data-session-id='{own}']")
+    assert page.locator(f".session[data-session-id='{api_session}']").count() == 0
+    page.check("#api-sessions")
+    page.wait_for_selector(f".session[data-session-id='{api_session}']")
+    assert page.locator(f".session[data-session-id='{own}']").count() == 0
+    page.click(f".session[data-session-id='{api_session}'] .open")
+    page.wait_for_selector(".msg.assistant[data-outcome=ok]")
+    assert page.locator(".msg.user").first.inner_text().startswith("from a script")
+    page.reload()  # the choice is remembered
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.is_checked("#api-sessions")
+    page.uncheck("#api-sessions")
+    page.wait_for_selector(f".session[data-session-id='{own}']")
+    assert page.locator(f".session[data-session-id='{api_session}']").count() == 0
