@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from odysseus.cancel import Cancelled, CancelToken
-from odysseus.errors import ProviderHTTPError, ProviderNetworkError
+from odysseus.errors import ProviderHTTPError, ProviderNetworkError, ProviderTimeout
 from odysseus.llm.http import Timeouts, Transport
 from tlscert import self_signed, server_context
 from tunnelproxy import TunnelProxy
@@ -244,6 +244,23 @@ def test_a_stop_while_the_model_thinks_behind_a_tunnel_closes_the_tunnel(monkeyp
     assert time.monotonic() - stopped[0] < 3.0  # the request ended with the stop (the model stays silent 30 s)
     wait_for(lambda: tunnel.tunnels == 1 and tunnel.open_tunnels == 0, timeout=5, what="the tunnel to close")
     assert time.monotonic() - stopped[0] < 1.0  # the proxy (and so the model) saw the disconnect at once
+
+
+def test_a_proxy_that_never_answers_connect_times_out_or_is_stopped(monkeypatch, tunnel):
+    monkeypatch.setenv("HTTPS_PROXY", tunnel.url)
+    tunnel.silent = True
+    url = "https://api.example/v1/chat/completions"  # never reached: the tunnel is not opened
+    began = time.monotonic()
+    with pytest.raises(ProviderTimeout, match="Connect timeout"):
+        Transport("t", Timeouts(connect=0.5, first_token=30, idle=30)).open(url, BODY, CancelToken())
+    assert time.monotonic() - began < 3.0
+    token = CancelToken()
+    stopped = []
+    threading.Timer(0.3, lambda: stopped.append(time.monotonic()) or token.cancel("stopped")).start()
+    with pytest.raises(Cancelled):
+        Transport("t", Timeouts(connect=30, first_token=30, idle=30)).open(url, BODY, token)
+    wait_for(lambda: len(tunnel.hung_up) == 2, timeout=5, what="the proxy to see the stopped connection close")
+    assert tunnel.hung_up[1] - stopped[0] < 1.0
 
 
 def test_cookies_a_provider_sets_are_sent_back_and_a_307_sends_the_same_body(model):

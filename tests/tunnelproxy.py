@@ -3,13 +3,15 @@
 Each ``CONNECT host:port`` is recorded (its target and header lines) and, unless the proxy wants
 credentials it was not given (407) or ``refuse`` is set (403), answered ``200`` and relayed byte for
 byte in both directions until either side closes. ``tunnels`` counts the tunnels opened and
-``open_tunnels`` those still relaying.
+``open_tunnels`` those still relaying. With ``silent`` set it answers no CONNECT and notes in
+``hung_up`` when each such client closed its connection.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from typing import List, Optional, Tuple
 
 
@@ -19,6 +21,8 @@ class TunnelProxy:
     def __init__(self, authorization: Optional[str] = None):
         self.authorization = authorization  # the Proxy-Authorization value it demands, if any
         self.refuse = False
+        self.silent = False
+        self.hung_up: List[float] = []  # time.monotonic() of each silent CONNECT's client closing
         self.requests: List[Tuple[str, List[str]]] = []
         self.tunnels = 0
         self.open_tunnels = 0
@@ -60,6 +64,15 @@ class TunnelProxy:
             return
         if self.authorization is not None and given != self.authorization:
             conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+            conn.close()
+            return
+        if self.silent:
+            try:
+                while conn.recv(65536):
+                    pass
+            except OSError:
+                pass
+            self.hung_up.append(time.monotonic())
             conn.close()
             return
         if self.refuse:
