@@ -200,14 +200,34 @@ def test_a_307_redirect_is_followed_with_the_same_body():
         server.close()
 
 
-def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent():
+@pytest.mark.parametrize(
+    "headers", [{"X-Note": "a\r\nX-Injected: 1"}, {"X-Note": " padded"}, {"Bad Name": "1"}, {"X-Key": "ключ"}]
+)
+def test_a_header_that_cannot_be_sent_as_written_is_refused_before_anything_is_sent(headers):
     server = RawServer([[with_length(PAYLOAD)]])
-    transport = Transport("t", TIMEOUTS, {"X-Note": "a\r\nX-Injected: 1"})
+    transport = Transport("t", TIMEOUTS, headers)
     try:
-        with pytest.raises(ProviderError):
+        with pytest.raises(ProviderNetworkError, match="Invalid header for provider t"):
             transport.open(url_of(server), BODY, CancelToken())
         time.sleep(0.1)
-        assert server.requests == []
+        assert server.requests == [] and server.connections == 0
+    finally:
+        transport.close()
+        server.close()
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/v1", "http:///v1/chat", "http://127.0.0.1:port/v1", "v1/chat"])
+def test_a_url_that_cannot_be_sent_is_a_provider_error(url):
+    with pytest.raises(ProviderNetworkError, match="Invalid URL for provider t"):
+        Transport("t", TIMEOUTS).open(url, BODY, CancelToken())
+
+
+def test_a_url_is_sent_quoted_with_its_query():
+    server = RawServer([[with_length(PAYLOAD)]])
+    transport = Transport("t", TIMEOUTS)
+    try:
+        assert read(transport, f"http://127.0.0.1:{server.port}/v1/a b/ü?x=1 2&y=%41") == PAYLOAD
+        assert server.requests[0][0].split(b"\r\n")[0] == b"POST /v1/a%20b/%C3%BC?x=1%202&y=%41 HTTP/1.1"
     finally:
         transport.close()
         server.close()

@@ -47,8 +47,8 @@ DEFAULT_HEADERS: Tuple[Tuple[str, str], ...] = (
     ("Accept", "*/*"),
     ("Connection", "keep-alive"),
 )
-_NAME = re.compile(r"[^:\s][^:\r\n]*")  # what requests accepted as a header name and value
-_VALUE = re.compile(r"(\S[^\r\n]*)?")
+_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # an HTTP token (RFC 9110)
+_VALUE = re.compile(r"(\S[^\r\n]*)?")  # as requests checked it: no line break, no leading whitespace
 _SAFE = "!#$%&'()*+,/:;=?@[]~"  # requests' requote_uri: reserved characters and % stay as written
 _poll = get_original("select", "poll")  # the real poll: a zero-timeout check must not yield to the hub
 _POLLIN = 1
@@ -63,11 +63,15 @@ class InvalidRequest(ValueError):
 
 
 def check_header(name: str, value: str) -> None:
-    """``InvalidRequest`` unless ``name: value`` is one header line (no line break, no leading space)."""
+    """``InvalidRequest`` unless ``name: value`` is one header line (no line break, no leading space, latin-1)."""
     if not isinstance(name, str) or not isinstance(value, str):
         raise InvalidRequest("header", f"{name!r} must be a string with a string value")
     if not _NAME.fullmatch(name) or not _VALUE.fullmatch(value):
-        raise InvalidRequest("header", f"{name!r} has a line break or leading whitespace")
+        raise InvalidRequest("header", f"{name!r}: a name of token characters, a value without line breaks")
+    try:
+        (name + value).encode("latin-1")
+    except UnicodeEncodeError:
+        raise InvalidRequest("header", f"{name!r} has characters HTTP headers cannot carry") from None
 
 
 class Destination:
