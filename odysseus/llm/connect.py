@@ -58,7 +58,7 @@ def _literal_address(host: str, port: int) -> List[Tuple[Any, Any, int, str, Tup
 
 
 def host_header(host: str, port: int, scheme: str) -> str:
-    """``host[:port]`` as the ``Host`` header (and a tunnel's target) writes it; an IPv6 literal in brackets."""
+    """``host[:port]`` as the ``Host`` header writes it (the port only when not the default); IPv6 in brackets."""
     shown = f"[{host}]" if ":" in host else host
     return shown if port == DEFAULT_PORTS[scheme] else f"{shown}:{port}"
 
