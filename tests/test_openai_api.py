@@ -255,3 +255,30 @@ def test_past_the_replay_window_the_saved_reply_gives_the_same_object_and_termin
         assert _sse(client.get(f"/v1/responses/{made['id']}?stream=true&starting_after={after}").get_data()) == []
     finally:
         close_app(app)
+
+
+def test_deleting_the_session_deletes_its_responses_and_no_index_costs_every_turn_a_write(app, client):
+    made = client.post("/v1/responses", json={"model": MODEL, "input": "to be deleted"})
+    chat = client.post("/v1/chat/completions", json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
+    assert client.delete(f"/api/sessions/{made.headers['X-Odysseus-Session-Id']}").status_code == 200
+    assert client.get(f"/v1/responses/{made.json['id']}").status_code == 404
+    with app.extensions["odysseus.store"].locked.read() as db:
+        left = [row[0] for row in db.execute("select id from openai_responses")]
+        indexes = {
+            row[0]
+            for row in db.execute(
+                "select name from sqlite_master where type = 'index' and tbl_name in ('sessions', 'openai_responses')"
+                " and sql is not null"
+            )
+        }
+        plan = " ".join(
+            str(row[3])
+            for row in db.execute(
+                "explain query plan select * from sessions where owner = ? and origin is null"
+                " order by updated_at desc, id desc limit 101",
+                ["o"],
+            )
+        )
+    assert left == [chat.json["id"]]  # the other conversation's completion stays
+    # every message moves its session's updated_at: one index over it, which the page's list uses
+    assert indexes == {"idx_sessions_owner_origin_updated"} and "idx_sessions_owner_origin_updated" in plan

@@ -47,6 +47,12 @@ SERVER_LABEL = "odysseus"
 TOOL_OUTPUT_CHARS = 4000
 #: the error of an ``mcp_call`` the run ended in the middle of
 UNFINISHED = "the call did not finish"
+#: the terminal stream event of each final status (``failed``: ``response.failed``)
+TERMINAL_EVENTS = {
+    "completed": "response.completed",
+    "incomplete": "response.incomplete",
+    "cancelled": "response.cancelled",
+}
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _decode_str = json.JSONDecoder().decode
@@ -98,7 +104,7 @@ class _Item:
     once when the text is first asked for.
     """
 
-    __slots__ = ("kind", "index", "id", "fields", "parts", "encoded", "text", "open", "shape", "delta_head")
+    __slots__ = ("kind", "index", "id", "fields", "parts", "encoded", "text", "open", "shape", "delta_head", "json")
 
     def __init__(self, kind: str, index: int, item_id: str, fields: dict, start: int = 0):
         self.kind = kind
@@ -109,6 +115,7 @@ class _Item:
         self.encoded: Optional[bool] = None  # set by the first part
         self.text: Optional[str] = None
         self.open = True
+        self.json: Optional[str] = None  # a closed text item's JSON, made once for its done events
         #: the item in the saved reply's output shape: text items as offsets into its content (message)
         #: or thinking (reasoning), the others whole
         self.shape: dict = (
@@ -304,40 +311,27 @@ class ResponseFold:
         item.fields["status"] = item.shape["status"] = status
         if self._skip(3):
             return
-        text = item.full_text()
+        # the text is encoded once and spliced into the three done events and, later, the final object
+        text, head = _encode_str(item.full_text()), f'"item_id":"{item.id}","output_index":{item.index},"content_index":0'
         if item.kind == "message":
-            self._emit(
-                {
-                    "type": "response.output_text.done",
-                    "item_id": item.id,
-                    "output_index": item.index,
-                    "content_index": 0,
-                    "text": text,
-                    "logprobs": [],
-                }
-            )
-            part: dict = _output_text(text)
+            part = f'{{"type":"output_text","text":{text},"annotations":[],"logprobs":[]}}'
+            done = f'"type":"response.output_text.done",{head},"text":{text},"logprobs":[]'
+            item.json = f'{{"id":"{item.id}","type":"message","role":"assistant","status":"{status}","content":[{part}]}}'
         else:
-            self._emit(
-                {
-                    "type": "response.reasoning_text.done",
-                    "item_id": item.id,
-                    "output_index": item.index,
-                    "content_index": 0,
-                    "text": text,
-                }
-            )
-            part = {"type": "reasoning_text", "text": text}
-        self._emit(
-            {
-                "type": "response.content_part.done",
-                "item_id": item.id,
-                "output_index": item.index,
-                "content_index": 0,
-                "part": part,
-            }
+            part = f'{{"type":"reasoning_text","text":{text}}}'
+            done = f'"type":"response.reasoning_text.done",{head},"text":{text}'
+            item.json = f'{{"id":"{item.id}","type":"reasoning","summary":[],"content":[{part}],"status":"{status}"}}'
+        name = "response.output_text.done" if item.kind == "message" else "response.reasoning_text.done"
+        first = self.seq + 1
+        self.seq += 3
+        frames = (
+            f"event: {name}\ndata: {{{done},\"sequence_number\":{first}}}\n\n",
+            f'event: response.content_part.done\ndata: {{"type":"response.content_part.done",{head},"part":{part},'
+            f'"sequence_number":{first + 1}}}\n\n',
+            f'event: response.output_item.done\ndata: {{"type":"response.output_item.done",'
+            f'"output_index":{item.index},"item":{item.json},"sequence_number":{first + 2}}}\n\n',
         )
-        self._emit({"type": "response.output_item.done", "output_index": item.index, "item": self._view(item)})
+        self._out.extend(frames[max(0, self.after + 1 - first) :])  # a resume inside these three
 
     def _function_call(self, data: dict) -> None:
         self._close_current()
@@ -446,18 +440,26 @@ class ResponseFold:
             self._end_tool(item, None)  # a call the run ended in the middle of
         self.tools = {}
         self.status, self.error, self.incomplete = status, error, incomplete
-        if record.get("usage_total") or record.get("usage"):
-            self.usage = dict(record.get("usage_total") or record.get("usage") or {})
+        if record.get("usage"):  # the run's (what its saved reply keeps too)
+            self.usage = dict(record["usage"])
         elapsed = (record.get("timing") or {}).get("total_time_ms")
         self.completed_at = round(self.head.created_at + elapsed / 1000.0, 3) if elapsed is not None else None
         if self._skip():
             return
-        name = {
-            "completed": "response.completed",
-            "incomplete": "response.incomplete",
-            "cancelled": "response.cancelled",
-        }.get(status, "response.failed")
-        self._emit({"type": name, "response": self.snapshot()})
+        name = TERMINAL_EVENTS.get(status, "response.failed")
+        self.seq += 1
+        self._out.append(
+            f'event: {name}\ndata: {{"type":"{name}","response":{self._final_json()},"sequence_number":{self.seq}}}\n\n'
+        )
+
+    def _final_json(self) -> str:
+        """The final object as JSON: each closed text item's JSON as its done event had it (the text is not
+        encoded again), the output last."""
+        body = self.snapshot(output=False)
+        body.pop("output")
+        body["usage"] = usage_object(self.usage)
+        items = ",".join(item.json if item.json is not None else _dumps(self._view(item)) for item in self.items)
+        return _dumps(body)[:-1] + ',"output":[' + items + "]}"
 
     # ------------------------------------------------------------------ views
     def _view(self, item: _Item) -> dict:

@@ -525,9 +525,12 @@ def m155_messages_by_client_id(db: Database) -> None:
 @migration
 def m220_openai_api(db: Database) -> None:
     """[issue 33] The OpenAI-compatible API: what each /v1 response or completion fixed when it was created
-    (its head: model, instructions, metadata, client tools, ...), keyed by its id and naming its run; and
+    (its head: model, instructions, metadata, client tools, ...), keyed by its id (``resp_<r>`` or
+    ``chatcmpl-<r>`` for run ``run_<r>``: the id names the run, no second index) and naming its run; and
     where a session came from (``origin``: null for the page's own chats, ``api`` for /v1 ones), so the
-    default chat list can leave the API's conversations out with an index rather than a scan."""
+    default chat list can leave the API's conversations out with an index rather than a scan. That index
+    replaces (owner, updated_at), which it answers too: every message moves its session's ``updated_at``,
+    so a second index there would be a write more for every turn."""
     db.table("openai_responses").create(
         {
             "id": str,
@@ -541,6 +544,6 @@ def m220_openai_api(db: Database) -> None:
         pk="id",
         not_null={"id", "owner", "run_id", "kind", "head"},
     )
-    db.table("openai_responses").create_index(["run_id"])
     db.table("sessions").add_column("origin", str)
     db.execute("create index if not exists idx_sessions_owner_origin_updated on sessions (owner, origin, updated_at)")
+    db.execute("drop index if exists idx_sessions_owner_updated_at")

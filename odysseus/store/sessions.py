@@ -91,9 +91,10 @@ class SessionRepo:
                 "delete from run_events where run_id in (select run_id from runs where session_id = ? and owner = ?)",
                 where,
             )
-            db.execute(
-                "delete from openai_responses where run_id in"
-                " (select run_id from runs where session_id = ? and owner = ?)",
+            db.execute(  # a /v1 response's id is its run's with another prefix (m220): by key, no scan
+                "delete from openai_responses where id in (select 'resp_' || substr(run_id, 5) from runs"
+                " where session_id = ?1 and owner = ?2 union all select 'chatcmpl-' || substr(run_id, 5) from runs"
+                " where session_id = ?1 and owner = ?2)",
                 where,
             )
             for table in ("messages", "runs", "jobs", "approvals", "images"):
