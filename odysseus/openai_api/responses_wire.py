@@ -312,11 +312,16 @@ class ResponseFold:
         if self._skip(3):
             return
         # the text is encoded once and spliced into the three done events and, later, the final object
-        text, head = _encode_str(item.full_text()), f'"item_id":"{item.id}","output_index":{item.index},"content_index":0'
+        text, head = (
+            _encode_str(item.full_text()),
+            f'"item_id":"{item.id}","output_index":{item.index},"content_index":0',
+        )
         if item.kind == "message":
             part = f'{{"type":"output_text","text":{text},"annotations":[],"logprobs":[]}}'
             done = f'"type":"response.output_text.done",{head},"text":{text},"logprobs":[]'
-            item.json = f'{{"id":"{item.id}","type":"message","role":"assistant","status":"{status}","content":[{part}]}}'
+            item.json = (
+                f'{{"id":"{item.id}","type":"message","role":"assistant","status":"{status}","content":[{part}]}}'
+            )
         else:
             part = f'{{"type":"reasoning_text","text":{text}}}'
             done = f'"type":"response.reasoning_text.done",{head},"text":{text}'
@@ -325,7 +330,7 @@ class ResponseFold:
         first = self.seq + 1
         self.seq += 3
         frames = (
-            f"event: {name}\ndata: {{{done},\"sequence_number\":{first}}}\n\n",
+            f'event: {name}\ndata: {{{done},"sequence_number":{first}}}\n\n',
             f'event: response.content_part.done\ndata: {{"type":"response.content_part.done",{head},"part":{part},'
             f'"sequence_number":{first + 1}}}\n\n',
             f'event: response.output_item.done\ndata: {{"type":"response.output_item.done",'
