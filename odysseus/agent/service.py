@@ -87,7 +87,7 @@ class AgentService:
         return self.images.save(owner, session_id, data, mime)
 
     def forget_session(self, owner: str, session_id: str, images: List[str]) -> None:
-        """A session was deleted: remove its image files and its workspace directory."""
+        """A session was deleted (the engine's ``session_deleted`` hook): remove its images and workspace."""
         self.images.forget(images)
         workspace = os.path.join(self.data_dir, "workspaces", safe_segment(owner), safe_segment(session_id))
         shutil.rmtree(workspace, ignore_errors=True)

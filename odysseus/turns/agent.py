@@ -23,7 +23,6 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Any, List, Optional
 
-from .. import signals
 from ..agent.agent_loop import Resolution, agent_turn, initial_state
 from ..agent.approvals import check, refused
 from ..agent.service import AgentService
@@ -182,9 +181,5 @@ def consume_in(db, approval_id: str, owner: str, decision: str) -> None:
 def init_app(app: Any) -> None:
     """Build the app's agent service from its config and register agent mode."""
     service = app.extensions["odysseus.agent"] = AgentService(app.extensions["odysseus.store"], app.config)
-
-    def forget_session(sender: Any, owner: str, session_id: str, images: List[str], **_: Any) -> None:
-        service.forget_session(owner, session_id, images)
-
-    signals.session_deleted.connect(forget_session, sender=app, weak=False)
+    app.extensions["odysseus.runs"].hooks.session_deleted.connect(service.forget_session)
     register_mode(app, "agent", build_agent_turn)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List
 
-from .. import signals
 from ..errors import BadRequest
 from ..events import CHAT_TERMINAL
 from ..llm.llm_core import Candidate
@@ -58,13 +57,9 @@ class ResearchJobs:
         self.store = store
         self.manager = engine
 
-    def _ours(self, run) -> bool:
-        # blinker signals are process-wide: only runs of this app's engine are ours
-        return run.mode == "research" and self.manager.runs.get(run.run_id) is run
-
     def started(self, run) -> None:
         """A research run started: record its job."""
-        if not self._ours(run):
+        if run.mode != "research":
             return
         query = ""
         if run.user_message_id is not None:
@@ -73,7 +68,7 @@ class ResearchJobs:
 
     def finished(self, run) -> None:
         """A research run ended: save its result with the job."""
-        if not self._ours(run):
+        if run.mode != "research":
             return
         state = run.context.metadata.get("research") or {}
         sources, findings = state.get("sources") or [], state.get("findings") or []
@@ -93,7 +88,7 @@ class ResearchJobs:
             error=run.error,
         )
 
-    def forget_session(self, app: Any, owner: str, session_id: str, **_: Any) -> None:
+    def forget_session(self, owner: str, session_id: str, **_: Any) -> None:
         """A session was deleted: its jobs go with it."""
         self.store.research.delete_session(owner, session_id)
 
@@ -101,8 +96,9 @@ class ResearchJobs:
 def init_app(app: Any) -> None:
     """Register research mode and keep the job rows in step with the runs."""
     ext = app.extensions
-    jobs = ext["odysseus.research"] = ResearchJobs(ext["odysseus.store"], ext["odysseus.runs"])
-    signals.run_started.connect(jobs.started, weak=False)
-    signals.run_finished.connect(jobs.finished, weak=False)
-    signals.session_deleted.connect(jobs.forget_session, sender=app, weak=False)
+    engine = ext["odysseus.runs"]
+    jobs = ext["odysseus.research"] = ResearchJobs(ext["odysseus.store"], engine)
+    engine.hooks.run_started.connect(jobs.started)
+    engine.hooks.run_finished.connect(jobs.finished)
+    engine.hooks.session_deleted.connect(jobs.forget_session)
     register_mode(app, "research", build_research_turn)
