@@ -169,11 +169,6 @@ class TurnService:
         )
 
 
-def turns_of(parts: Mapping[str, Any]) -> TurnService:
-    """The app's turn service from ``app.extensions``."""
-    return parts["odysseus.turns"]
-
-
 def init_app(app: Any) -> None:
     """Create the app's turn service (the modes register into it from their own ``init_app``)."""
     app.extensions["odysseus.turns"] = TurnService(app.config, app.extensions)
