@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
@@ -44,16 +44,7 @@ def agent_chat():
     """The same turn without streaming: wait for it to settle and return the result."""
     owner = current_owner()
     started = turns().start_turn(owner, _agent_request())
-    store = ext("store")
-    if started.run is not None:
-        started.run.settled.wait(float(current_app.config["RUN_WALL_TIMEOUT"]) + 30)
-        row = store.runs.get(owner, started.run.run_id)
-    else:
-        row = started.row
-    if row is None:
-        raise NotFound("the earlier request with this client_message_id left no run")
-    view = run_view(row, ext("runs").get(owner, row["run_id"]))
-    message = store.messages.get(owner, view["message_id"]) if view.get("message_id") else None
+    view, message = turns().settle(owner, started)
     result = {
         "session_id": started.session_id,
         "run_id": view["run_id"],

@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any, List, Mapping, MutableMapping, Optional, 
 from ..chats.titles import DEFAULT_TITLE, auto_title
 from ..context import ContextPipeline, ContextRequest
 from ..context.turn_window import TurnWindow
+from ..errors import NotFound
 from ..llm.llm_core import Candidate
 from ..runs.engine import RunEngine, Started, StartSpec
 from ..runs.run import RunContext
+from ..runs.views import run_view
 from ..store import Store
 from . import branch
 from .messages import Gather
@@ -132,6 +134,21 @@ class TurnService:
                 in_transaction=prepared.in_transaction,
             )
         )
+
+    def settle(self, owner: str, started: Started, timeout: Optional[float] = None) -> Tuple[dict, Optional[dict]]:
+        """Wait for a started turn to end (at most ``timeout``, default the run's wall limit + 30 s); its run
+        view (``runs/views.run_view``) and saved reply (None when it saved none). For callers that answer
+        once, not as a stream (``POST /api/agent/chat``)."""
+        row: Optional[dict] = started.row
+        if started.run is not None:
+            limit = float(self.config["RUN_WALL_TIMEOUT"]) + 30 if timeout is None else timeout
+            started.run.settled.wait(limit)
+            row = self.store.runs.get(owner, started.run.run_id)
+        if row is None:
+            raise NotFound("the earlier request with this client_message_id left no run")
+        view = run_view(row, self.engine.get(owner, row["run_id"]))
+        message = self.store.messages.get(owner, view["message_id"]) if view.get("message_id") else None
+        return view, message
 
     # ------------------------------------------------------------ what builders use
     def context_request(
