@@ -13,6 +13,7 @@ background job table) follows the declaration by itself.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple
@@ -149,11 +150,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> Dict[str, Any]:
+    """The declared types of ``cls``'s fields (resolved once per class)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in typing.get_type_hints(cls).items() if k in names}
+
+
 def _build(cls: type, data: Mapping[str, Any]) -> Any:
     """``cls`` from its ``_plain`` form: nested dataclasses and tuples come back as declared."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: _typed(hints[k], v) for k, v in data.items() if k in names})
+    hints = _hints(cls)
+    return cls(**{k: _typed(hints[k], v) for k, v in data.items() if k in hints})
 
 
 def _typed(hint: Any, value: Any) -> Any:
