@@ -1,15 +1,13 @@
-"""The direct provider POST (llm/direct_post.py, issue 22) against raw loopback servers that send what a
-library server will not: odd heads, interim responses, every body framing, compression, TLS, hostile
-sizes, stalls and stops. Every failure must leave as one of our ProviderErrors (or Cancelled), and a
-request must never reach the model twice."""
+"""The provider HTTP client (llm/http.py, direct_post.py, body_stream.py; issues 22 and 39) against raw
+loopback servers that send what a library server will not: odd heads, interim responses, every body
+framing, compression, TLS, hostile sizes, stalls and stops. Every failure must leave as one of our
+ProviderErrors (or Cancelled), and a request must never reach the model twice."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import socket
-import ssl
-import subprocess
 import textwrap
 import threading
 import time
@@ -28,11 +26,12 @@ from odysseus.errors import (
     ProviderUnavailable,
 )
 from odysseus.llm.base import ChatRequest, ProviderConfig
-from odysseus.llm.direct_post import DirectStream, SocketPool
+from odysseus.llm.direct_post import SocketPool
+from odysseus.llm.http import ProviderStream, Timeouts, Transport
 from odysseus.llm.response_head import parse_head
-from odysseus.llm.http import Timeouts, Transport
 from odysseus.llm.openai_compat import OpenAICompatProvider
 from rawserver import RawServer
+from tlscert import self_signed, server_context
 from waiting import wait_for
 
 ENV_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "requests_ca_bundle", "curl_ca_bundle")
@@ -80,7 +79,7 @@ def test_a_request_is_one_write_and_its_connection_serves_the_next():
     transport = Transport("t", TIMEOUTS, {"Authorization": "Bearer k"})
     try:
         stream = transport.open(url_of(server), BODY, CancelToken())
-        assert isinstance(stream, DirectStream)
+        assert isinstance(stream, ProviderStream)
         stream.close()  # not read to its end: closed, not pooled
         assert read(transport, url_of(server)) == PAYLOAD
         assert read(transport, url_of(server)) == PAYLOAD
@@ -186,7 +185,7 @@ def test_an_error_status_keeps_its_message_and_retry_after_without_the_key():
         server.close()
 
 
-def test_a_redirect_is_followed_with_the_same_body_by_requests():
+def test_a_307_redirect_is_followed_with_the_same_body():
     to = b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /v1/elsewhere\r\nContent-Length: 0\r\n\r\n"
     server = RawServer([[to], [with_length(PAYLOAD)]])
     transport = Transport("t", TIMEOUTS)
@@ -213,13 +212,33 @@ def nothing_reached(server: RawServer) -> bool:
     return server.connections == 1 and [r[0].split(b"\r\n")[0] for r in server.requests] == [b"POST /probe HTTP/1.1"]
 
 
-def test_a_header_value_with_a_line_break_is_refused_before_anything_is_sent():
+@pytest.mark.parametrize(
+    "headers", [{"X-Note": "a\r\nX-Injected: 1"}, {"X-Note": " padded"}, {"Bad Name": "1"}, {"X-Key": "ключ"}]
+)
+def test_a_header_that_cannot_be_sent_as_written_is_refused_before_anything_is_sent(headers):
     server = RawServer([[with_length(PAYLOAD)]])
-    transport = Transport("t", TIMEOUTS, {"X-Note": "a\r\nX-Injected: 1"})
+    transport = Transport("t", TIMEOUTS, headers)
     try:
-        with pytest.raises(ProviderError):
+        with pytest.raises(ProviderNetworkError, match="Invalid header for provider t"):
             transport.open(url_of(server), BODY, CancelToken())
-        assert nothing_reached(server)
+        assert nothing_reached(server)  # no request and no connection before the probe
+    finally:
+        transport.close()
+        server.close()
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/v1", "http:///v1/chat", "http://127.0.0.1:port/v1", "v1/chat"])
+def test_a_url_that_cannot_be_sent_is_a_provider_error(url):
+    with pytest.raises(ProviderNetworkError, match="Invalid URL for provider t"):
+        Transport("t", TIMEOUTS).open(url, BODY, CancelToken())
+
+
+def test_a_url_is_sent_quoted_with_its_query():
+    server = RawServer([[with_length(PAYLOAD)]])
+    transport = Transport("t", TIMEOUTS)
+    try:
+        assert read(transport, f"http://127.0.0.1:{server.port}/v1/a b/ü?x=1 2&y=%41") == PAYLOAD
+        assert server.requests[0][0].split(b"\r\n")[0] == b"POST /v1/a%20b/%C3%BC?x=1%202&y=%41 HTTP/1.1"
     finally:
         transport.close()
         server.close()
@@ -315,24 +334,13 @@ def test_parse_head_joins_repeated_headers_and_ignores_case():
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
     """A self-signed certificate for 127.0.0.1 (openssl), and its key."""
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = where / "cert.pem", where / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        + ["-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
+    return self_signed(tmp_path_factory.mktemp("tls"))
 
 
 def test_https_trusts_the_ca_bundle_read_at_start_and_nothing_else(monkeypatch, certificate):
     cert, key = certificate
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
     answer = [CHUNKED, chunked(PAYLOAD)]
-    server = RawServer([answer, answer], tls=context)
+    server = RawServer([answer, answer], tls=server_context(cert, key))
     try:
         with pytest.raises(ProviderNetworkError):  # certifi's bundle does not know this certificate
             Transport("t", TIMEOUTS).open(url_of(server, "https"), BODY, CancelToken())
@@ -356,8 +364,7 @@ GEVENT_SCRIPT = textwrap.dedent(r"""
     import json, sys, time
     from odysseus.cancel import CancelToken
     from odysseus.errors import ProviderTimeout
-    from odysseus.llm.direct_post import DirectStream
-    from odysseus.llm.http import Timeouts, Transport
+    from odysseus.llm.http import ProviderStream, Timeouts, Transport
     from odysseus.llm.http_errors import provider_errors
 
     port = int(sys.argv[1])
@@ -365,7 +372,7 @@ GEVENT_SCRIPT = textwrap.dedent(r"""
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     out = {}
     stream = transport.open(url, {"x": 1}, CancelToken())
-    out["direct"] = isinstance(stream, DirectStream)
+    out["direct"] = isinstance(stream, ProviderStream)
     pieces = []
     for data in stream.chunks():  # paced: each read drains the socket, the next one waits for readability
         stream.mark_output()
@@ -411,11 +418,11 @@ def test_under_gevent_paced_reads_wait_for_the_socket_and_keep_the_idle_timeout(
 
 
 def test_an_ip_literal_needs_no_lookup_and_a_name_still_resolves(monkeypatch):
-    from odysseus.llm import direct_post
+    from odysseus.llm import connect
 
     looked_up = []
     real = socket.getaddrinfo
-    monkeypatch.setattr(direct_post.socket, "getaddrinfo", lambda *a, **k: looked_up.append(a[0]) or real(*a, **k))
+    monkeypatch.setattr(connect.socket, "getaddrinfo", lambda *a, **k: looked_up.append(a[0]) or real(*a, **k))
     answer = [with_length(PAYLOAD), b""]  # closed after each answer: every request connects anew
     server = RawServer([answer, answer])
     transport = Transport("t", TIMEOUTS)

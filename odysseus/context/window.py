@@ -60,11 +60,8 @@ def is_local_provider(provider: Any) -> bool:
 
 
 def _get(provider: Any, url: str, timeout: float, body: Optional[dict] = None) -> Any:
-    transport = provider.transport
-    call = transport.session.post if body is not None else transport.session.get
-    response = call(url, json=body, headers=transport.headers, timeout=(min(timeout, 5.0), timeout))
-    response.raise_for_status()
-    return response.json()
+    """The provider's JSON at ``url`` (POSTed ``body`` when given), through its own transport."""
+    return provider.transport.fetch_json(url, body, timeout)
 
 
 def ollama_length(provider: Any, model: str, timeout: float) -> Optional[int]:

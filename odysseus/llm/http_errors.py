@@ -1,5 +1,5 @@
 """Provider failures as our errors: THE adapter boundary (``provider_errors``), the mapping of
-lower-level exceptions (``requests``, ``urllib3``, ``socket``, ``ssl``, bad JSON), an error body's
+lower-level exceptions (``socket``, ``ssl``, ``http.client``, bad JSON), an error body's
 message and ``Retry-After``, and keeping credentials out of what is reported.
 
 When the run was cancelled, a failure inside the boundary becomes ``Cancelled`` instead, so a stop is
@@ -16,9 +16,6 @@ import socket
 import ssl
 import time
 from typing import Any, Iterator, Optional
-
-import requests
-import urllib3
 
 from ..cancel import Cancelled, CancelToken
 from ..errors import (
@@ -44,7 +41,7 @@ def redact(text: str, secret: Optional[str]) -> str:
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and everything it wraps (cause, context, urllib3 ``reason``, args)."""
+    """``exc`` and everything it wraps (cause, context, a ``reason`` exception, args)."""
     seen, todo = set(), [exc]
     while todo:
         item = todo.pop()
@@ -67,23 +64,11 @@ def map_error(exc: BaseException, provider: str) -> ProviderError:
     chain = list(_chain(exc))
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in str(exc):
         return ProviderUnavailable(f"Connection refused by provider {provider}", provider=provider)
-    # urllib3's NewConnectionError subclasses ConnectTimeoutError; it is not a timeout.
-    if any(
-        isinstance(e, requests.ConnectTimeout)
-        or (
-            isinstance(e, urllib3.exceptions.ConnectTimeoutError)
-            and not isinstance(e, urllib3.exceptions.NewConnectionError)
-        )
-        for e in chain
-    ):
-        return ProviderTimeout("Connect timeout", provider=provider)
     tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
     if tls is not None:  # before the malformed-chunk test: a certificate error is also a ValueError
         detail = getattr(tls, "verify_message", None) or getattr(tls, "reason", None) or tls.__class__.__name__
         return ProviderNetworkError(f"TLS error talking to provider {provider}: {detail}", provider=provider)
-    if any(isinstance(e, (requests.exceptions.InvalidURL, urllib3.exceptions.LocationParseError)) for e in chain):
-        return ProviderNetworkError(f"Invalid URL for provider {provider}: {exc}", provider=provider)
-    if any(isinstance(e, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, socket.timeout)) for e in chain):
+    if any(isinstance(e, socket.timeout) for e in chain):  # connect timeouts are ProviderTimeout already
         return ProviderTimeout("Read timeout", provider=provider)
     if any(isinstance(e, ConnectionResetError) for e in chain):
         return ProviderNetworkError(f"Connection reset by provider {provider}", provider=provider)
@@ -92,7 +77,7 @@ def map_error(exc: BaseException, provider: str) -> ProviderError:
             f"Connection closed by provider {provider} before the response was complete", provider=provider
         )
     malformed = (ValueError, UnicodeDecodeError, RecursionError)
-    if isinstance(exc, malformed) and not isinstance(exc, requests.RequestException):
+    if isinstance(exc, malformed):
         return ProviderProtocolError(f"Malformed chunk from provider {provider}: {exc}", provider=provider)
     return ProviderNetworkError(
         f"Network error talking to provider {provider}: {exc.__class__.__name__}", provider=provider
@@ -114,8 +99,6 @@ def provider_errors(provider: str, cancel: Optional[CancelToken] = None) -> Iter
             exc.args = (exc.message,)
         raise
     except (
-        requests.RequestException,
-        urllib3.exceptions.HTTPError,
         http.client.HTTPException,
         OSError,
         ValueError,

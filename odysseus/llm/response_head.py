@@ -1,18 +1,24 @@
-"""A provider response's head (status line and headers), parsed from its bytes: no socket here.
+"""A response's head (status line and headers): read from a socket up to the body, and parsed.
 
-``direct_post.read_head`` reads the bytes; this turns them into a ``Head`` with the leniency of
-``http.client`` (a bare LF ends a line, folded lines continue the previous value, a line that is
-no header is ignored) and urllib3's joining of repeated headers.
+``read_head`` reads until a final head is complete (interim 1xx responses skipped); ``parse_head``
+turns its bytes into a ``Head`` with the leniency of ``http.client`` (a bare LF ends a line, folded
+lines continue the previous value, a line that is no header is ignored) and urllib3's joining of
+repeated headers.
 """
 
 from __future__ import annotations
 
 import http.client
 import re
-from typing import Any, Optional
+import time
+from typing import Any, Optional, Tuple
+
+from ..errors import ProviderTimeout
 
 #: the longest response head accepted (status line and headers), as http.client's limits allow
 MAX_HEAD = 65536
+#: the most bytes one read asks for (the body reads too)
+READ_SIZE = 65536
 _LINE_END = re.compile(r"\r?\n")
 
 
@@ -69,3 +75,46 @@ def parse_head(raw: bytes) -> Head:
         old = dict.get(headers, last)
         dict.__setitem__(headers, last, value if old is None else old + ", " + value)
     return Head(int(code), reason.strip(), headers, 11 if version == "HTTP/1.1" else 10, raw)
+
+
+class NothingBack(Exception):
+    """The connection ended before the first byte of a response (a stale pooled socket, or a dead server)."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+def read_head(sock: Any, deadline: float) -> Tuple[Head, bytes]:
+    """Read until a final (non-1xx) response head is complete: (head, the bytes after it).
+
+    ``NothingBack`` when the connection ended or was reset before any byte; ``ProviderTimeout`` at
+    ``deadline`` (``time.monotonic``).
+    """
+    buf = b""
+    while True:
+        end = head_end(buf)
+        if end < 0:
+            if len(buf) > MAX_HEAD:
+                raise http.client.LineTooLong("response head")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProviderTimeout("Read timeout")
+            sock.settimeout(remaining)
+            try:
+                data = sock.recv(READ_SIZE)
+            except ConnectionError as exc:
+                if not buf:
+                    raise NothingBack(exc) from None
+                raise
+            if not data:
+                if not buf:
+                    raise NothingBack(http.client.RemoteDisconnected("Remote end closed connection without response"))
+                raise http.client.IncompleteRead(buf)
+            buf += data
+            continue
+        head = parse_head(buf[:end])
+        buf = buf[end:]
+        if 100 <= head.status < 200 and head.status != 101:
+            continue  # an interim response (100 Continue, 103 Early Hints): the real one follows
+        return head, buf

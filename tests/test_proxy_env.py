@@ -1,6 +1,6 @@
-"""Provider HTTP sessions read the proxy environment once (issue 22): HTTP(S)_PROXY and NO_PROXY as they
-were when the session was made are honoured, through a real forward proxy on loopback, and nothing
-is read from the environment per request."""
+"""Provider transports read the proxy environment once (issue 22; llm/proxy_env.py since issue 39):
+HTTP(S)_PROXY and NO_PROXY as they were when the transport was made are honoured, through a real forward
+proxy on loopback, and nothing is read from the environment per request."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from odysseus.llm.env_session import EnvOnceSession, bypasses
-from odysseus.llm.http import Timeouts, Transport, new_session
+from odysseus.llm.http import Timeouts, Transport
+from odysseus.llm.proxy_env import NetworkEnv, Proxy, UnsupportedProxy, bypasses
 
 PROXY_VARS = (
     "http_proxy",
@@ -89,7 +89,6 @@ def test_the_environment_is_read_once_not_per_request(monkeypatch, servers):
     url = f"http://127.0.0.1:{model.port}/v1/models"
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
     transport = Transport("t", Timeouts(connect=5, first_token=5, idle=5))
-    assert transport.session.trust_env is False
     monkeypatch.delenv("http_proxy")  # changed after the session was made: not seen
     reads = []
     real_get = os.environ.get
@@ -107,24 +106,54 @@ def test_the_environment_is_read_once_not_per_request(monkeypatch, servers):
 
 def test_no_proxy_forms(monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    monkeypatch.setenv("NO_PROXY", "internal.example, 10.0.0.0/8 ,192.168.1.7,api.local:8443")
-    session = new_session()
-    assert isinstance(session, EnvOnceSession)
-    assert session.proxies_for("https://models.internal.example/v1") == {}
-    assert session.proxies_for("https://10.20.30.40/v1") == {}
-    assert session.proxies_for("https://192.168.1.7:11434/") == {}
-    assert session.proxies_for("https://api.local:8443/v1") == {}
-    assert session.proxies_for("https://api.local:9000/v1") == {"https": "http://127.0.0.1:9"}
-    assert session.proxies_for("https://api.openai.com/v1") == {"https": "http://127.0.0.1:9"}
+    monkeypatch.setenv("NO_PROXY", "internal.example, 10.0.0.0/8 ,192.168.1.7,api.local:8443,fd00::/8")
+    env = NetworkEnv()
+    assert env.proxy_url("https://models.internal.example/v1") is None
+    assert env.proxy_url("https://10.20.30.40/v1") is None
+    assert env.proxy_url("https://192.168.1.7:11434/") is None
+    assert env.proxy_url("https://api.local:8443/v1") is None
+    assert env.proxy_url("https://[fd00::1]:8443/v1") is None
+    assert env.proxy_url("https://api.local:9000/v1") == "http://127.0.0.1:9"
+    assert env.proxy_url("https://api.openai.com/v1") == "http://127.0.0.1:9"
+    assert env.proxy_url("http://api.openai.com/v1") is None  # HTTPS_PROXY is for https URLs
     assert not bypasses("https://evil-internal.example.com/", "internal.example")
     monkeypatch.setenv("NO_PROXY", "*")
-    assert new_session().proxies_for("https://api.openai.com/v1") == {}
+    assert NetworkEnv().proxy_url("https://api.openai.com/v1") is None
+    monkeypatch.delenv("NO_PROXY")
+    monkeypatch.setenv("ALL_PROXY", "proxy.corp:3128")
+    env = NetworkEnv()
+    assert env.proxy_url("http://api.example/v1") == "proxy.corp:3128"
+    assert env.proxy_for("http://api.example/v1") == Proxy("proxy.corp", 3128, None)  # a bare host:port is http
+
+
+@pytest.mark.parametrize(
+    "value, reason",
+    [
+        ("socks5://p:1080", "socks5"),
+        ("https://p:443", "https"),
+        ("http://:3128", "without a host"),
+        ("http://p:x", "bad"),
+    ],
+)
+def test_a_proxy_url_this_client_cannot_use_says_why(value, reason):
+    with pytest.raises(UnsupportedProxy, match=reason):
+        Proxy.parse(value)
+
+
+def test_proxy_credentials_become_basic_authorization_and_stay_out_of_errors():
+    assert Proxy.parse("http://a%40b:p%3Aw@proxy:8080") == Proxy("proxy", 8080, "Basic YUBiOnA6dw==")
+    assert Proxy.parse("http://proxy").port == 80
+    with pytest.raises(UnsupportedProxy) as info:
+        Proxy.parse("http://user:hunter2@proxy:port")
+    assert "hunter2" not in str(info.value)
 
 
 def test_ca_bundle_from_the_environment_is_kept(monkeypatch, tmp_path):
     bundle = tmp_path / "ca.pem"
     bundle.write_text("")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
-    session = new_session()
-    settings = session.merge_environment_settings("https://api.example/v1", {}, None, None, None)
-    assert settings["verify"] == str(bundle) and settings["proxies"] == {}
+    env = NetworkEnv()
+    assert env.ca_bundle == str(bundle) and env.proxy_url("https://api.example/v1") is None
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(tmp_path))
+    assert NetworkEnv().ca_bundle == str(tmp_path)
