@@ -16,7 +16,6 @@ from . import config as config_module
 from . import context, core, openai_api
 from .context import memories, web_sources, workspace
 from .routes import (
-    agent_mode,
     agent_routes,
     auth,
     auth_routes,
@@ -27,14 +26,14 @@ from .routes import (
     compare_routes,
     document_routes,
     history_routes,
+    image_routes,
     memory_routes,
     meta_routes,
     page_api,
     page_routes,
     profile_routes,
     provider_routes,
-    research_mode,
-    turn_registry,
+    research_routes,
     upload_routes,
     v1_routes,
     window_routes,
@@ -42,6 +41,8 @@ from .routes import (
 )
 from .routes import errors as route_errors
 from .routes.params import AsciiIntConverter
+from .turns import agent, chat, jobs, research
+from .turns import start as turns
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -61,6 +62,8 @@ BLUEPRINTS = (
     branch_routes,  # regenerate / retry / edit-and-resend branches
     compare_routes,  # keep one reply of a compare
     provider_routes,  # the admin's provider connections
+    image_routes,  # generated images, for their owner
+    research_routes,  # the research job API
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
 )
 
@@ -87,15 +90,16 @@ def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
     for module in BLUEPRINTS:
         app.register_blueprint(module.bp)
     auth.init_app(app)
-    # 4. Modes and the parts turns use. The mode registry first (the others register into it);
+    # 4. Turns and the parts they use. The turn service first (the modes register into it);
     #    the model's window before background jobs, whose recovered turns use it at once.
-    turn_registry.init_app(app)  # chat mode, compare, the mode table
+    turns.init_app(app)  # the turn service: start_turn, the mode table (odysseus/turns/)
+    chat.init_app(app)  # chat mode (compare needs no registration: it never starts a run)
     window_routes.init_app(app)  # context-window sizes, trimming and compaction
-    background_routes.init_app(app)  # background jobs: the worker pool, recovery of queued jobs
+    jobs.init_app(app)  # background jobs: the worker pool, recovery of queued jobs
     upload_routes.init_app(app)  # uploads + the attachments and retrieval context sources
-    agent_mode.init_app(app)  # agent mode: tools, approvals, images, Agent Alloy workflows
+    agent.init_app(app)  # agent mode: tools, approvals, images, Agent Alloy workflows
     document_routes.init_app(app)  # editor documents: routes, document tools, active-document context
-    research_mode.init_app(app)  # research jobs: mode, job rows and the /api/research routes
+    research.init_app(app)  # research jobs: mode, job rows
     openai_api.init_app(app)  # the /v1 API's mode and service (after agent mode, whose agents it routes to)
     page_api.init_app(app)  # the page's own API: search, export/import, settings, self-test, titles
     # 5. JSON errors for everything above.

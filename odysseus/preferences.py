@@ -1,8 +1,8 @@
 """Per-user settings: which keys exist, their defaults, validation, and what reaches a turn.
 
 Stored by ``store.user_settings`` (m111_page). The memories part reads ``memory_enabled``;
-turn builders read ``user_defaults(store, owner)`` for the personal system prompt and the
-default temperature, model and mode. No Flask here.
+a turn takes the personal system prompt and default temperature from ``effective`` settings
+(``turns/routing.with_owner_defaults``). No Flask here.
 """
 
 from __future__ import annotations
@@ -127,19 +127,3 @@ def user_defaults(store, owner: str) -> Dict[str, Any]:
         "mode": settings["default_mode"],
         "memory_enabled": settings["memory_enabled"],
     }
-
-
-def apply_user_defaults(req: dict, store, owner: str) -> dict:
-    """Fill a parsed turn request's system prompt and temperature from the owner's settings.
-
-    Only fields the request left empty are filled; the request's own values win. The
-    default model and mode are the page's pre-selection (a stale model id must not make
-    every API request fail), so they are not filled here.
-    """
-    # [startpath, issue 22] only the two stored values it fills: one statement, not the memories switch too
-    stored = effective(store.user_settings.get_all(owner))
-    if not req.get("system_prompt") and stored["system_prompt"]:
-        req["system_prompt"] = stored["system_prompt"]
-    if req.get("temperature") is None and stored["temperature"] is not None:
-        req["temperature"] = stored["temperature"]
-    return req

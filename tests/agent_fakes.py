@@ -1,8 +1,10 @@
-"""In-process test doubles for agent mode: a scripted Provider and a few small tools."""
+"""In-process test doubles for agent mode: a scripted Provider, a few small tools, and the helpers of the
+agent tests over /api/chat_stream (``use_script``, ``post``, ``of``; the ``agent_app`` fixture is in conftest.py)."""
 
 from __future__ import annotations
 
 import copy
+import os
 import threading
 import time
 from typing import Callable, List, Union
@@ -10,6 +12,7 @@ from typing import Callable, List, Union
 from odysseus.cancel import CancelToken
 from odysseus.events import Event, delta, finish, tool_call, usage
 from odysseus.llm.base import ChatRequest
+from odysseus.llm.llm_core import ModelRouter
 from odysseus.tools.registry import Tool, ToolContext, ToolResult
 
 Step = Union[List[Event], Exception, Callable[[ChatRequest], List[Event]]]
@@ -125,3 +128,33 @@ def sse_frames(raw: bytes) -> list:
             data = {"type": "delta", **data}
         frames.append(data)
     return frames
+
+
+# ---------------------------------------------------------------- an app's agent turns over /api/chat_stream
+def use_script(app, steps):
+    """Route every model of ``app`` to a ScriptedProvider playing ``steps``; return the provider."""
+    provider = ScriptedProvider(steps)
+    app.extensions["odysseus.router"] = ModelRouter([provider])
+    return provider
+
+
+def post(client, **body):
+    """An agent-mode POST /api/chat_stream; (response, its frames when 200)."""
+    response = client.post("/api/chat_stream", json={"mode": "agent", **body})
+    frames = sse_frames(response.get_data()) if response.status_code == 200 else []
+    return response, frames
+
+
+def of(frames, kind):
+    """The frames of one type."""
+    return [f for f in frames if f["type"] == kind]
+
+
+def workdir(app, session_id):
+    """The single user's workspace directory of a session."""
+    return os.path.join(app.config["DATA_DIR"], "workspaces", "local", session_id)
+
+
+def messages(app, session_id):
+    """The single user's stored messages of a session."""
+    return app.extensions["odysseus.store"].messages.list("local", session_id)

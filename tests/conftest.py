@@ -48,6 +48,23 @@ def app(tmp_path):
 
 
 @pytest.fixture
+def agent_app(tmp_path):
+    """An app whose agent mode offers ``shell`` and ``update_plan``; script its model with
+    ``agent_fakes.use_script`` (the agent tests of approvals, their binding and the sandbox)."""
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "shell,update_plan",
+            "TOOL_PROGRESS_INTERVAL": 0.2,
+        }
+    )
+    yield application
+    close_app(application)
+
+
+@pytest.fixture
 def client(app):
     """Flask's test client (for validation and JSON routes, not for streaming behaviour)."""
     return app.test_client()

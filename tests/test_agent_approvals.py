@@ -7,12 +7,11 @@ import os
 import time
 
 import pytest
-from agent_fakes import ScriptedProvider, calls, say, sse_frames
+from agent_fakes import calls, messages, of, post, say, use_script, workdir
 
 from odysseus import create_app
 from odysseus.agent.approvals import call_hash, check
 from odysseus.errors import BadRequest
-from odysseus.llm.llm_core import ModelRouter
 
 CALL = {"id": "c1", "name": "shell", "arguments": {"command": "touch made.txt"}}
 
@@ -67,41 +66,6 @@ def test_check_accepts_a_valid_answer_with_or_without_the_echoed_call():
 
 
 # ---------------------------------------------------------------- over /api/chat_stream
-@pytest.fixture
-def agent_app(tmp_path):
-    application = create_app(
-        {
-            "DATA_DIR": str(tmp_path),
-            "PROVIDERS": [],
-            "AUTH": "none",
-            "AGENT_TOOLS": "shell,update_plan",
-            "TOOL_PROGRESS_INTERVAL": 0.2,
-        }
-    )
-    yield application
-    application.extensions["odysseus.runs"].close()
-
-
-def use_script(app, steps):
-    provider = ScriptedProvider(steps)
-    app.extensions["odysseus.router"] = ModelRouter([provider])
-    return provider
-
-
-def post(client, **body):
-    response = client.post("/api/chat_stream", json={"mode": "agent", **body})
-    frames = sse_frames(response.get_data()) if response.status_code == 200 else []
-    return response, frames
-
-
-def of(frames, kind):
-    return [f for f in frames if f["type"] == kind]
-
-
-def workdir(app, session_id):
-    return os.path.join(app.config["DATA_DIR"], "workspaces", "local", session_id)
-
-
 def ask(app, client, steps):
     """Start a task whose model calls shell; return (session_id, ask_user data, provider)."""
     provider = use_script(app, steps)
@@ -114,10 +78,6 @@ def ask(app, client, steps):
     assert terminal["completion"] == "awaiting_approval" and terminal["approval_id"] == asked[0]["data"]["approval_id"]
     assert not os.path.exists(os.path.join(workdir(app, session_id), "made.txt"))
     return session_id, asked[0]["data"], provider
-
-
-def messages(app, session_id):
-    return app.extensions["odysseus.store"].messages.list("local", session_id)
 
 
 def test_approve_runs_the_exact_call_once_and_replay_is_refused(agent_app):

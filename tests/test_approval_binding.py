@@ -10,10 +10,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from agent_fakes import ScriptedProvider, calls, echo_tool, say
-from test_agent_approvals import messages, of, post, use_script, workdir
+from agent_fakes import ScriptedProvider, calls, echo_tool, messages, of, post, say, use_script, workdir
 
-from odysseus import create_app
 from odysseus.agent.agent_loop import AgentHooks, AgentLoop, Resolution, initial_state
 from odysseus.agent.guards import AgentSettings
 from odysseus.cancel import CancelToken
@@ -21,21 +19,6 @@ from odysseus.errors import OdysseusError
 from odysseus.llm.llm_core import Candidate
 from odysseus.runs.run import RunContext
 from odysseus.tools.registry import ToolContext, ToolRegistry
-
-
-@pytest.fixture
-def agent_app(tmp_path):
-    application = create_app(
-        {
-            "DATA_DIR": str(tmp_path),
-            "PROVIDERS": [],
-            "AUTH": "none",
-            "AGENT_TOOLS": "shell,update_plan",
-            "TOOL_PROGRESS_INTERVAL": 0.2,
-        }
-    )
-    yield application
-    application.extensions["odysseus.runs"].close()
 
 
 def start(app, client, steps):

@@ -32,6 +32,7 @@ from odysseus.llm.response_head import parse_head
 from odysseus.llm.openai_compat import OpenAICompatProvider
 from rawserver import RawServer
 from tlscert import self_signed, server_context
+from waiting import wait_for
 
 ENV_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "requests_ca_bundle", "curl_ca_bundle")
 ENV_VARS += tuple(name.upper() for name in ENV_VARS)
@@ -200,6 +201,17 @@ def test_a_307_redirect_is_followed_with_the_same_body():
         server.close()
 
 
+def nothing_reached(server: RawServer) -> bool:
+    """True when no connection reached ``server`` before this call: a probe connected now is the first it
+    accepts (its accept loop takes connections in the order they were made) and its request the first
+    recorded. Waits for the probe's request, so an earlier connection cannot still be on its way."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as probe:
+        probe.sendall(b"POST /probe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
+        wait_for(lambda: server.requests, what="the probe's request to reach the server")
+        probe.recv(65536)  # its answer: the server is done with the probe before it closes
+    return server.connections == 1 and [r[0].split(b"\r\n")[0] for r in server.requests] == [b"POST /probe HTTP/1.1"]
+
+
 @pytest.mark.parametrize(
     "headers", [{"X-Note": "a\r\nX-Injected: 1"}, {"X-Note": " padded"}, {"Bad Name": "1"}, {"X-Key": "ключ"}]
 )
@@ -209,8 +221,7 @@ def test_a_header_that_cannot_be_sent_as_written_is_refused_before_anything_is_s
     try:
         with pytest.raises(ProviderNetworkError, match="Invalid header for provider t"):
             transport.open(url_of(server), BODY, CancelToken())
-        time.sleep(0.1)
-        assert server.requests == [] and server.connections == 0
+        assert nothing_reached(server)  # no request and no connection before the probe
     finally:
         transport.close()
         server.close()
@@ -257,8 +268,7 @@ def test_a_stop_before_the_request_sends_nothing():
     try:
         with pytest.raises(Cancelled):
             transport.open(url_of(server), BODY, token)
-        time.sleep(0.1)
-        assert server.requests == []
+        assert nothing_reached(server)
     finally:
         transport.close()
         server.close()

@@ -139,3 +139,12 @@ def test_every_page_module_is_named_in_the_page_section():
     modules = {path.name for path in (ROOT / "static" / "js").glob("*.js")}
     assert modules - named == set(), "page modules docs/protocol.md does not name"
     assert named - modules == set(), "names in docs/protocol.md with no module"
+
+
+def test_every_module_the_docs_name_exists():
+    """A path like `odysseus/turns/start.py` in README.md or docs/ names a file or folder that exists
+    (moving a module means updating the docs that send a reader to it)."""
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        named = set(re.findall(r"`(odysseus/[A-Za-z0-9_/]+(?:\.py)?)", doc.read_text(encoding="utf-8")))
+        missing = sorted(path for path in named if not (ROOT / path).exists())
+        assert not missing, f"{doc.name} names modules that do not exist: {missing}"

@@ -313,12 +313,6 @@ def test_clean_title():
     assert clean_title("***\n\n") == ""
 
 
-class _Run:
-    def __init__(self, owner, session_id, model, content="A reply", status="done"):
-        self.owner, self.session_id, self.model, self.content, self.status = owner, session_id, model, content, status
-        self.run_id = "run_x"
-
-
 def _title_app(tmp_path, fake, **config):
     return create_app(
         {
@@ -362,9 +356,30 @@ def test_title_from_the_model_falls_back_on_timeout_and_never_overwrites_a_renam
         title = client.get(f"/api/sessions/{other}").get_json()["title"]
         time.sleep(0.5)  # an absence check: no new title arrives in this window (no event to wait for)
         assert client.get(f"/api/sessions/{other}").get_json()["title"] == title
-        # a run of another app in this process is ignored
+        # a run of another app in this process is ignored: it never reaches this app's writer (each app's
+        # engine has its own run_finished receivers, runs/hooks.py). The other app shares the data and the
+        # route name, so this writer would title its session through `fake` if it ever saw its run.
         posts = len(fake.posts)
-        writer.on_run_finished(_Run("local", other, "m/x"))
+        other_fake = FakeProvider(default=Reply(chunks=openai_text("From the other app")))
+        other_app = create_app(
+            {
+                "DATA_DIR": str(tmp_path),
+                "AUTH": "none",
+                "PROVIDERS": [
+                    ProviderConfig(name="m", kind="openai", base_url=other_fake.url + "/v1", default_model="x")
+                ],
+            }
+        )
+        try:
+            other_client = other_app.test_client()
+            elsewhere = chat(other_client, "A first message in another app")
+            wait_for(
+                lambda: store.sessions.get("local", elsewhere)["title"] == "A first message in another app",
+                what="the other app's own (first line) title",
+            )
+        finally:
+            other_app.extensions["odysseus.runs"].close()
+            other_fake.close()
         time.sleep(0.3)  # an absence check: no title request is made in this window
         assert len(fake.posts) == posts
     finally:

@@ -11,8 +11,7 @@ import stat
 import time
 
 import pytest
-from agent_fakes import calls, say
-from test_agent_approvals import of, post, use_script
+from agent_fakes import calls, of, post, say, use_script
 
 from odysseus import create_app
 from odysseus.cancel import Cancelled, CancelToken

@@ -12,7 +12,7 @@ from apphelpers import close_app
 from fakeproviders import FakeProvider, Reply, openai_text
 from waiting import wait_for
 
-from odysseus import create_app, signals
+from odysseus import create_app
 from odysseus.chats.titles import first_reply_state
 from odysseus.llm.base import ProviderConfig
 
@@ -65,14 +65,15 @@ def test_the_first_reply_titles_the_session_in_the_run_without_a_thread(app, mon
         return real_start(self)
 
     monkeypatch.setattr(threading.Thread, "start", counting_start)
-    # blinker calls a signal's receivers in no set order, and settled is set before run_finished is
-    # sent: wait for the title itself, not for another receiver
+    # settled is set before run_finished is sent, and the title is written after it: wait for the
+    # title itself, not for another receiver
     finished = []
 
     def seen(run, **_):
         finished.append(run.run_id)
 
-    signals.run_finished.connect(seen)
+    hooks = app.extensions["odysseus.runs"].hooks  # the app's engine's own hooks
+    hooks.run_finished.connect(seen)
     try:
         sid = chat(app, "## **Plan** a _trip_\nsecond line")
         wait_for(lambda: title(app, sid) == "Plan a trip", what="the first line as the title")
@@ -82,7 +83,7 @@ def test_the_first_reply_titles_the_session_in_the_run_without_a_thread(app, mon
         assert writer.write_title("local", sid, "m/x", "again") is None  # not the first reply any more
         assert title(app, sid) == "Plan a trip"  # a second reply leaves it alone
     finally:
-        signals.run_finished.disconnect(seen)
+        hooks.run_finished.disconnect(seen)
     assert started == []
 
 
@@ -138,7 +139,8 @@ def test_a_follow_up_turn_asks_nothing_and_a_blank_first_reply_still_leaves_the_
     def seen(run, **_):
         finished.append(run.follows_reply)
 
-    signals.run_finished.connect(seen)
+    hooks = app.extensions["odysseus.runs"].hooks  # the app's engine's own hooks
+    hooks.run_finished.connect(seen)
     try:
         model.script(Reply(chunks=openai_text(" \n ")))  # a blank first reply
         sid = chat(app, "**Blank** first")
@@ -150,4 +152,4 @@ def test_a_follow_up_turn_asks_nothing_and_a_blank_first_reply_still_leaves_the_
         assert finished[2] is True and looks == [sid]  # no look for the follow-up
         assert title(app, sid) == "Blank first"
     finally:
-        signals.run_finished.disconnect(seen)
+        hooks.run_finished.disconnect(seen)

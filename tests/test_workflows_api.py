@@ -178,7 +178,7 @@ def test_another_owner_sees_404_and_cannot_use_a_foreign_agent(tmp_path):
 def test_a_deleted_supervisor_is_404_before_the_stream_and_a_deleted_specialist_is_left_out(client, team):
     assert client.post("/api/alloy/workflows", json=team).status_code == 201
     assert client.delete("/api/agents/calm_curie").status_code == 200
-    from odysseus.routes.alloy_mode import make_plan
+    from odysseus.turns.workflow import make_plan
 
     store = client.application.extensions["odysseus.store"]
     plan = make_plan(store, "local", store.workflows.get("local", "research-team"))

@@ -5,5 +5,5 @@
 - ``workflow_loop``: the agent loop of a workflow member, running ``delegate_to`` calls
   concurrently as child turns whose events merge into the run's one log.
 
-No Flask and no SQL here: ``routes/alloy_mode.py`` resolves workflows and agents.
+No Flask and no SQL here: ``turns/workflow.py`` resolves workflows and agents.
 """

@@ -1,6 +1,6 @@
 """Session titles written after the first reply.
 
-When a session's first reply finishes (``signals.run_finished``), a background greenlet
+When a session's first reply finishes (the engine's ``run_finished`` hook), a background greenlet
 asks for a short title: the ``TITLE_MODEL`` route when configured, else the model that
 answered (``TITLE_MODE = "first_line"`` never asks, and titles right in the finished run's
 greenlet: one statement finds whether this was the first reply, one update at most). With the offline demo model, on any
@@ -125,9 +125,7 @@ class TitleWriter:
         self.spawn = spawn or (lambda fn: threading.Thread(target=fn, name="title", daemon=True).start())
 
     def on_run_finished(self, run) -> None:
-        """Signal receiver: hand a finished first reply of this app to a background greenlet."""
-        if self.manager.runs.get(run.run_id) is not run:
-            return  # a run of another app in this process
+        """``run_finished`` receiver (this app's engine): hand a finished first reply to a background greenlet."""
         if run.status != "done" or not run.content.strip():
             return
         if run.follows_reply:

@@ -16,6 +16,9 @@ The turn emits every injection's ``event`` before the first delta, in source ord
 in a system message just before the user's newest message. Injected text is *context*, never
 instructions: ``untrusted_block`` frames it so.
 
+A source reads what the turn asked of it from ``ContextRequest.options`` (``context/options.py``:
+one typed field per switch, parsed with the rest of the ``TurnRequest``), never from the raw body.
+
 Sources are registered per app on the ``ContextPipeline`` in ``app.extensions["odysseus.context"]``
 (``pipeline.add(source)`` from a part's ``init_app``). Order of registration is order of events.
 """
@@ -28,6 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol
 
 from ..cancel import CancelToken
 from ..events import Event
+from .options import ContextOptions
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +44,16 @@ class ContextRequest:
     session_id: Optional[str]
     mode: str
     message: str
-    #: the validated request body (``attachments``, ``use_rag``, ``use_web``, ``use_memory``, ...)
-    data: Mapping[str, Any]
+    #: body fields no ``TurnRequest`` field declares, for sources added outside this package
+    #: (``TurnRequest.extra``); the sources here read ``options``
+    data: Mapping[str, Any] = field(default_factory=dict)
     cancel: Optional[CancelToken] = None
     #: the user's message id once stored (None at check time)
     user_message_id: Optional[int] = None
+    #: the turn's context switches (``TurnRequest.context``), parsed and validated
+    options: ContextOptions = field(default_factory=ContextOptions)
+    #: the model route the turn asked for (None: the default), e.g. to know whether it accepts images
+    model: Optional[str] = None
 
 
 @dataclass

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import base64
 import fnmatch
-import json
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import BadRequest
 from ..events import ATTACHMENTS, Event
@@ -33,29 +32,6 @@ CHIP_FIELDS = ("id", "name", "mime", "size", "width", "height")
 def chip(row: dict) -> dict:
     """The attachment record the page shows (no width/height for non-images)."""
     return {k: row[k] for k in CHIP_FIELDS if row.get(k) is not None}
-
-
-def attachment_ids(data: Mapping[str, Any], limit: int) -> List[str]:
-    """The request's ``attachments`` as a list of distinct ids (JSON list, or a form field holding a JSON
-    list or comma-separated ids); BadRequest when malformed."""
-    raw = data.get("attachments")
-    if raw is None or raw == "" or raw == []:
-        return []
-    if isinstance(raw, str):
-        text = raw.strip()
-        if text.startswith("["):
-            try:
-                raw = json.loads(text)
-            except ValueError:
-                raise BadRequest("attachments must be a list of upload ids") from None
-        else:
-            raw = [part.strip() for part in text.split(",") if part.strip()]
-    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise BadRequest("attachments must be a list of upload ids")
-    ids = list(dict.fromkeys(raw))
-    if len(ids) > limit:
-        raise BadRequest(f"too many attachments: at most {limit} per message")
-    return ids
 
 
 def vision_check(globs: str) -> Callable[[Any], bool]:
@@ -83,13 +59,12 @@ class AttachmentSource:
     def __init__(self, service: UploadService, config: dict, resolve: Callable[[Optional[str]], list]):
         self.service, self.store = service, service.store
         self.budget = int(config["ATTACH_TEXT_BUDGET"])
-        self.limit = int(config["UPLOAD_MAX_FILES"])
         self.resolve = resolve  # model name -> candidates (the app's router)
         self.accepts = vision_check(config.get("VISION_MODELS", ""))
 
     def check(self, request: ContextRequest) -> Dict[str, Any]:
         """Owner-check the ids; the chips for the user's message."""
-        ids = attachment_ids(request.data, self.limit)
+        ids = request.options.attachments
         for upload_id in ids:
             if not valid_id(upload_id):
                 raise BadRequest(f"attachments: {upload_id[:80]!r} is not an upload id")
@@ -98,7 +73,7 @@ class AttachmentSource:
 
     def gather(self, request: ContextRequest) -> List[Injection]:
         """The attachments event, the inlined text, the image parts and any notices."""
-        ids = attachment_ids(request.data, self.limit)
+        ids = request.options.attachments
         if not ids:
             return []
         rows, missing = [], []
@@ -173,7 +148,7 @@ class AttachmentSource:
 
     def _images_ok(self, request: ContextRequest) -> bool:
         try:
-            candidates = self.resolve(request.data.get("model") if isinstance(request.data.get("model"), str) else None)
+            candidates = self.resolve(request.model)
         except Exception:  # noqa: BLE001 - the turn itself reports an unknown model
             return False
         return bool(candidates) and self.accepts(candidates[0])

@@ -18,7 +18,7 @@ from ..errors import BadRequest
 from ..events import MEMORIES_USED, Event
 from ..store.memories import clean_memory
 from . import ContextRequest, Injection, pipeline_of, untrusted_block
-from .flags import defang, request_flag
+from .flags import defang
 
 SOURCE = "memories"
 
@@ -38,8 +38,7 @@ class MemorySource:
         self.config = config
 
     def check(self, request: ContextRequest) -> Dict[str, Any]:
-        """``use_memory`` must be a boolean when given."""
-        request_flag(request.data, "use_memory")
+        """Nothing to check (``use_memory`` is parsed with the request)."""
         return {}
 
     def choose(self, owner: str, message: str) -> List[dict]:
@@ -62,7 +61,7 @@ class MemorySource:
         """This turn's memories (nothing when switched off for the turn or for the user)."""
         if request.mode not in ("chat", "agent"):
             return []
-        if request_flag(request.data, "use_memory") is False:  # also: automatic extraction skips this turn
+        if request.options.use_memory is False:  # also: automatic extraction skips this turn
             return [Injection(SOURCE, metadata={"use_memory": False})]
         enabled, any_memory = self.repo.turn_state(request.owner)  # [startpath] one statement for most users
         if not enabled or not any_memory:

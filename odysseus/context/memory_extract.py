@@ -15,7 +15,6 @@ import math
 import threading
 from typing import List, Optional
 
-from .. import signals
 from ..cancel import CancelToken
 from ..events import DELTA
 from ..llm.base import ChatRequest
@@ -79,15 +78,13 @@ class Extractor:
 
     @classmethod
     def connect(cls, app) -> "Extractor":
-        """An extractor subscribed to ``run_finished`` (runs of other apps in this process are ignored)."""
+        """An extractor subscribed to the app's engine's ``run_finished``."""
         extractor = cls(app)
-        signals.run_finished.connect(extractor.on_run_finished, weak=False)
+        extractor.manager.hooks.run_finished.connect(extractor.on_run_finished)
         return extractor
 
-    def on_run_finished(self, run, **_kwargs) -> None:
+    def on_run_finished(self, run) -> None:
         """Start an extraction for a successful chat or agent turn whose owner wants it."""
-        if self.manager.runs.get(run.run_id) is not run:
-            return  # another app's run
         if run.status != "done" or run.mode not in ("chat", "agent") or not run.message_id:
             return
         if run.context.metadata.get("use_memory") is False or not (run.content or "").strip():

@@ -20,12 +20,10 @@ Files attached to the same turn are left out (they are inlined whole already).
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Optional
 
-from ..errors import BadRequest
 from ..events import RAG_SOURCES, Event
 from . import ContextRequest, Injection, untrusted_block
-from .attachments import attachment_ids
 from .chunking import fts_query, query_terms
 from .embeddings import Embedder, dot, pack, unpack
 from .files import offload
@@ -33,18 +31,6 @@ from .files import offload
 log = logging.getLogger(__name__)
 CANDIDATES = 50
 SNIPPET = 240
-
-
-def use_rag_flag(data: Mapping[str, Any]) -> Optional[bool]:
-    """``use_rag`` as True/False, or None when unset; BadRequest for anything else."""
-    value = data.get("use_rag")
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        return value.lower() in ("1", "true", "yes", "on")
-    raise BadRequest("use_rag must be true or false")
 
 
 def snippet(text: str) -> str:
@@ -117,21 +103,19 @@ class RetrievalSource:
     def __init__(self, retriever: Retriever, config: dict):
         self.retriever, self.store = retriever, retriever.store
         self.max_chars = int(config["RAG_MAX_CHARS"])
-        self.limit = int(config["UPLOAD_MAX_FILES"])
 
     def check(self, request: ContextRequest) -> Dict[str, Any]:
-        """Validate ``use_rag``; nothing for the user's message."""
-        use_rag_flag(request.data)
+        """Nothing to check (``use_rag`` is parsed with the request); nothing for the user's message."""
         return {}
 
     def gather(self, request: ContextRequest) -> List[Injection]:
         """The retrieved chunks with their ``rag_sources`` event (nothing when none pass the threshold)."""
-        flag = use_rag_flag(request.data)
+        flag = request.options.use_rag
         if flag is False or not (request.message or "").strip():
             return []
         if flag is None and not self.store.uploads.has_indexed(request.owner):
             return []
-        exclude = tuple(attachment_ids(request.data, self.limit))
+        exclude = request.options.attachments
         hits = self.retriever.search(request.owner, request.message, exclude)
         chosen: List[tuple] = []
         used = 0

@@ -22,7 +22,7 @@ from ..tools.registry import ToolContext, ToolError
 from ..tools.html_text import extract_text
 from ..tools.web import fetch, readable, web_search
 from . import ContextRequest, Injection, pipeline_of, untrusted_block
-from .flags import defang, request_flag
+from .flags import defang
 
 log = logging.getLogger(__name__)
 SOURCE = "web"
@@ -61,13 +61,13 @@ class WebSource:
 
     def check(self, request: ContextRequest) -> Dict[str, Any]:
         """``use_web`` must be a boolean; asking for it with no search backend is refused."""
-        if request_flag(request.data, "use_web") and request.mode == "chat" and not search_enabled(self.config):
+        if request.options.use_web and request.mode == "chat" and not search_enabled(self.config):
             raise BadRequest("web search is turned off on this server (WEB_SEARCH_BACKEND)")
-        return {"use_web": True} if request_flag(request.data, "use_web") and request.mode == "chat" else {}
+        return {"use_web": True} if request.options.use_web and request.mode == "chat" else {}
 
     def gather(self, request: ContextRequest) -> List[Injection]:
         """Search, fetch the top pages, and inject their text (chat mode only)."""
-        if request.mode != "chat" or not request_flag(request.data, "use_web"):
+        if request.mode != "chat" or not request.options.use_web:
             return []
         cancel = request.cancel or CancelToken()
         tool_ctx = ToolContext(

@@ -92,8 +92,8 @@ class WorkspaceSource:
 
     def gather(self, request: ContextRequest) -> List[Injection]:
         """Accept or reject the requested workspace (agent mode, privileged callers only)."""
-        requested = request.data.get("workspace")
-        if request.mode != "agent" or requested in (None, ""):
+        requested = request.options.workspace
+        if request.mode != "agent" or not requested:
             return []
         if not may_choose(self.store, self.config, request.owner):
             return []  # silently: nobody else learns which host paths exist

@@ -94,6 +94,10 @@ class Documents:
         self.context_chars = int(config.get("DOCUMENT_CONTEXT_CHARS", 60_000))
         self.preview_interval = float(config.get("DOCUMENT_PREVIEW_INTERVAL", 0.1))
 
+    def forget_session(self, owner: str, session_id: str, **_: object) -> None:
+        """A session was deleted (the engine's ``session_deleted`` hook): its documents go with it."""
+        self.repo.delete_session(owner, session_id)
+
     # ------------------------------------------------------------------ checks
     def check_content(self, value) -> str:
         """Content as a string within the size limit."""

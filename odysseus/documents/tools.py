@@ -18,8 +18,6 @@ from ..tools.registry import Tool, ToolContext, ToolError, ToolResult
 from .preview import DocumentPreview
 from .service import LANGUAGES, Documents, doc_update_event, suggestions_event
 
-NAMES = ("create_document", "update_document", "edit_document", "suggest_document")
-
 
 class ActiveDocument:
     """Which document this turn's tools act on (see module doc)."""

@@ -11,7 +11,7 @@ from .demo import DemoProvider
 from .ollama import OllamaProvider
 from .openai_compat import OpenAICompatProvider
 
-#: kind -> factory(ProviderConfig, app_config) -> Provider. Adapters register here.
+#: kind -> factory(ProviderConfig, app_config) -> Provider: the adapters a ``[[providers]]`` table may name.
 ADAPTERS: Dict[str, Callable[[ProviderConfig, dict], Provider]] = {
     "demo": lambda cfg, app_config: DemoProvider(
         name=cfg.name,
@@ -25,11 +25,6 @@ ADAPTERS: Dict[str, Callable[[ProviderConfig, dict], Provider]] = {
 #: Other names people use for an OpenAI-compatible server.
 for _alias in ("openai_compat", "llamacpp", "llama.cpp", "vllm", "lmstudio", "openrouter", "groq"):
     ADAPTERS[_alias] = OpenAICompatProvider
-
-
-def register_adapter(kind: str, factory: Callable[[ProviderConfig, dict], Provider]) -> None:
-    """Make ``kind`` available to ``[[providers]]`` tables."""
-    ADAPTERS[kind] = factory
 
 
 def build_provider(cfg: ProviderConfig, app_config: dict) -> Provider:

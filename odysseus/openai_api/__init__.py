@@ -3,8 +3,8 @@
 Each question has one file:
 
 - *How does a request body become a turn?* ``parse.py`` (checked, typed ``ApiRequest``) and
-  ``service.py`` (the one door into the turn service; mode ``openai`` for model routes, agent mode for
-  ``agent:<id>`` / ``workflow:<id>``);
+  ``service.py`` (one ``TurnRequest``, one ``start_turn``; mode ``openai`` for model routes, agent mode
+  for ``agent:<id>`` / ``workflow:<id>``);
 - *What does the model get, and how does a client tool call come back?* ``turn.py``;
 - *How is the log encoded?* ``responses_wire.py`` (Responses events with ``sequence_number``, and the
   response object) and ``chat_wire.py`` (``chat.completion.chunk`` frames and the completion); both are
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from flask import Flask
 
-from .service import MODE, ApiService, build_api_turn
+from ..turns.registry import register_mode
+from .service import MODE, ApiService, build_api_turn, record
 
 
 def init_app(app: Flask) -> None:
-    """Register the ``openai`` mode and the API's service (``app.extensions["odysseus.openai_api"]``)."""
-    from ..routes.turn_registry import register_mode  # [adapter] turns/registry.py once TurnRequest lands
-    from ..routes.turn_start import start_turn
-
+    """Register the ``openai`` mode, the turn service's hook for /v1 turns, and the API's service
+    (``app.extensions["odysseus.openai_api"]``)."""
     register_mode(app, MODE, build_api_turn)
-    app.extensions["odysseus.openai_api"] = ApiService(app.extensions, start_turn)
+    app.extensions["odysseus.turns"].prepared_hooks.append(record(app.extensions))
+    app.extensions["odysseus.openai_api"] = ApiService(app.extensions)

@@ -1,32 +1,41 @@
-"""Starting a /v1 response or completion as a turn on the run engine: the one door into ``start_turn``.
+"""Starting a /v1 response or completion as a turn on the run engine: one ``TurnRequest``, one call.
 
-[adapter] The turn service still takes ``req: dict`` (``routes/turn_start.py``); everything this API
-hands it is built in ``_turn_request`` below, so moving to the typed ``TurnRequest`` changes that one
-function. A /v1 turn is a turn like any other: stored in the owner's history (its session marked
-``origin = "api"``), followed through the same run log, resumable and cancellable the same way.
+A /v1 turn is a turn like any other (``turns.start.TurnService.start_turn``): stored in the owner's
+history (its session marked ``origin = "api"``), followed through the same run log, resumable and
+cancellable the same way. What this API needs of it travels in the request's own fields: the run id
+(the response id is derived from it), ``origin``, ``parent_message_id`` (``previous_response_id``),
+``exclusive`` and ``api`` (the client's input and tools).
 
 Who answers:
 
-- a model route: mode ``openai`` (registered here): the input the client sent (and, with
+- a model route: mode ``openai`` (``build_api_turn``): the input the client sent (and, with
   ``previous_response_id``, the conversation stored before it) and the client's tools, ``turn.api_turn``;
 - ``agent:<id>`` / ``workflow:<id>``: agent mode as the agent API runs it, server-side tools and all;
   an ``mcp_approval_response`` item answers the approval its ``mcp_approval_request`` asked for.
+
+Either way ``record`` (a prepared-turn hook of the turn service) stores the response's head with the
+run's start and, for a response, folds its output shape into the saved reply (``turn.recorded``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Any, Callable, Dict, List, MutableMapping, Optional, Tuple
+from typing import Any, Callable, List, MutableMapping, Optional, Tuple
 
-from ..errors import Conflict, InvalidParam, NotFound
+from ..context.options import ContextOptions
+from ..errors import BadRequest, Conflict, InvalidParam, NotFound
+from ..llm.llm_core import Candidate
 from ..runs.engine import Started
 from ..store import new_id
 from ..store.openai_responses import insert_head
+from ..turns.registry import PreparedTurn
+from ..turns.request import AgentChoice, ApiTurn, ApprovalAnswer, TurnRequest
+from ..turns.routing import route_agent
 from .head import RESPONSE, ResponseHead, object_id
 from .parse import ApiRequest, provider_extra
 from .turn import META, api_turn, recorded
 
-#: the run mode of a /v1 turn answered by a model route
 MODE = "openai"
 #: ``sessions.origin`` of a conversation made through /v1
 ORIGIN = "api"
@@ -59,9 +68,8 @@ def make_head(req: ApiRequest, run_id: str) -> ResponseHead:
 class ApiService:
     """One app's OpenAI-compatible turns: checks what the request refers to, then starts it."""
 
-    def __init__(self, parts: MutableMapping[str, Any], start_turn: Callable[[str, dict], Started]):
+    def __init__(self, parts: MutableMapping[str, Any]):
         self.parts = parts
-        self._start_turn = start_turn
 
     @property
     def store(self) -> Any:
@@ -77,8 +85,29 @@ class ApiService:
             raise InvalidParam("client tools cannot be given to an agent or a workflow (their tools run here)", "tools")
         run_id = new_id("run_")
         head = make_head(req, run_id)
-        started = self._start_turn(owner, self._turn_request(owner, req, head, run_id, session_id, parent))
-        return started, head
+        request = TurnRequest(
+            message=req.display,
+            mode=MODE,
+            session_id=session_id,
+            model=req.target.name if req.target.kind == "model" else None,
+            temperature=req.temperature,
+            max_tokens=req.max_output_tokens,
+            # /v1 sends the model what the client sent: no memories, files or web (nor the owner's prompt)
+            context=ContextOptions(use_memory=False, use_rag=False, use_web=False),
+            run_id=run_id,
+            origin=ORIGIN,
+            parent_message_id=parent,
+            exclusive=True,
+            api=ApiTurn(
+                head=head.to_json(),
+                messages=tuple(req.messages),
+                tools=tuple(req.provider_tools) if req.tool_choice != "none" else (),
+                provider_options=provider_extra(req),
+            ),
+        )
+        if req.target.kind != "model":
+            request = self._as_agent(owner, req, request)
+        return self.parts["odysseus.turns"].start_turn(owner, request), head
 
     def _continuation(self, owner: str, req: ApiRequest) -> Tuple[Optional[str], Optional[int]]:
         """The session and the reply a ``previous_response_id`` continues (None, None for a new conversation)."""
@@ -95,76 +124,65 @@ class ApiService:
             raise Conflict(f"Previous response with id '{req.previous_response_id}' is still in progress.")
         return row["session_id"], row.get("message_id")
 
-    def _turn_request(
-        self, owner: str, req: ApiRequest, head: ResponseHead, run_id: str, session_id: Optional[str], parent: Any
-    ) -> dict:
-        """[adapter] The ``req`` dict of ``routes/turn_start.start_turn`` for this request."""
-        user_meta = {META: {"id": head.id, "input": req.messages}}
-
-        def record(prepared: Any) -> None:
-            """Make the mode's prepared turn store this head with the start and keep the output shape."""
-            if head.kind == RESPONSE:  # a completion has no object to read back after its window
-                make = prepared.make_turn
-                prepared.make_turn = lambda history: recorded(make(history), head)
-            prepared.in_transaction.append(
-                lambda db: insert_head(db, owner, head.id, run_id, head.kind, head.to_json(), req.store)
-            )
-            prepared.user_metadata = dict(prepared.user_metadata or {}, **user_meta)
-
-        data: Dict[str, Any] = {"use_memory": False}  # /v1 sends the model what the client sent, nothing more
-        turn: Dict[str, Any] = {
-            "data": data,
-            "message": req.display,
-            "mode": MODE,
-            "session_id": session_id,
-            "model": req.target.name if req.target.kind == "model" else None,
-            "temperature": req.temperature,
-            "client_message_id": None,
-            "system_prompt": None,
-            "api": (req, head),
-            "extend": [record],
-            "start_options": {"run_id": run_id, "session_origin": ORIGIN, "parent_id": parent, "exclusive": True},
-        }
-        if req.target.kind != "model":
-            self._as_agent(owner, req, turn)
-        return turn
-
-    def _as_agent(self, owner: str, req: ApiRequest, turn: dict) -> None:
-        """Route the turn to agent mode: the agent or workflow answers; an approval response is its answer."""
-        from ..routes.agent_routing import apply_agent_routing  # [adapter] until turns/ routes agents
-
-        data = turn["data"]
-        data["workflow_id" if req.target.kind == "workflow" else "target_agent_id"] = req.target.name
-        turn["mode"] = "agent"
+    def _as_agent(self, owner: str, req: ApiRequest, request: TurnRequest) -> TurnRequest:
+        """The turn in agent mode: the agent or workflow answers; an approval response is its answer."""
+        workflow = req.target.kind == "workflow"
+        request = dataclasses.replace(
+            request,
+            mode="agent",
+            workflow_id=req.target.name if workflow else None,
+            route=AgentChoice(target_agent_id=None if workflow else req.target.name),
+        )
         if req.approval is not None:
             item_id, approve = req.approval
             if not item_id.startswith(APPROVAL_PREFIX):
                 raise InvalidParam("'approval_request_id' names no approval request", "input", "approval_not_found")
-            data["tool_approval_id"] = item_id[len(APPROVAL_PREFIX) :]
-            data["tool_approval_decision"] = "approve" if approve else "deny"
-            if not any(m["role"] == "user" and m["content"].strip() for m in req.messages):
-                turn["message"] = ""
+            answer = ApprovalAnswer(item_id[len(APPROVAL_PREFIX) :], "approve" if approve else "deny")
+            has_text = any(m["role"] == "user" and m["content"].strip() for m in req.messages)
+            request = dataclasses.replace(request, approval=answer, message=request.message if has_text else "")
         try:
-            apply_agent_routing(self.store, owner, turn)
+            request = route_agent(self.store, owner, request)  # the agent's model, prompt and tools
         except NotFound:
             raise NotFound(f"The model '{req.model}' does not exist (no such {req.target.kind} of yours)") from None
         if req.instructions:
-            prompt = turn.get("system_prompt")
-            turn["system_prompt"] = f"{prompt}\n\n{req.instructions}" if prompt else req.instructions
+            prompt = request.system_prompt
+            request = dataclasses.replace(
+                request, system_prompt=f"{prompt}\n\n{req.instructions}" if prompt else req.instructions
+            )
+        return request
 
 
-def build_api_turn(req: dict, candidates: List[Any], owner: str) -> Any:
-    """The ``openai`` mode's builder (``routes/turn_registry``): the client's input and tools, nothing else."""
-    from ..routes.turn_registry import PreparedTurn  # [adapter] turns/registry.py once TurnRequest lands
-    from ..errors import BadRequest
+def record(parts: MutableMapping[str, Any]) -> Callable[[str, TurnRequest, PreparedTurn], None]:
+    """The turn service's prepared-turn hook for /v1 turns (any mode): the head stored with the start, the
+    input kept with the user message, a response's output shape folded into its saved reply."""
 
-    if not isinstance(req.get("api"), tuple):
+    def hook(owner: str, request: TurnRequest, prepared: PreparedTurn) -> None:
+        api, run_id = request.api, request.run_id
+        if api is None or run_id is None:
+            return
+        head = ResponseHead.from_json(dict(api.head))
+        if head.kind == RESPONSE:  # a completion has no object to read back after its window
+            make = prepared.make_turn
+            prepared.make_turn = lambda history: recorded(make(history), head)
+        prepared.in_transaction.append(
+            lambda db: insert_head(db, owner, head.id, run_id, head.kind, head.to_json(), head.store)
+        )
+        meta = {META: {"id": head.id, "input": [dict(message) for message in api.messages]}}
+        prepared.user_metadata = dict(prepared.user_metadata or {}, **meta)
+
+    return hook
+
+
+def build_api_turn(service: Any, request: TurnRequest, candidates: List[Candidate], owner: str) -> PreparedTurn:
+    """The ``openai`` mode's builder: the client's input and tools, nothing else (no context sources)."""
+    api = request.api
+    if api is None:
         raise BadRequest("mode 'openai' is for the OpenAI-compatible API (/v1) only")
-    api, head = req["api"]
-    tools = api.provider_tools if api.tool_choice != "none" else []
-    extra = provider_extra(api)
+    head = ResponseHead.from_json(dict(api.head))
+    tools = [dict(tool) for tool in api.tools]
+    extra = dict(api.provider_options)
     return PreparedTurn(
-        api.display,
+        request.message,
         None,
         lambda history: api_turn(candidates, history, head, tools, extra),
     )

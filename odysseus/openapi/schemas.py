@@ -9,7 +9,6 @@ from typing import Any, Dict, Optional, Tuple
 STR = {"type": "string"}
 ID = {"type": "string", "maxLength": 200}
 INT = {"type": "integer"}
-NUM = {"type": "number"}
 BOOL = {"type": "boolean"}
 OBJ = {"type": "object"}
 NULLABLE_STR = {"type": ["string", "null"]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 from urllib.parse import urlparse
 
 from ..errors import BadRequest
@@ -22,7 +22,7 @@ REQUEST_FIELDS = {
 HARD_MAX_ROUNDS = 20
 
 
-def _number(data: dict, key: str, low: float, high: float, kind: type) -> Optional[Any]:
+def _number(data: Mapping[str, Any], key: str, low: float, high: float, kind: type) -> Optional[Any]:
     """A numeric request field within [low, high] (form strings parsed), or None when absent."""
     value = data.get(key)
     if value is None or value == "":
@@ -40,6 +40,16 @@ def _number(data: dict, key: str, low: float, high: float, kind: type) -> Option
     if not (low <= number <= high):
         raise BadRequest(f"{key} must be between {low} and {high}")
     return kind(number)
+
+
+def requested_limits(data: Mapping[str, Any]) -> Dict[str, Any]:
+    """The limits a request body asks for (``REQUEST_FIELDS``), validated; absent ones left out."""
+    out: Dict[str, Any] = {}
+    for key, (_, low, high, kind) in REQUEST_FIELDS.items():
+        value = _number(data, key, low, high, kind)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,7 @@ class ResearchLimits:
         return asdict(self)
 
     @classmethod
-    def from_request(cls, config: dict, data: Optional[dict] = None) -> "ResearchLimits":
+    def from_request(cls, config: dict, data: Optional[Mapping[str, Any]] = None) -> "ResearchLimits":
         """Config defaults overridden by validated request fields; raises BadRequest."""
         data = data or {}
         values: Dict[str, Any] = {

@@ -6,30 +6,26 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
-from ..preferences import apply_user_defaults
-from ..sse import agent_frame
-from .agent_routing import apply_agent_routing
-from .auth import current_owner
 from ..runs.views import run_view
+from ..sse import agent_frame
+from ..turns.parse import AGENT_API
+from ..turns.request import TurnRequest
+from .auth import current_owner
 from .params import body, cursor, page_args
-from .research_mode import apply_use_research
+from .parts import ext, turns
 from .streaming import check_stream_slot, missing_stream, stream_row, stream_started_turn
-from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("agent_api", __name__)
 
 
-def _agent_request(owner: str) -> dict:
-    """Validate an agent-API body and resolve which agent answers it."""
-    data = body()
-    req = apply_use_research(parse_turn_request(dict(data, mode="agent")))  # use_research: true -> research
-    apply_agent_routing(ext("store"), owner, req)
-    apply_user_defaults(req, ext("store"), owner)  # after the agent's own prompt/temperature: those win
-    return req
+def _agent_request() -> TurnRequest:
+    """An agent-API body: agent mode (or research with ``use_research``), routed to an agent or profile
+    (``turns/routing.py``), then the owner's defaults (the agent's own prompt and temperature win)."""
+    return turns().parse(body(), AGENT_API)
 
 
 @bp.post("/api/agent/chat/stream")
@@ -39,7 +35,7 @@ def agent_stream():
     check_stream_slot(owner)  # 429 before anything starts
     after = cursor()  # a retry (same client_message_id) with Last-Event-ID attaches after that cursor
     return stream_started_turn(
-        owner, start_turn(owner, _agent_request(owner)), agent_frame, AGENT_TERMINAL, after=after
+        owner, turns().start_turn(owner, _agent_request()), agent_frame, AGENT_TERMINAL, after=after
     )
 
 
@@ -47,17 +43,8 @@ def agent_stream():
 def agent_chat():
     """The same turn without streaming: wait for it to settle and return the result."""
     owner = current_owner()
-    started = start_turn(owner, _agent_request(owner))
-    store = ext("store")
-    if started.run is not None:
-        started.run.settled.wait(float(current_app.config["RUN_WALL_TIMEOUT"]) + 30)
-        row = store.runs.get(owner, started.run.run_id)
-    else:
-        row = started.row
-    if row is None:
-        raise NotFound("the earlier request with this client_message_id left no run")
-    view = run_view(row, ext("runs").get(owner, row["run_id"]))
-    message = store.messages.get(owner, view["message_id"]) if view.get("message_id") else None
+    started = turns().start_turn(owner, _agent_request())
+    view, message = turns().settle(owner, started)
     result = {
         "session_id": started.session_id,
         "run_id": view["run_id"],

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Iterator, List
+from typing import Iterator
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 
-from ..cancel import CancelToken
-from ..turns.messages import model_messages
 from ..errors import NotFound
-from ..events import CHAT_TERMINAL, DONE, ERROR, Event
-from ..llm.base import ChatRequest
-from ..llm.llm_core import Candidate, stream_route
-from ..preferences import apply_user_defaults
-from ..sse import chat_frame, comment
-from .auth import current_owner
-from .branch_routes import plan_branch
+from ..events import CHAT_TERMINAL, Event
 from ..runs.views import run_view
+from ..sse import chat_frame, comment
+from ..turns.compare import start_compare
+from ..turns.parse import CHAT_STREAM
+from .auth import current_owner
 from .params import body, cursor, json_or_empty
-from .research_mode import apply_use_research
+from .parts import ext, turns
 from .streaming import check_stream_slot, run_stream, sse_response, stream_row, stream_started_turn
-from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("chat", __name__)
 
@@ -30,49 +25,26 @@ def chat_stream():
     """Start a turn (or attach to the one a repeated ``client_message_id`` started) and stream it."""
     owner = current_owner()
     check_stream_slot(owner)  # 429 before anything starts
-    data = body()
-    plan = plan_branch(owner, data)  # regenerate_of / edit_of (branch_routes.py); None for a plain send
-    req = apply_use_research(parse_turn_request(data))  # use_research: true -> a research job
-    req["branch"] = plan
-    apply_user_defaults(req, ext("store"), owner)  # the user's system prompt and temperature (settings screen)
-    if req["mode"] == "compare":
-        candidates = ext("router").resolve(req["model"])
-        if req["session_id"]:
-            ext("store").sessions.get(owner, req["session_id"])
-        return _compare_stream(candidates, req, owner)
+    # regenerate_of / edit_of, use_research: true (a research job), the owner's defaults: turns/parse.py
+    turn = turns().parse(body(), CHAT_STREAM)
+    if turn.mode == "compare":  # one model straight from the provider; nothing is stored (turns/compare.py)
+        return sse_response(_frames(start_compare(turns(), owner, turn)))
     # a retry (same client_message_id) with Last-Event-ID attaches after that cursor
-    return stream_started_turn(owner, start_turn(owner, req), chat_frame, CHAT_TERMINAL, after=cursor())
+    return stream_started_turn(owner, turns().start_turn(owner, turn), chat_frame, CHAT_TERMINAL, after=cursor())
 
 
-def _compare_stream(candidates: List[Candidate], req: dict, owner: str):
-    """Compare mode: stream one model directly; nothing is detached or stored."""
-    store = ext("store")
-    newest = int(current_app.config["HISTORY_CONTEXT_MESSAGES"])
-    history = store.messages.recent(owner, req["session_id"], newest) if req["session_id"] else []
-    messages = model_messages(history) + [{"role": "user", "content": req["message"]}]
-    request_ = ChatRequest(model=candidates[0].model, messages=messages, temperature=req["temperature"])
-    cancel = CancelToken()
-
-    def generate() -> Iterator[str]:
-        yield comment("connected")
-        try:
-            for event in stream_route(candidates, request_, cancel):
-                frame = chat_frame(event)
-                if frame:
-                    yield frame
-            done = chat_frame(Event(DONE, {}))
-            if done:
-                yield done
-        except Exception as exc:  # noqa: BLE001 - every failure becomes the stream's error event
-            status = getattr(exc, "status", 500)
-            message = getattr(exc, "message", "Internal error")
-            error = chat_frame(Event(ERROR, {"error": message, "status": status}))
-            if error:
-                yield error
-        finally:
-            cancel.cancel("client_gone")  # closes the provider connection when the client leaves
-
-    return sse_response(generate())
+def _frames(events: Iterator[Event]) -> Iterator[str]:
+    """A compare stream's frames; when the client leaves, closing the events closes the provider."""
+    yield comment("connected")
+    try:
+        for event in events:
+            frame = chat_frame(event)
+            if frame:
+                yield frame
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
 
 
 @bp.get("/api/chat/stream_status/<session_id>")

@@ -1,4 +1,6 @@
-"""Code tools over HTTP: who may use them (admin routes), what a turn is offered, and their health.
+"""Code tools over HTTP: who may use them (admin routes) and their health.
+
+What a turn is offered is ``agent/toolbox.py`` (``decide``, ``offer``): no Flask there.
 
 - ``GET /api/admin/code-tools``: the sandbox status, every user's setting, the profiles with one.
 - ``PATCH /api/admin/users/<user_id>/code-tools`` ``{"code_tools": bool}``.
@@ -10,14 +12,10 @@ comes from the start-up probe (``odysseus.tools.sandbox.startup_status``).
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
-
 from flask import Blueprint, current_app, g, jsonify
 
+from ..agent.toolbox import decide
 from ..errors import BadRequest, Forbidden
-from ..store.code_access import CodeAccess
-from ..tools.code import CODE_TOOL_NAMES
-from ..tools.registry import ToolRegistry
 from .auth import current_user
 from .params import body
 
@@ -33,27 +31,12 @@ def sandbox_status() -> dict:
     return current_app.extensions["odysseus.agent"].sandbox.to_dict()
 
 
-def decide(owner: str, profile_id: Optional[str]) -> CodeAccess:
-    """What the code tools policy says for this owner and profile (sandbox availability aside)."""
-    store = _store()
-    user = store.users.get(owner)
-    return store.code_access.decide(auth=current_app.config["AUTH"], user=user, profile_id=profile_id)
-
-
-def offer(registry: ToolRegistry, owner: str, profile_id: Optional[str]) -> Tuple[ToolRegistry, bool]:
-    """The registry a turn is offered (without code tools unless allowed) and whether they get network."""
-    access = decide(owner, profile_id)
-    if access.code_tools or not any(name in registry.tools for name in CODE_TOOL_NAMES):
-        return registry, access.network
-    return ToolRegistry(t for name, t in registry.tools.items() if name not in CODE_TOOL_NAMES), False
-
-
 def health_info() -> dict:
     """``/api/health``'s ``code_tools``: the sandbox status, plus for an identified caller whether they may."""
     info = sandbox_status()
     owner = g.get("odysseus_owner")
     if owner:
-        access = decide(owner, None)
+        access = decide(_store(), current_app.config, owner, None)
         info["allowed"] = bool(info["available"] and access.code_tools)
         if info["available"] and not access.code_tools:
             info["reason"] = access.reason

@@ -13,7 +13,7 @@ from ..errors import BadRequest
 from ..store.compare_keep import keep_compare_reply
 from .auth import current_owner
 from .params import body, optional_str
-from .turn_start import _title
+from ..turns.start import session_title
 
 bp = Blueprint("compare", __name__)
 
@@ -44,5 +44,7 @@ def keep():
     store = current_app.extensions["odysseus.store"]
     if session_id:
         store.sessions.get(owner, session_id)  # 404 for an unknown or foreign session
-    kept = keep_compare_reply(store.locked, owner, session_id, _title(message), message, content, thinking, model)
+    kept = keep_compare_reply(
+        store.locked, owner, session_id, session_title(message), message, content, thinking, model
+    )
     return jsonify(kept), 201

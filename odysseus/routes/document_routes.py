@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, current_app, jsonify
 
-from .. import signals
 from ..documents.service import Documents, clean_title, normalise_language, public
 from ..errors import BadRequest
 from .auth import current_owner
@@ -123,13 +122,8 @@ def restore_version(doc_id: str, number: int):
     return jsonify(public(docs().restore(current_owner(), doc_id, number)))
 
 
-def forget_session(app: Flask, owner: str, session_id: str, **_) -> None:
-    """A session was deleted: delete its documents too."""
-    app.extensions["odysseus.store"].documents.delete_session(owner, session_id)
-
-
 def init_app(app: Flask) -> None:
     """The document operations, their routes, and clean-up when a session is deleted."""
-    app.extensions["odysseus.documents"] = Documents(app.extensions["odysseus.store"].documents, app.config)
-    signals.session_deleted.connect(forget_session, sender=app, weak=False)
+    documents = app.extensions["odysseus.documents"] = Documents(app.extensions["odysseus.store"].documents, app.config)
+    app.extensions["odysseus.runs"].hooks.session_deleted.connect(documents.forget_session)
     app.register_blueprint(bp)

@@ -6,7 +6,6 @@ import re
 
 from flask import Blueprint, current_app, jsonify, request
 
-from .. import signals
 from ..errors import BadRequest
 from .auth import current_owner
 from .branch_routes import with_alternatives
@@ -103,9 +102,7 @@ def delete_session(session_id: str):
     store = _store()
     store.sessions.get(owner, session_id)
     engine = current_app.extensions["odysseus.runs"]
-    images = engine.delete_session(owner, session_id, lambda: store.sessions.delete(owner, session_id))
-    app = current_app._get_current_object()  # type: ignore[attr-defined]  # current_app is a LocalProxy
-    signals.session_deleted.send(app, owner=owner, session_id=session_id, images=images)
+    engine.delete_session(owner, session_id, lambda: store.sessions.delete(owner, session_id))
     return jsonify({"deleted": True})
 
 

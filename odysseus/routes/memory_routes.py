@@ -12,7 +12,7 @@ from ..errors import BadRequest, Forbidden, NotFound
 from ..store.memories import clean_memory
 from .auth import current_owner
 from .params import body
-from .turn_start import ext
+from .parts import ext
 
 bp = Blueprint("memories", __name__)
 MAX_QUERY = 500

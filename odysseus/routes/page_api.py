@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from flask import Flask
 
-from .. import signals
 from ..chats.titles import TitleWriter
 
 
@@ -18,4 +17,4 @@ def init_app(app: Flask) -> None:
     writer = ext["odysseus.titles"] = TitleWriter(
         ext["odysseus.store"], ext["odysseus.router"], ext["odysseus.runs"], app.config
     )
-    signals.run_finished.connect(writer.on_run_finished, weak=False)
+    ext["odysseus.runs"].hooks.run_finished.connect(writer.on_run_finished)

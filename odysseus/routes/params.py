@@ -16,13 +16,14 @@ from werkzeug.routing import BaseConverter, ValidationError
 
 from ..errors import BadRequest
 from ..llm.text_repair import has_surrogate
+from ..validation import optional_float as optional_float  # re-exported for the routes
+from ..validation import optional_str as optional_str
 
 MAX_JSON_DEPTH = 64  # arrays/objects inside each other; deeper bodies are refused
 MAX_CURSOR = 2**53 - 1  # event ids stay exact in JavaScript numbers
 MAX_OFFSET = 1_000_000_000
 MAX_ROW_ID = 9223372036854775807  # SQLite's largest integer
 _DIGITS = re.compile(r"[0-9]{1,19}")
-_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
 
 
 def check_json(value: Any) -> None:
@@ -73,34 +74,6 @@ def body() -> dict:
     if raw.strip():
         raise BadRequest("send a JSON object (Content-Type: application/json) or form fields")
     return {}
-
-
-def optional_str(data: dict, key: str, max_len: int = 500) -> Optional[str]:
-    """A string field or None; rejects other types and over-long values."""
-    value = data.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise BadRequest(f"{key} must be a string")
-    if len(value) > max_len:
-        raise BadRequest(f"{key} is longer than {max_len} characters")
-    return value
-
-
-def optional_float(data: dict, key: str, low: float, high: float) -> Optional[float]:
-    """A number field within [low, high] or None (form strings are parsed)."""
-    value: Any = data.get(key)
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool) or (isinstance(value, str) and not _DECIMAL.fullmatch(value)):
-        raise BadRequest(f"{key} must be a number")  # form strings: ASCII decimals only, no "nan" or "١"
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise BadRequest(f"{key} must be a number") from None
-    if not (low <= number <= high):
-        raise BadRequest(f"{key} must be between {low} and {high}")
-    return number
 
 
 def json_or_empty() -> dict:

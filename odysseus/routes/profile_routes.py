@@ -8,7 +8,7 @@ from ..errors import BadRequest
 from ..store.agents import clean_fields
 from .auth import current_owner
 from .params import body, optional_str
-from .turn_start import ext
+from .parts import ext
 
 bp = Blueprint("profiles", __name__)
 

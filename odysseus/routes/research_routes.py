@@ -16,8 +16,9 @@ from ..runs.run import Run
 from ..sse import JOB_STATUS, comment, job_frame, research_frame
 from .auth import current_owner
 from .params import body, cursor, page_args
+from ..turns.parse import RESEARCH_API
+from .parts import ext, turns
 from .streaming import sse_response, stream_row
-from .turn_start import ext, parse_turn_request, start_turn
 
 bp = Blueprint("research", __name__)
 
@@ -104,9 +105,7 @@ def start():
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
         raise BadRequest("query is required and must be a non-empty string")
-    req = parse_turn_request({**data, "message": query, "mode": "chat"})
-    req["mode"] = "research"
-    started = start_turn(owner, req)
+    started = turns().start_turn(owner, turns().parse({**data, "message": query}, RESEARCH_API))
     if started.run is not None:
         job_id, status = started.run.run_id, "running" if started.run.status == "running" else None
     else:  # a repeated client_message_id whose job has ended

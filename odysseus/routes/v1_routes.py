@@ -26,8 +26,8 @@ from .auth import current_owner
 from .meta_routes import model_listing
 from .openai_errors import error_body
 from .params import MAX_CURSOR, body
+from .parts import ext
 from .streaming import check_stream_slot, sse_response
-from .turn_start import ext
 
 bp = Blueprint("openai_api", __name__)
 

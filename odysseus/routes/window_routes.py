@@ -1,5 +1,7 @@
-"""The model's window over HTTP: GET /api/sessions/{id}/context, POST /api/sessions/{id}/compact,
-and ``turn_window`` (the per-request ``TurnWindow`` the chat and agent builders hand their turns)."""
+"""The model's window over HTTP: GET /api/sessions/{id}/context, POST /api/sessions/{id}/compact.
+
+A turn's own window is ``TurnService.window`` (``turns/start.py``); ``init_app`` creates the
+app's window book and compactor both use."""
 
 from __future__ import annotations
 
@@ -11,9 +13,8 @@ from ..turns.messages import model_messages
 from ..context.compaction import CompactionFailed, Compactor, hidden_ids, is_summary, older_half, visible
 from ..context.tokens import TokenCounter, correction_from
 from ..context.trim import conversation_count
-from ..context.turn_window import TurnWindow
 from ..context.window import WindowBook
-from ..errors import BadRequest, Conflict, ProviderError
+from ..errors import Conflict, ProviderError
 from .auth import current_owner
 from .params import body, optional_str
 
@@ -24,29 +25,9 @@ def _ext(name: str):
     return current_app.extensions[f"odysseus.{name}"]
 
 
-def _max_tokens(data: dict) -> Optional[int]:
-    value = data.get("max_tokens")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1_000_000:
-        raise BadRequest("max_tokens must be a whole number from 1 to 1000000")
-    return value
-
-
 def _summary_candidates(fallback: List):
     route = str(current_app.config.get("UTILITY_MODEL") or "").strip()
     return _ext("router").resolve(route) if route else fallback
-
-
-def turn_window(req: dict, candidates: List) -> TurnWindow:
-    """The window of this request's route (validates ``max_tokens``; stores nothing)."""
-    return TurnWindow(
-        _ext("window.book"),
-        _ext("window.compactor"),
-        candidates,
-        max_tokens=_max_tokens(req["data"]),
-        summary_candidates=_summary_candidates(candidates),
-    )
 
 
 def _session_rows(owner: str, session_id: str) -> List[dict]:

@@ -12,7 +12,7 @@ from flask import Blueprint, jsonify
 from ..errors import BadRequest
 from .auth import current_owner
 from .params import body
-from .turn_start import ext
+from .parts import ext
 
 bp = Blueprint("workflows", __name__)
 

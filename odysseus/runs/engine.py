@@ -46,9 +46,8 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from .. import signals
 from ..cancel import Cancelled
 from ..errors import OdysseusError, ProviderError
 from ..events import (
@@ -62,6 +61,7 @@ from ..process_identity import worker_identity
 from .backend import make_backend
 from .durable import DurableLog, FinalSave, number_tail
 from .heap_trim import HeapTrimmer
+from .hooks import EngineHooks
 from .housekeeping import Housekeeping
 from .native import gevent_active, hub_loop
 from .outcome import (
@@ -108,7 +108,8 @@ class RunEngine(Starting, Housekeeping):
         self._evict_order = itertools.count()
         self._heap = HeapTrimmer()  # evictions free memory; the janitor hands it back (heap_trim.py)
         self.by_session: Dict[Tuple[str, str], Run] = {}
-        self.modes: Dict[str, Callable] = {}
+        #: lifecycle hooks (run_started, run_finished, message_saved, session_deleted): this engine's own
+        self.hooks = EngineHooks()
         self.active = 0
         self.draining = False
         self._lock = threading.RLock()
@@ -121,11 +122,6 @@ class RunEngine(Starting, Housekeeping):
         self.maintenance: List[Callable[[], None]] = []
         self._drain: Optional[threading.Thread] = None
         self._gevent = gevent_active()
-
-    # ---------------------------------------------------------------- modes
-    def register_mode(self, mode: str, builder: Callable) -> None:
-        """Serve ``mode`` with ``builder`` (called by the routes to prepare a turn)."""
-        self.modes[mode] = builder
 
     # ---------------------------------------------------------------- lookup
     def get(self, owner: str, run_id: str) -> Optional[Run]:
@@ -150,8 +146,9 @@ class RunEngine(Starting, Housekeeping):
         with lock, self.backend.session_lock(owner, session_id):  # [issue 14] across workers too
             yield
 
-    def delete_session(self, owner: str, session_id: str, remove: Callable[[], Any]) -> Any:
-        """Delete a session: under its lock, stop its run (``session_deleted``), then ``remove()`` its rows.
+    def delete_session(self, owner: str, session_id: str, remove: Callable[[], List[str]]) -> List[str]:
+        """Delete a session: under its lock, stop its run (``session_deleted``), then ``remove()`` its rows;
+        then ``hooks.session_deleted`` with the image file names ``remove`` returned (which are returned too).
 
         A start waiting on the lock finds the session gone (404) and stores nothing; the stopped
         run's final save is conditional on its row, so nothing is written into the deleted session.
@@ -165,6 +162,7 @@ class RunEngine(Starting, Housekeeping):
             with self._lock:
                 if run.finalized and run.subscribers == 0:
                     self._schedule_evict(run, 0.0)  # nothing of the session is kept: free its log now
+        self.hooks.session_deleted.send(owner, session_id=session_id, images=result)
         return result
 
     def replace_running(self, owner: str, session_id: str) -> Optional[Run]:
@@ -282,7 +280,7 @@ class RunEngine(Starting, Housekeeping):
             if run.subscribers == 0:
                 self._schedule_evict(run)
         run.settled.set()
-        signals.run_finished.send(run)
+        self.hooks.run_finished.send(run)
         return True
 
     def _record_outcome(self, run: Run, outcome: Outcome) -> None:
@@ -334,7 +332,7 @@ class RunEngine(Starting, Housekeeping):
         for entry in final.tail:
             run.log.append_entry(entry)
         if final.message_id is not None:
-            signals.message_saved.send(
+            self.hooks.message_saved.send(
                 run.owner, session_id=run.session_id, message_id=final.message_id, role="assistant"
             )
 

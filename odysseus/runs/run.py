@@ -176,7 +176,7 @@ class Run:
     def settle(self) -> None:
         """Keep only what a finished run's readers use while it waits in the replay window.
 
-        Called once the run has finalized, announced its end (``signals.run_finished``) and its
+        Called once the run has finalized, announced its end (``hooks.run_finished``) and its
         worker is done: nothing will append, observe, cancel it for real, or read its context or the
         usage, metrics, route and fallback its terminal record and saved message already carry. Its
         cancel token becomes a ``SettledToken``, its event and lock the ones every settled run

@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Tuple
 
-from .. import signals
 from ..errors import CapacityError, Conflict, NotFound
 from ..events import CHAT_TERMINAL, RUN_STARTED, START, Event
 from ..store import Store, new_id
@@ -30,6 +29,7 @@ from .run_log import ByteBudget, LogFull
 
 if TYPE_CHECKING:
     from .durable import DurableLog
+    from .hooks import EngineHooks
 
 #: A turn: given its run context, yields canonical events. It must honour ``context.cancel``.
 Turn = Callable[[RunContext], Iterator[Event]]
@@ -83,6 +83,7 @@ class Starting:
     config: dict
     worker: str
     budget: ByteBudget
+    hooks: "EngineHooks"
     durable: "DurableLog"
     backend: Any  # backend.LocalBackend or redis_backend.RedisBackend (make_backend)
     runs: Dict[str, Run]
@@ -137,7 +138,7 @@ class Starting:
             for entry in run.log.read_after(run.log.base):  # run_started and start
                 self.durable.enqueue(run.run_id, entry)
         self.backend.run_started(run)  # [issue 14] lease
-        signals.run_started.send(run)
+        self.hooks.run_started.send(run)
         self._spawn(run, turn)
         return Started(session_id, run)
 

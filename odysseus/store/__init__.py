@@ -60,7 +60,7 @@ class Store:
         self.search = SearchRepo(self.locked)  # m111_page: FTS5 over message text
         self.user_settings = UserSettingsRepo(self.locked)  # m111_page: per-user settings
         self.user_admin = UserAdminRepo(self.locked)  # m111_page: admin flag, disabled accounts
-        self.code_access = CodeAccessRepo(self.locked)  # m105: who may use the code tools
+        self.code_access = CodeAccessRepo(self.locked)  # m112: who may use the code tools
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
         self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
         self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads

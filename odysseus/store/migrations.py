@@ -1,17 +1,27 @@
 """Ordered schema migrations over sqlite-utils (``m001_...`` style).
 
 Each migration runs once, in order, recorded in ``_migrations``. Never edit a
-migration that has shipped; add a new one.
+migration that has shipped; add a new one. Their numbers increase in the order they run
+(``tests/test_migration_names.py`` keeps it so). A shipped migration that is renamed keeps its
+old name in ``RENAMED``: ``migrate`` renames its ``_migrations`` row first, so a database made
+under the old name neither runs it again nor skips anything.
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import Callable, List
+from typing import Callable, Dict, List
 
 from sqlite_utils import Database
 
 MIGRATIONS: List[Callable[[Database], None]] = []
+
+#: old name -> name now, for shipped migrations renamed so that their numbers run in order
+RENAMED: Dict[str, str] = {
+    "m108_research": "m109_research",  # shared m108 with m108_memories
+    "m109_workflows": "m110_workflows",
+    "m105_code_tools_access": "m112_code_tools_access",  # ran after m111_page
+}
 
 
 def migration(fn: Callable[[Database], None]) -> Callable[[Database], None]:
@@ -158,6 +168,9 @@ def migrate(db: Database) -> None:
     """Apply every migration not yet applied (the caller holds one transaction around all of them)."""
     if "_migrations" not in db.table_names():
         db.table("_migrations").create({"name": str, "applied_at": str}, pk="name")
+    for old, new in RENAMED.items():  # rows written under an old name (a row under the new one wins)
+        db.execute("update or ignore _migrations set name = ? where name = ?", [new, old])
+        db.execute("delete from _migrations where name = ?", [old])
     done = {row["name"] for row in db["_migrations"].rows}
     for fn in MIGRATIONS:
         if fn.__name__ not in done:
@@ -354,7 +367,7 @@ def m108_memories(db: Database) -> None:
 
 
 @migration
-def m108_research(db: Database) -> None:
+def m109_research(db: Database) -> None:
     """Research jobs: one row per job (its id is the run id), with the result once it has ended."""
     db.table("research_jobs").create(
         {
@@ -382,7 +395,7 @@ def m108_research(db: Database) -> None:
 
 
 @migration
-def m109_workflows(db: Database) -> None:
+def m110_workflows(db: Database) -> None:
     """Agent Alloy workflows: a supervisor agent and its specialists, per owner (members as JSON)."""
     db.table("workflows").create(
         {
@@ -426,7 +439,7 @@ def m111_page(db: Database) -> None:
 
 
 @migration
-def m105_code_tools_access(db: Database) -> None:
+def m112_code_tools_access(db: Database) -> None:
     """Who may use the code tools: an admin's per-user and per-profile settings (no row = the default)."""
     db.table("code_tools_access").create(
         {

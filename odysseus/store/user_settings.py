@@ -39,8 +39,3 @@ class UserSettingsRepo:
                         " updated_at = excluded.updated_at",
                         [owner, key, json.dumps(value), now],
                     )
-
-    def delete_owner(self, owner: str) -> None:
-        """Remove every setting of ``owner``."""
-        with self._l.tx() as db:
-            db.execute("delete from user_settings where owner = ?", [owner])

@@ -1,19 +1,26 @@
-"""The plain chat turn: session history in, one streamed completion out.
+"""Chat mode: session history in, one streamed completion out.
 
-No Flask and no SQL here: the route hands over the history it read, and the run
-engine drives the generator this returns.
+``build_chat_turn`` is the mode's builder (``turns/registry.py``); with ``active_doc_id`` it
+hands over to the document chat (``turns/document.py``). ``chat_turn`` is what the run executes.
+No Flask and no SQL here: the engine hands over the history it read.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional
 
 from ..context import apply_injections
 from ..events import Event
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
+from . import document
 from .messages import Gather, announce, model_messages
+from .registry import PreparedTurn, register_mode
+from .request import TurnRequest
+
+if TYPE_CHECKING:
+    from .start import TurnService
 
 
 def chat_turn(
@@ -50,3 +57,25 @@ def chat_turn(
         yield from (window.measured(stream, context) if window is not None else stream)
 
     return turn
+
+
+def build_chat_turn(
+    turns: "TurnService", request: TurnRequest, candidates: List[Candidate], owner: str
+) -> PreparedTurn:
+    """Chat mode's builder: a plain completion, or the document chat when a document is open."""
+    if request.active_doc_id:  # an open editor document: chat with the document tools
+        return document.build_document_chat_turn(turns, request, candidates, owner)
+    gather = turns.gather(owner, request)
+    window = turns.window(request, candidates)  # the model's window: compaction, trimming (issue 17)
+    return PreparedTurn(
+        request.message,
+        request.client_message_id,
+        lambda history: chat_turn(
+            candidates, history, request.temperature, request.system_prompt, gather=gather, window=window
+        ),
+    )
+
+
+def init_app(app: Any) -> None:
+    """Register chat mode."""
+    register_mode(app, "chat", build_chat_turn)

@@ -1,57 +1,36 @@
-"""Flask glue of Agent Alloy: which workflow answers, and the agent-mode turn that runs it.
+"""Agent Alloy: the agent-mode turn that runs a workflow (a supervisor delegating to specialists).
 
-Two entry points, each one call from existing code:
-
-- ``apply_workflow_routing`` (agent API routing): ``workflow_id`` wins over
-  ``target_agent_id`` and profiles; an unknown or foreign workflow is a 404 before the
-  stream starts; the choice is recorded as ``routed_by: "workflow_id"``.
-- ``build_workflow_turn`` (agent mode's builder, both /api/chat_stream and the agent API):
-  a new task with ``workflow_id``, or the continuation of a workflow task (an approval
-  answer or Continue, recognised by ``state["alloy"]``). It validates everything and
-  stores nothing; the supervisor's model is resolved here, so a bad one is a 404 too.
+``build_workflow_turn`` is reached from agent mode's builder (``turns/agent.py``), on
+/api/chat_stream and the agent API alike: a new task with ``workflow_id``, or the continuation
+of a workflow task (an approval answer or Continue, recognised by ``state["alloy"]``). It
+validates everything and stores nothing; the supervisor's model is resolved here, so a bad one
+is a 404 too. (Which workflow answers an agent-API turn is routing: ``turns/routing.py``.)
 """
 
 from __future__ import annotations
 
-from typing import Optional
-
-from flask import current_app
+from typing import TYPE_CHECKING, List, Optional
 
 from ..agent.agent_loop import Resolution, initial_state
 from ..alloy.plan import AgentFactory, AlloySettings
 from ..alloy.workflow_loop import workflow_turn
-from ..errors import BadRequest, NotFound
+from ..errors import NotFound
 from ..events import AGENT_TERMINAL
-from . import code_tools_routes
-from .turn_registry import PreparedTurn
-from .turn_start import ext
+from ..llm.llm_core import Candidate
+from .registry import PreparedTurn
+from .request import RoutedAgent, TurnRequest
+
+if TYPE_CHECKING:
+    from .start import TurnService
 
 AGENT_FIELDS = ("name", "model", "temperature", "system_prompt", "tools")
 
 
-def _workflow_id(data: dict) -> str:
-    value = data.get("workflow_id")
-    if not isinstance(value, str) or not value.strip() or len(value) > 100:
-        raise BadRequest("workflow_id must be a workflow's id (a non-empty string)")
-    return value
-
-
-def _label(workflow: dict) -> dict:
-    return {"workflow_id": workflow["id"], "agent_id": workflow["supervisor_agent_id"], "routed_by": "workflow_id"}
-
-
-def apply_workflow_routing(store, owner: str, req: dict) -> dict:
-    """Route an agent-API turn to a workflow (404 for unknown or foreign ids); return the label."""
-    workflow = store.workflows.get(owner, _workflow_id(req["data"]))
-    req["agent"] = _label(workflow)
-    return req["agent"]
-
-
-def wants_workflow(data: dict, state: Optional[dict]) -> bool:
+def wants_workflow(request: TurnRequest, state: Optional[dict]) -> bool:
     """True for a new task naming a workflow, or a continuation of a workflow task."""
     if state is not None:
         return bool(state.get("alloy"))
-    return data.get("workflow_id") not in (None, "")
+    return request.workflow_id is not None
 
 
 def _agent_config(store, owner: str, agent_id: str) -> Optional[dict]:
@@ -86,8 +65,9 @@ def make_plan(store, owner: str, workflow: dict) -> dict:
 
 
 def build_workflow_turn(
-    req: dict,
-    candidates,
+    turns: "TurnService",
+    request: TurnRequest,
+    candidates: List[Candidate],
     owner: str,
     state: Optional[dict] = None,
     resolution: Optional[Resolution] = None,
@@ -95,27 +75,29 @@ def build_workflow_turn(
     user_metadata: Optional[dict] = None,
 ) -> PreparedTurn:
     """The PreparedTurn of a workflow task (new, or continued from ``state`` after an answer)."""
-    service = current_app.extensions["odysseus.agent"]
+    service = turns.agent
     if state is None:
-        workflow = ext("store").workflows.get(owner, _workflow_id(req["data"]))
-        plan = make_plan(ext("store"), owner, workflow)
-        message = req["message"]
+        assert request.workflow_id is not None  # wants_workflow
+        workflow = turns.store.workflows.get(owner, request.workflow_id)
+        plan = make_plan(turns.store, owner, workflow)
+        message = request.message
     else:
         plan = state["alloy"]
-    plan["model_from_request"] = bool(req["data"].get("model"))
+    plan["model_from_request"] = bool(request.model)
     # every agent of the workflow gets the code tools only when the admin allows them for this user (no network)
-    registry, _network = code_tools_routes.offer(service.registry, owner, None)
+    registry, _network = service.toolbox.for_turn(owner, None)
     factory = AgentFactory(
         plan,
-        ext("router").resolve,
+        turns.router.resolve,
         candidates,
         registry,
         service.settings,
-        AlloySettings.from_config(current_app.config),
-        req.get("temperature"),
+        AlloySettings.from_config(turns.config),
+        request.temperature,
     )
     setup = factory.setup(plan["workflow"]["supervisor_agent_id"], 0)  # a bad model is a 404 now
-    req["agent"] = _label(plan["workflow"])
+    chosen = plan["workflow"]
+    agent = RoutedAgent("workflow_id", agent_id=chosen["supervisor_agent_id"], workflow_id=chosen["id"])
 
     def make_turn(history):
         start = state
@@ -125,5 +107,10 @@ def build_workflow_turn(
         return workflow_turn(factory, setup, service.hooks, start, resolution)
 
     return PreparedTurn(
-        message, req["client_message_id"], make_turn, terminal_type=AGENT_TERMINAL, user_metadata=user_metadata
+        message,
+        request.client_message_id,
+        make_turn,
+        terminal_type=AGENT_TERMINAL,
+        user_metadata=user_metadata,
+        agent=agent,
     )

@@ -1,19 +1,16 @@
-"""Flask glue of research mode: the ``research`` builder, ``use_research`` on chat turns, and the job rows.
+"""Research mode: the ``research`` builder, and the job rows kept in step with the runs.
 
 A research job is a run of the run engine in mode ``research``; its job id is the run id.
 The job row (``store.research``) is written when the run starts and completed when it
-finishes, from the run's own record (``signals.run_started`` / ``run_finished``), so the
-job list and results stay right however the run was started (the research API, a chat
-turn with ``use_research: true``, the agent API) and however it ended.
+finishes, from the run's own record (the engine's ``run_started`` / ``run_finished``), so the
+job list and results stay right however the run was started (the research API, a chat turn
+with ``use_research: true``, the agent API) and however it ended.
 """
 
 from __future__ import annotations
 
-from typing import List
+from typing import TYPE_CHECKING, Any, List
 
-from flask import Flask, current_app
-
-from .. import signals
 from ..errors import BadRequest
 from ..events import CHAT_TERMINAL
 from ..llm.llm_core import Candidate
@@ -22,46 +19,31 @@ from ..research.limits import ResearchLimits
 from ..research.pages import backend_problem
 from ..research.turn import research_turn
 from ..sse import JOB_STATUS
-from .turn_registry import PreparedTurn, register_mode
+from .registry import PreparedTurn, register_mode
+from .request import TurnRequest
+
+if TYPE_CHECKING:
+    from .start import TurnService
 
 MAX_QUESTION_CHARS = 4000
 
 
-def wants_research(data: dict) -> bool:
-    """The ``use_research`` flag of a turn body (true/false, or "true"/"false" from forms)."""
-    value = data.get("use_research")
-    if value is None or value is False or value == "":
-        return False
-    if value is True:
-        return True
-    if isinstance(value, str) and value.lower() in ("true", "1", "yes", "false", "0", "no"):
-        return value.lower() in ("true", "1", "yes")
-    raise BadRequest("use_research must be true or false")
-
-
-def apply_use_research(req: dict) -> dict:
-    """Turn a parsed chat/agent turn into a research job when its body asks for one."""
-    if wants_research(req["data"]):
-        if req["mode"] == "compare":
-            raise BadRequest("use_research cannot be combined with compare mode")
-        req["mode"] = "research"
-    return req
-
-
-def build_research_turn(req: dict, candidates: List[Candidate], owner: str) -> PreparedTurn:
+def build_research_turn(
+    turns: "TurnService", request: TurnRequest, candidates: List[Candidate], owner: str
+) -> PreparedTurn:
     """Validate a research request (question, limits, search backend); store nothing."""
-    config = current_app.config
-    question = " ".join(req["message"].split())
+    config = turns.config
+    question = " ".join(request.message.split())
     if len(question) > MAX_QUESTION_CHARS:
         raise BadRequest(f"the research question is longer than {MAX_QUESTION_CHARS} characters")
     problem = backend_problem(config)
     if problem:
         raise BadRequest(problem, reason="unavailable")
-    limits = ResearchLimits.from_request(config, req["data"])
+    limits = ResearchLimits.from_request(config, request.research)
     settings = dict(config)
     return PreparedTurn(
-        req["message"],
-        req["client_message_id"],
+        request.message,
+        request.client_message_id,
         lambda history: research_turn(candidates, question, limits, settings),
         terminal_type=CHAT_TERMINAL,
         user_metadata={"research": {"limits": limits.to_dict()}},
@@ -71,17 +53,13 @@ def build_research_turn(req: dict, candidates: List[Candidate], owner: str) -> P
 class ResearchJobs:
     """Keeps ``store.research`` in step with the research runs of one app."""
 
-    def __init__(self, app: Flask):
-        self.store = app.extensions["odysseus.store"]
-        self.manager = app.extensions["odysseus.runs"]
-
-    def _ours(self, run) -> bool:
-        # blinker signals are process-wide: only runs of this app's engine are ours
-        return run.mode == "research" and self.manager.runs.get(run.run_id) is run
+    def __init__(self, store: Any, engine: Any):
+        self.store = store
+        self.manager = engine
 
     def started(self, run) -> None:
         """A research run started: record its job."""
-        if not self._ours(run):
+        if run.mode != "research":
             return
         query = ""
         if run.user_message_id is not None:
@@ -90,7 +68,7 @@ class ResearchJobs:
 
     def finished(self, run) -> None:
         """A research run ended: save its result with the job."""
-        if not self._ours(run):
+        if run.mode != "research":
             return
         state = run.context.metadata.get("research") or {}
         sources, findings = state.get("sources") or [], state.get("findings") or []
@@ -110,18 +88,17 @@ class ResearchJobs:
             error=run.error,
         )
 
-    def forget_session(self, app: Flask, owner: str, session_id: str, **_) -> None:
+    def forget_session(self, owner: str, session_id: str, **_: Any) -> None:
         """A session was deleted: its jobs go with it."""
         self.store.research.delete_session(owner, session_id)
 
 
-def init_app(app: Flask) -> None:
-    """Register research mode and its routes, and keep the job rows in step with the runs."""
-    jobs = app.extensions["odysseus.research"] = ResearchJobs(app)
-    signals.run_started.connect(jobs.started, weak=False)
-    signals.run_finished.connect(jobs.finished, weak=False)
-    signals.session_deleted.connect(jobs.forget_session, sender=app, weak=False)
+def init_app(app: Any) -> None:
+    """Register research mode and keep the job rows in step with the runs."""
+    ext = app.extensions
+    engine = ext["odysseus.runs"]
+    jobs = ext["odysseus.research"] = ResearchJobs(ext["odysseus.store"], engine)
+    engine.hooks.run_started.connect(jobs.started)
+    engine.hooks.run_finished.connect(jobs.finished)
+    engine.hooks.session_deleted.connect(jobs.forget_session)
     register_mode(app, "research", build_research_turn)
-    from .research_routes import bp
-
-    app.register_blueprint(bp)
