@@ -282,3 +282,41 @@ def test_deleting_the_session_deletes_its_responses_and_no_index_costs_every_tur
     assert left == [chat.json["id"]]  # the other conversation's completion stays
     # every message moves its session's updated_at: one index over it, which the page's list uses
     assert indexes == {"idx_sessions_owner_origin_updated"} and "idx_sessions_owner_origin_updated" in plan
+
+
+@pytest.fixture
+def slow_app(tmp_path):
+    """The demo model at 50 ms a token (a reply takes seconds), one run at a time, one stream per user."""
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "DEMO_TOKEN_DELAY": 0.05,
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "MAX_ACTIVE_RUNS": 1,
+            "MAX_STREAMS_PER_USER": 1,
+        }
+    )
+    yield application
+    close_app(application)
+
+
+def test_conflict_capacity_and_stream_limits_are_openai_errors(slow_app):
+    client = slow_app.test_client()
+    running = client.post("/v1/responses", json={"model": MODEL, "input": "slow", "background": True}).json
+    assert running["status"] == "in_progress"
+    before = counts(slow_app)
+    busy = client.post("/v1/responses", json={"model": MODEL, "input": "next", "previous_response_id": running["id"]})
+    assert busy.status_code == 409 and busy.json["error"]["code"] == "conflict"
+    full = client.post("/v1/chat/completions", json={"model": MODEL, "messages": [{"role": "user", "content": "x"}]})
+    assert full.status_code == 503 and full.json["error"]["type"] == "server_error"
+    assert int(full.headers["Retry-After"]) >= 1
+    assert counts(slow_app) == before  # refused: nothing stored
+    stream = client.get(f"/v1/responses/{running['id']}?stream=true")  # holds this user's one stream slot
+    try:
+        second = client.get(f"/v1/responses/{running['id']}?stream=true")
+        assert second.status_code == 429 and second.json["error"]["type"] == "rate_limit_error"
+        assert int(second.headers["Retry-After"]) >= 1
+    finally:
+        stream.close()
+    assert client.post(f"/v1/responses/{running['id']}/cancel").json["status"] == "cancelled"
