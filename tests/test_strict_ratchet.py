@@ -18,6 +18,10 @@ STRICT = {
     "odysseus.sse",
     "odysseus.config",
     "odysseus.config_keys",
+    "odysseus.turns",
+    "odysseus.turns.start",
+    "odysseus.runs",
+    "odysseus.runs.engine",
 }
 
 #: the per-module flags `mypy --strict` turns on (`mypy --help`, mypy 2.x)
