@@ -20,7 +20,7 @@ import difflib
 import logging
 import os
 import tomllib
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from . import config_keys
 from .errors import OdysseusError
@@ -81,7 +81,7 @@ def providers_from_env(env: Mapping[str, str]) -> List[ProviderConfig]:
     return found
 
 
-def providers_from_toml(tables: List[dict]) -> List[ProviderConfig]:
+def providers_from_toml(tables: List[Dict[str, Any]]) -> List[ProviderConfig]:
     """Providers from ``[[providers]]`` tables."""
     known = {"name", "kind", "base_url", "api_key", "models", "default_model"}
     result = []
@@ -109,9 +109,10 @@ def providers_from_toml(tables: List[dict]) -> List[ProviderConfig]:
     return result
 
 
-def model_entries(entries: List[Any]) -> tuple:
+def model_entries(entries: List[Any]) -> Tuple[List[str], Dict[str, int]]:
     """A provider's ``models``: names, or tables ``{name = "...", context_length = N}``; (names, {name: N})."""
-    names, windows = [], {}
+    names: List[str] = []
+    windows: Dict[str, int] = {}
     for entry in entries:
         if isinstance(entry, dict):
             if not isinstance(entry.get("name"), str) or not entry["name"]:
@@ -127,7 +128,7 @@ def model_entries(entries: List[Any]) -> tuple:
 #: Top-level TOML tables read as tables rather than flattened into keys (``TABLES``).
 TOML_TABLES = frozenset({"prices"})
 #: Warnings already logged by this process (or by the gunicorn master it was forked from).
-_said: set = set()
+_said: Set[str] = set()
 
 
 def _warn_once(message: str) -> None:
@@ -173,7 +174,7 @@ def load_config(
     its master warns)."""
     env = os.environ if env is None else env
     config: Dict[str, Any] = dict(DEFAULTS)
-    toml_providers: List[dict] = []
+    toml_providers: List[Dict[str, Any]] = []
     routes: Dict[str, List[str]] = {}
     extra: Dict[str, Any] = {}
     path = env.get("ODYSSEUS_CONFIG")

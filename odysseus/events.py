@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Optional, Type, TypeVar
+from typing import Any, Callable, Dict, Optional, Tuple, Type, TypeVar
 
 # Event types that end the transcript part of a run.
 RUN_STARTED = "run_started"
@@ -126,7 +126,7 @@ _set_type = _Fields.type.__set__  # type: ignore[attr-defined]
 _set_data = _Fields.data.__set__  # type: ignore[attr-defined]
 _set_seq = _Fields.seq.__set__  # type: ignore[attr-defined]
 _alloc = object.__new__
-_decode_payload = json.JSONDecoder().decode
+_decode_payload: Callable[[str], Dict[str, Any]] = json.JSONDecoder().decode
 
 
 class Event(_Fields):
@@ -142,10 +142,10 @@ class Event(_Fields):
     __slots__ = ()
 
     type: str
-    data: dict
+    data: Dict[str, Any]
     seq: Optional[int]
 
-    def __init__(self, type: str, data: Optional[dict] = None, seq: Optional[int] = None) -> None:  # noqa: A002
+    def __init__(self, type: str, data: Optional[Dict[str, Any]] = None, seq: Optional[int] = None) -> None:  # noqa: A002
         _set_type(self, type)
         _set_data(self, {} if data is None else data)
         _set_seq(self, seq)
@@ -174,13 +174,13 @@ class Event(_Fields):
     def __repr__(self) -> str:
         return f"Event(type={self.type!r}, data={self.data!r}, seq={self.seq!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Type["Event"], Tuple[str, Dict[str, Any], Optional[int]]]:
         return (Event, (self.type, self.data, self.seq))
 
     def __copy__(self) -> "Event":
         return self  # immutable: a copy is the same value
 
-    def __deepcopy__(self, memo: dict) -> "Event":
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Event":
         return Event(self.type, copy.deepcopy(self.data, memo), self.seq)
 
 
@@ -200,7 +200,7 @@ class StoredEvent(Event):
     payload: str
 
     @property
-    def data(self) -> dict:  # type: ignore[override]
+    def data(self) -> Dict[str, Any]:  # type: ignore[override]
         """The payload, decoded (a new dict each time: nothing is cached)."""
         return _decode_payload(self.payload)
 
@@ -260,7 +260,7 @@ def tool_call_delta(
     index: int, arguments_delta: str, call_id: Optional[str] = None, name: Optional[str] = None
 ) -> Event:
     """A fragment of a tool call's arguments as the provider streams it (id and name when first known)."""
-    data: dict = {"index": index, "arguments_delta": arguments_delta}
+    data: Dict[str, Any] = {"index": index, "arguments_delta": arguments_delta}
     if call_id:
         data["id"] = call_id
     if name:

@@ -19,9 +19,17 @@ import itertools
 import logging
 import threading
 from collections import deque
-from typing import Callable, Deque, Dict, List, Tuple
+from typing import Callable, Deque, Dict, List, Protocol, Tuple
 
 log = logging.getLogger(__name__)
+
+
+class JobQueue(Protocol):
+    """What the background-job service needs of a pool: this module's, or the Redis backend's."""
+
+    def submit(self, job_id: str, owner: str = "") -> None:
+        """Queue a persisted job of ``owner``."""
+        ...
 
 
 class JobPool:

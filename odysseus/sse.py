@@ -9,7 +9,7 @@ event carries ``id: <seq>`` so a client can resume after it.
 from __future__ import annotations
 
 import json
-from typing import Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 from . import event_vocabulary
 from .events import (
@@ -100,7 +100,7 @@ AGENT_NAMES = event_vocabulary.agent_names()  # derived from odysseus.event_voca
 TOOL_RESULT_PREVIEW = 500
 
 
-def named_frame(name: str, data: dict, seq: Optional[int] = None) -> str:
+def named_frame(name: str, data: Dict[str, Any], seq: Optional[int] = None) -> str:
     """One named SSE frame."""
     head = f"id: {seq}\n" if seq is not None else ""
     return f"{head}event: {name}\ndata: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
@@ -166,7 +166,7 @@ def agent_frame(event: Event, payload_json: Optional[str] = None) -> Optional[st
 JOB_STATUS = {"done": "done", "error": "error", "stopped": "cancelled", "interrupted": "error"}
 
 
-def job_frame(data: dict, seq: Optional[int] = None) -> str:
+def job_frame(data: Dict[str, Any], seq: Optional[int] = None) -> str:
     """One job-stream frame: ``data: {...}`` with its id."""
     head = f"id: {seq}\n" if seq is not None else ""
     return f"{head}data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"

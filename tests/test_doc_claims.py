@@ -92,7 +92,7 @@ def _stop_reasons_in_code():
     reasons = set(re.findall(r'Outcome\("\w+", "(\w+)"', text))
     reasons |= set(re.findall(r'_end\(run, "(\w+)"\)', text))
     reasons |= set(re.findall(r'stop_run\([^)]*, "(\w+)"\)', text))
-    reasons |= set(re.findall(r'stop_elsewhere\([^)]*"(\w+)"', text))
+    reasons |= set(re.findall(r'stop_elsewhere\([^)]*?, "(\w+)"', text))  # an argument, not an annotation
     reasons |= set(re.findall(r'stop_reason="(\w+)"', text))
     reasons |= {"stopped"}  # the default reason of a stop request (runs/outcome.py cancel_outcome)
     reasons -= {"shutdown"}  # becomes "interrupted"

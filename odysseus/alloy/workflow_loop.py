@@ -24,7 +24,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Dict, Generator, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Generator, Iterator, List, Optional, Tuple
 
 from ..agent.agent_loop import AgentHooks, AgentLoop, Resolution, initial_state
 from ..agent.guards import sanitize
@@ -438,7 +438,7 @@ class WorkflowLoop(AgentLoop):
 
 def workflow_turn(
     factory: AgentFactory, setup: AgentSetup, hooks: AgentHooks, state: dict, resolution: Optional[Resolution] = None
-):
+) -> Callable[[RunContext], Iterator[Event]]:
     """Return the run engine's turn generator for the workflow's supervisor (``setup``)."""
 
     def turn(ctx: RunContext) -> Iterator[Event]:

@@ -19,12 +19,21 @@ shared, other workers do not exist, readers of a run not in memory read the dura
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional
 
 from ..errors import CapacityError, OdysseusError
+from ..events import Event
 from .follow import Projection, follow_durable
 from .run import Run
 from .run_log import ByteBudget, RunLog
+
+if TYPE_CHECKING:
+    from ..jobs import JobQueue
+    from ..store import Store
+    from .engine import RunEngine
+
+#: the final events of a run recovered as interrupted, from its runs row and saved message id
+TailBuilder = Callable[[Dict[str, Any], Optional[int]], List[Event]]
 
 
 class LocalBackend:
@@ -32,11 +41,11 @@ class LocalBackend:
 
     name = "memory"
 
-    def __init__(self, config: dict, worker: str):
+    def __init__(self, config: Mapping[str, Any], worker: str):
         self.config = config
         self.worker = worker
 
-    def start(self, engine) -> None:
+    def start(self, engine: "RunEngine") -> None:
         """Start background work (nothing here)."""
 
     def close(self) -> None:
@@ -46,10 +55,9 @@ class LocalBackend:
         """A new run's log (its first event is ``base + 1``)."""
         return RunLog(max_events, max_bytes, budget, base)
 
-    @contextlib.contextmanager
-    def session_lock(self, owner: str, session_id: str) -> Iterator[None]:
+    def session_lock(self, owner: str, session_id: str) -> ContextManager[None]:
         """No other worker exists: the engine's own lock suffices."""
-        yield
+        return contextlib.nullcontext()
 
     def run_started(self, run: Run) -> None:
         """A run started here (the durable writer already renews its SQLite lease)."""
@@ -58,7 +66,13 @@ class LocalBackend:
         """A run ended here."""
 
     def follow(
-        self, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+        self,
+        engine: "RunEngine",
+        run_id: str,
+        after: int,
+        projection: Projection,
+        heartbeat_interval: float,
+        opened: bool = False,
     ) -> Iterator[str]:
         """A run this worker does not hold in memory: its durable log."""
         return follow_durable(
@@ -66,26 +80,26 @@ class LocalBackend:
         )
 
     def stop_elsewhere(
-        self, engine, owner: str, run_id: Optional[str], reason: str, session_id: Optional[str] = None
+        self, engine: "RunEngine", owner: str, run_id: Optional[str], reason: str, session_id: Optional[str] = None
     ) -> bool:
         """No other worker can hold the run."""
         return False
 
-    def replace_elsewhere(self, engine, owner: str, session_id: str) -> bool:
+    def replace_elsewhere(self, engine: "RunEngine", owner: str, session_id: str) -> bool:
         """No other worker can hold the session's run."""
         return False
 
-    def recover(self, engine, is_local: Callable[[str], bool], build_tail) -> List[str]:
+    def recover(self, engine: "RunEngine", is_local: Callable[[str], bool], build_tail: TailBuilder) -> List[str]:
         """Mark runs whose worker is gone ``interrupted`` (expired SQLite lease or dead pid)."""
         return engine.durable.recover(is_local, build_tail, timeout=120)
 
-    def job_pool(self, workers: int, run_job: Callable[..., None], store, engine):
+    def job_pool(self, workers: int, run_job: Callable[..., None], store: "Store", engine: "RunEngine") -> "JobQueue":
         """The background-job queue of this process."""
         from ..jobs import JobPool
 
         return JobPool(workers, run_job)
 
-    def stats(self) -> dict:
+    def stats(self) -> Dict[str, Any]:
         """For ``/api/health``."""
         return {"backend": self.name}
 
@@ -94,7 +108,7 @@ class BackendUnavailable(CapacityError):
     """The shared run backend (Redis) cannot be reached: 503 with Retry-After, nothing is stored."""
 
 
-def make_backend(config: dict, worker: str):
+def make_backend(config: Mapping[str, Any], worker: str) -> LocalBackend:
     """The backend ``RUN_BACKEND`` names."""
     kind = config.get("RUN_BACKEND", "memory")
     if kind == "memory":

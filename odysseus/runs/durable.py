@@ -36,12 +36,12 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..events import CLOSE, DELTA, Event
 from ..llm.text_repair import repair_text
 from ..process_identity import worker_is_dead
-from ..store.database import connect
+from ..store.database import Executes, connect
 from ..store.messages import insert_message
 from .event_packs import INSERT, Row, iter_events, pack_rows, read_after, read_newest
 from .native import NativeWorker, gevent_active
@@ -70,7 +70,7 @@ class FinalSave:
     error: Optional[str]
     content: str
     thinking: str
-    metadata: dict
+    metadata: Dict[str, Any]
     #: numbered after the run's last logged event; receives the saved message id
     build_tail: Callable[[Optional[int]], List[Event]]
     first_tail_seq: int
@@ -101,7 +101,7 @@ def number_tail(events: List[Event], first_seq: int) -> List[Entry]:
 class DurableLog:
     """The write-through event log and every engine write, on one native thread."""
 
-    def __init__(self, path: str, config: dict, worker: str):
+    def __init__(self, path: str, config: Mapping[str, Any], worker: str):
         self.path = path
         self.worker = worker
         self.interval = float(config.get("EVENT_FLUSH_INTERVAL", 0.2))
@@ -187,7 +187,7 @@ class DurableLog:
     def recover(
         self,
         is_owned: Callable[[str], bool],
-        build_tail: Callable[[dict, Optional[int]], List[Event]],
+        build_tail: Callable[[Dict[str, Any], Optional[int]], List[Event]],
         timeout: Optional[float] = None,
     ) -> List[str]:
         """Mark runs whose driver is gone ``interrupted`` (partial = their durable deltas); returns their ids."""
@@ -211,7 +211,7 @@ class DurableLog:
         _busy, frames, done = self._db().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return frames, done
 
-    def stats(self) -> dict:
+    def stats(self) -> Dict[str, Any]:
         """Backlog and health of the writer, for ``/api/health``."""
         return {
             "pending_events": len(self._pending) + len(self._retry),
@@ -413,7 +413,9 @@ class DurableLog:
         final.message_id, final.saved = message_id, True
         return [(final.run_id, event.seq, event.type, payload) for event, payload in final.tail]  # type: ignore[misc]
 
-    def _recover_native(self, is_owned, build_tail) -> List[str]:
+    def _recover_native(
+        self, is_owned: Callable[[str], bool], build_tail: Callable[[Dict[str, Any], Optional[int]], List[Event]]
+    ) -> List[str]:
         conn = self._db()
         now = time.time()
         rows = conn.execute(
@@ -449,7 +451,12 @@ class DurableLog:
                 log.exception("could not recover run %s", run_id)
         return recovered
 
-    def _recover_one(self, conn: sqlite3.Connection, row: dict, build_tail) -> None:
+    def _recover_one(
+        self,
+        conn: sqlite3.Connection,
+        row: Dict[str, Any],
+        build_tail: Callable[[Dict[str, Any], Optional[int]], List[Event]],
+    ) -> None:
         conn.execute("BEGIN IMMEDIATE")
         content: List[str] = []
         thinking: List[str] = []
@@ -510,17 +517,18 @@ class _RawDb:
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
 
-    def execute(self, sql: str, params=None):
+    def execute(self, sql: str, params: Optional[Sequence[Any]] = None) -> sqlite3.Cursor:
+        """Run one statement on the raw connection."""
         return self.conn.execute(sql, params or [])
 
 
-def read_events(db, run_id: str, after: int, limit: int = 500) -> List[Tuple[int, str, str]]:
+def read_events(db: Executes, run_id: str, after: int, limit: int = 500) -> List[Tuple[int, str, str]]:
     """At most ``limit`` durable events of a run after ``after``: (seq, type, payload), in order, packs
     unpacked, whichever row the cursor falls in (request-path connection)."""
     return read_after(db, run_id, after, limit)
 
 
-def read_tail(db, run_id: str, count: int = 8) -> List[Tuple[int, str, str]]:
+def read_tail(db: Executes, run_id: str, count: int = 8) -> List[Tuple[int, str, str]]:
     """A run's last ``count`` durable events, newest first: (seq, type, payload)."""
     return read_newest(db, run_id, count)
 

@@ -46,7 +46,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..cancel import Cancelled
 from ..errors import OdysseusError, ProviderError
@@ -85,7 +85,7 @@ BURST_SLICE = 0.002
 class RunEngine(Starting, Housekeeping):
     """All runs of this process: start, stop, follow, finalize, evict, lease, recover, shut down."""
 
-    def __init__(self, store: Store, config: dict):
+    def __init__(self, store: Store, config: Dict[str, Any]):
         self.store = store
         self.config = config
         self.grace = float(config["EVICT_GRACE"])

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Dict, Generator, Iterable, List, Optional, Tuple
 
+from ..store.database import Executes
+
 #: the most events one packed row holds
 PACK_EVENTS = 256
 #: a pack is closed before its payload text would pass this many characters (a bigger event is a row alone)
@@ -119,7 +121,7 @@ def unpack(seq: int, from_seq: Optional[int], kind: str, payload: str) -> List[S
     return list(zip(range(from_seq, seq + 1), kinds, payloads, strict=True))
 
 
-def iter_events(db, run_id: str, after: int, max_rows: Optional[int] = None) -> Generator[Stored, None, None]:
+def iter_events(db: Executes, run_id: str, after: int, max_rows: Optional[int] = None) -> Generator[Stored, None, None]:
     """A run's durable events after ``after``, in order, each id once (``db``: anything with ``execute``).
 
     ``max_rows`` bounds the rows read (each holds at least one event after ``after``).
@@ -142,7 +144,7 @@ def iter_events(db, run_id: str, after: int, max_rows: Optional[int] = None) -> 
         rows.close()  # a reader that stops early must not keep the statement (and its snapshot) open
 
 
-def read_after(db, run_id: str, after: int, limit: int) -> List[Stored]:
+def read_after(db: Executes, run_id: str, after: int, limit: int) -> List[Stored]:
     """At most ``limit`` durable events of a run after ``after``, in order."""
     out: List[Stored] = []
     if limit <= 0:
@@ -158,7 +160,7 @@ def read_after(db, run_id: str, after: int, limit: int) -> List[Stored]:
     return out
 
 
-def read_newest(db, run_id: str, count: int) -> List[Stored]:
+def read_newest(db: Executes, run_id: str, count: int) -> List[Stored]:
     """A run's last ``count`` durable events, newest first."""
     out: List[Stored] = []
     if count <= 0:

@@ -38,7 +38,7 @@ first event goes out at once whatever the log's length.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional
 
 from ..events import CLOSE, DELTA, DONE, ERROR, MESSAGE_SAVED, MODEL_INFO, RUN_STARTED, START, Event
 from ..sse import comment
@@ -46,6 +46,10 @@ from .durable import as_entry, read_events, read_tail
 from .heartbeat import END, with_heartbeats
 from .run import Run
 from .run_log import Entry, seq_of
+
+if TYPE_CHECKING:
+    from ..store import Store
+    from .engine import RunEngine
 
 Projection = Callable[[Event, Optional[str]], Optional[str]]
 
@@ -98,7 +102,9 @@ def last_sent_seq(newest_first: Iterable[Entry], projection: Projection) -> Opti
     return None
 
 
-def ended_before(engine, run: Optional[Run], row: Optional[dict], after: int, projection: Projection) -> bool:
+def ended_before(
+    engine: "RunEngine", run: Optional[Run], row: Optional[Dict[str, Any]], after: int, projection: Projection
+) -> bool:
     """True when the run has ended and ``after`` is at or past the last frame this projection sends.
 
     From the memory log while ``run`` holds it, else from the run's durable tail.
@@ -119,7 +125,7 @@ def ended_before(engine, run: Optional[Run], row: Optional[dict], after: int, pr
 
 
 def follow_memory(
-    engine, run: Run, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+    engine: "RunEngine", run: Run, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
 ) -> Iterator[str]:
     """The run's memory log after ``after``, then live events until ``close``; durable if it is released."""
     if not engine.subscribe(run):
@@ -177,7 +183,7 @@ class _MemoryReader:
 
 
 def follow_durable(
-    store,
+    store: "Store",
     run_id: str,
     after: int,
     projection: Projection,
@@ -194,7 +200,7 @@ def follow_durable(
 class _DurableReader:
     """``wait`` for ``with_heartbeats`` over the durable log: pages after the cursor, polled every ``poll`` s."""
 
-    def __init__(self, store, run_id: str, after: int, projection: Projection, poll: float, page: int):
+    def __init__(self, store: "Store", run_id: str, after: int, projection: Projection, poll: float, page: int):
         self.store, self.run_id, self.cursor, self.projection = store, run_id, after, projection
         self.poll, self.page = poll, page
         self.first: Optional[int] = FIRST_PIECE_BYTES
@@ -233,18 +239,20 @@ class _DurableReader:
                 self.behind = False
 
 
-def _still_running(store, run_id: str) -> bool:
+def _still_running(store: "Store", run_id: str) -> bool:
     with store.locked.read() as db:
         row = db.execute("select status from runs where run_id = ?", [run_id]).fetchone()
     return bool(row) and row[0] == "running"
 
 
-def durable_available(row: Optional[dict]) -> bool:
+def durable_available(row: Optional[Dict[str, Any]]) -> bool:
     """True while a run's durable log is kept (inside the replay window)."""
     return row is not None and bool(row) and not row.get("events_purged")
 
 
-def saved_final_state(row: Optional[dict], message: Optional[dict], terminal_type: str) -> List[Event]:
+def saved_final_state(
+    row: Optional[Dict[str, Any]], message: Optional[Dict[str, Any]], terminal_type: str
+) -> List[Event]:
     """A finished run rebuilt from its row and saved reply (for a repeat after the replay window)."""
     if row is None or message is None:
         status = (row or {}).get("status", "unknown")

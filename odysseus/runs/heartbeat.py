@@ -23,7 +23,7 @@ waits once per heartbeat.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Deque, Iterable, Iterator, Optional
 
 from ..sse import comment
 
@@ -98,10 +98,10 @@ class _Parked:
 
     __slots__ = ("_loop", "_waiter", "_callback")
 
-    def __init__(self, loop, waiter):
+    def __init__(self, loop: Any, waiter: Any) -> None:  # gevent's loop and Waiter (gevent ships no types)
         self._loop = loop
         self._waiter = waiter
-        self._callback = None
+        self._callback: Any = None
 
     def release(self) -> None:
         # called by the notifying greenlet (never the hub): the wake goes through the loop
@@ -109,7 +109,7 @@ class _Parked:
             self._callback = self._loop.run_callback(self._waiter.switch, True)
 
 
-def park(waiters, timeout: Optional[float]) -> bool:
+def park(waiters: Deque[Any], timeout: Optional[float]) -> bool:
     """Sleep in a ``threading.Condition``'s waiter list until ``notify`` or ``timeout``; True when notified.
 
     ``waiters`` is the Condition's ``_waiters`` (the list ``notify`` walks, calling ``release``).
@@ -140,7 +140,7 @@ def park(waiters, timeout: Optional[float]) -> bool:
                 pass
 
 
-def wake_parked(waiters) -> None:
+def wake_parked(waiters: Deque[Any]) -> None:
     """Wake every greenlet parked in ``waiters`` (a Condition's ``_waiters``), as ``notify_all`` would.
 
     Under gevent only (see ``park``): the greenlets that park and wake share one thread and a wake

@@ -16,14 +16,16 @@ import itertools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, cast
 
 from .heap_trim import HeapTrimmer
 from .outcome import recovery_tail
 from .run import Run
 
 if TYPE_CHECKING:
+    from .backend import LocalBackend
     from .durable import DurableLog
+    from .engine import RunEngine
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 class Housekeeping:
     """``RunEngine``'s eviction, janitor, recovery and shutdown (see the module docstring)."""
 
-    config: dict
+    config: Dict[str, Any]
     grace: float
     runs: Dict[str, Run]
     by_session: Dict[Tuple[str, str], Run]
@@ -39,13 +41,13 @@ class Housekeeping:
     draining: bool
     maintenance: List[Callable[[], None]]
     durable: "DurableLog"
-    backend: Any  # backend.LocalBackend or redis_backend.RedisBackend (make_backend)
+    backend: "LocalBackend"  # or its subclass redis_backend.RedisBackend (make_backend)
     _lock: Any
     _running: Dict[str, Run]
     _finished: Dict[str, Run]
-    _evict_heap: list
-    _evict_order: "itertools.count"
-    _session_locks: dict
+    _evict_heap: List[Tuple[float, int, Run]]
+    _evict_order: "itertools.count[int]"
+    _session_locks: Dict[Tuple[str, str], threading.Lock]
     _closing: threading.Event
     _janitor: Optional[threading.Thread]
     _janitor_ended: bool
@@ -107,7 +109,7 @@ class Housekeeping:
             return  # closed: nothing may start the writer or the janitor again
         if self._janitor is None or self._janitor_ended:
             self.durable.start()
-            self.backend.start(self)  # [issue 14]
+            self.backend.start(cast("RunEngine", self))  # [issue 14]
             self._janitor_ended = False
             self._janitor = threading.Thread(target=self._run_janitor, name="run-janitor", daemon=True)
             self._janitor.start()
@@ -163,7 +165,8 @@ class Housekeeping:
     # ---------------------------------------------------------------- recovery and shutdown
     def recover_interrupted(self) -> List[str]:
         """Mark ``interrupted`` the runs whose driving worker is gone (expired lease or dead pid), once each."""
-        return self.backend.recover(self, lambda run_id: run_id in self.runs, recovery_tail)  # [issue 14]
+        engine = cast("RunEngine", self)  # Housekeeping is only ever RunEngine's base
+        return self.backend.recover(engine, lambda run_id: run_id in self.runs, recovery_tail)  # [issue 14]
 
     def begin_shutdown(self, grace: Optional[float] = None) -> threading.Thread:
         """Drain: refuse new turns, give running runs ``grace`` seconds, then end them ``interrupted``."""

@@ -10,7 +10,9 @@ the monkey patch (in-process tests) it is a plain one-thread executor.
 from __future__ import annotations
 
 import concurrent.futures
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Generic, Optional, TypeVar, cast
+
+T = TypeVar("T")
 
 
 def gevent_active() -> bool:
@@ -19,7 +21,7 @@ def gevent_active() -> bool:
         from gevent import monkey
     except ImportError:  # pragma: no cover - gevent is a dependency
         return False
-    return monkey.is_module_patched("threading")
+    return bool(monkey.is_module_patched("threading"))
 
 
 def hub_loop() -> Optional[Any]:
@@ -48,11 +50,11 @@ class NativeWorker:
         else:
             self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> "Pending":
+    def submit(self, fn: Callable[..., T], *args: Any) -> "Pending[T]":
         """Run ``fn(*args)`` on the native thread; returns a handle to wait on."""
         return Pending(self._pool.spawn(fn, *args) if self._gevent else self._pool.submit(fn, *args), self._gevent)
 
-    def call(self, fn: Callable[..., Any], *args: Any, timeout: Optional[float] = None) -> Any:
+    def call(self, fn: Callable[..., T], *args: Any, timeout: Optional[float] = None) -> T:
         """Run ``fn(*args)`` there and return its result (raising what it raised)."""
         return self.submit(fn, *args).result(timeout)
 
@@ -64,36 +66,36 @@ class NativeWorker:
             self._pool.shutdown(wait=False)
 
 
-class Pending:
+class Pending(Generic[T]):
     """A submitted function's eventual result."""
 
     def __init__(self, inner: Any, is_gevent: bool):
         self._inner = inner
         self._gevent = is_gevent
 
-    def result(self, timeout: Optional[float] = None) -> Any:
+    def result(self, timeout: Optional[float] = None) -> T:
         """Wait (cooperatively under gevent) for the result; TimeoutError when it is not there in time."""
         if self._gevent:
             import gevent
 
             try:
-                return self._inner.get(timeout=timeout)
+                return cast(T, self._inner.get(timeout=timeout))
             except gevent.Timeout as exc:
                 raise TimeoutError(str(exc)) from None
         try:
-            return self._inner.result(timeout)
+            return cast(T, self._inner.result(timeout))
         except concurrent.futures.TimeoutError:
             raise TimeoutError("native work did not finish in time") from None
 
     def done(self) -> bool:
         """True once the function has returned or raised."""
-        return self._inner.ready() if self._gevent else self._inner.done()
+        return bool(self._inner.ready() if self._gevent else self._inner.done())
 
 
-def offload(fn: Callable[..., Any], *args: Any) -> Any:
+def offload(fn: Callable[..., T], *args: Any) -> T:
     """Run CPU-heavy ``fn(*args)`` off the hub (gevent's shared threadpool); inline without gevent."""
     if gevent_active():
         import gevent
 
-        return gevent.get_hub().threadpool.apply(fn, args)
+        return cast(T, gevent.get_hub().threadpool.apply(fn, args))
     return fn(*args)

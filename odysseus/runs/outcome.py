@@ -33,7 +33,7 @@ def outcome_error(outcome: Outcome) -> Optional[Dict[str, Any]]:
     return error
 
 
-def reply_metadata(run: Run, outcome: Outcome, elapsed_ms: float, error: Optional[dict]) -> dict:
+def reply_metadata(run: Run, outcome: Outcome, elapsed_ms: float, error: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """The saved assistant message's metadata: status, reasons, route, usage, metrics, and the mode's own."""
     metadata = {
         "run_id": run.run_id,
@@ -57,7 +57,7 @@ def reply_metadata(run: Run, outcome: Outcome, elapsed_ms: float, error: Optiona
     return metadata
 
 
-def terminal_record(run: Run, outcome: Outcome, elapsed_ms: float, error: Optional[dict]) -> dict:
+def terminal_record(run: Run, outcome: Outcome, elapsed_ms: float, error: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """The terminal record's data (``chat_terminal`` / ``agent_terminal``), without its ``message_id``."""
     terminal = {
         "status": outcome.status,
@@ -103,7 +103,7 @@ def tail_events(
     session_id: str,
     status: str,
     message_id: Optional[int],
-    terminal: dict,
+    terminal: Dict[str, Any],
     thinking: str,
     elapsed_ms: Optional[float],
     error: Optional[str],
@@ -130,7 +130,7 @@ def tail_events(
     return events
 
 
-def recovery_tail(row: dict, message_id: Optional[int]) -> List[Event]:
+def recovery_tail(row: Dict[str, Any], message_id: Optional[int]) -> List[Event]:
     """The tail of a run recovered after its worker died."""
     terminal = {
         "status": "interrupted",

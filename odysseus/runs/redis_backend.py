@@ -19,22 +19,28 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Mapping, Optional
 
 from ..errors import NotFound
 from ..process_identity import worker_is_dead
-from .backend import BackendUnavailable, LocalBackend
+from .backend import BackendUnavailable, LocalBackend, TailBuilder
 from .durable import read_events
 from .follow import Projection
-from .redis_control import ControlListener, Leases, publish_stop, session_lock
+from .redis_control import ControlListener, Leases, RedisClient, publish_stop, session_lock
 from .redis_log import MirroredRunLog, StreamWriter, entry_of, follow_redis, stream_key
 from .run import Run
 from .run_log import ByteBudget, RunLog
 
+if TYPE_CHECKING:
+    from ..jobs import JobQueue
+    from ..store import Store
+    from .engine import RunEngine
+
+
 log = logging.getLogger(__name__)
 
 
-def connect_redis(url: str):
+def connect_redis(url: str) -> RedisClient:
     """A redis-py client for ``url`` (str replies; payload bytes round-trip exactly)."""
     import redis
 
@@ -55,7 +61,7 @@ class RedisBackend(LocalBackend):
 
     name = "redis"
 
-    def __init__(self, config: dict, worker: str):
+    def __init__(self, config: Mapping[str, Any], worker: str):
         super().__init__(config, worker)
         self.client = connect_redis(config.get("REDIS_URL", ""))
         self.reader_client = self.client
@@ -67,7 +73,7 @@ class RedisBackend(LocalBackend):
         # the lease of a run goes with its stream entries: taken before its first, dropped after its close
         self.leases = Leases(self.client, self.prefix, worker, self.lease_seconds, queue=self.writer.command)
         self.listener: Optional[ControlListener] = None
-        self.engine = None
+        self.engine: Optional["RunEngine"] = None
         self._renewer: Optional[threading.Thread] = None
         self._closing = threading.Event()
         self.recovered = 0
@@ -75,7 +81,7 @@ class RedisBackend(LocalBackend):
         self.handovers = 0  # of those, readers that went on from SQLite (gap, expiry, Redis error)
 
     # ------------------------------------------------------------ life
-    def start(self, engine) -> None:
+    def start(self, engine: "RunEngine") -> None:
         """Start the stream writer, the control listener and the lease renewer."""
         if self.engine is not None:
             return
@@ -102,7 +108,7 @@ class RedisBackend(LocalBackend):
         """The memory log, mirrored entry by entry to the run's stream (its first event is ``base + 1``)."""
         return MirroredRunLog(run_id, self.writer, max_events, max_bytes, budget, base)
 
-    def session_lock(self, owner: str, session_id: str):
+    def session_lock(self, owner: str, session_id: str) -> ContextManager[None]:
         """The session's start lock in Redis, with an expiry."""
         return session_lock(
             self.client, self.prefix, owner, session_id, float(self.config.get("SESSION_LOCK_SECONDS", 30))
@@ -120,19 +126,25 @@ class RedisBackend(LocalBackend):
         """A stop/cancel from another worker for a run this worker drives."""
         engine = self.engine
         run = engine.runs.get(run_id) if engine is not None else None
-        if run is None or run.status != "running":
+        if engine is None or run is None or run.status != "running":
             return
         engine._end(run, reason)
 
     # ------------------------------------------------------------ any worker
     def follow(
-        self, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+        self,
+        engine: "RunEngine",
+        run_id: str,
+        after: int,
+        projection: Projection,
+        heartbeat_interval: float,
+        opened: bool = False,
     ) -> Iterator[str]:
         """Follow the run's stream wherever it is driven (SQLite when Redis cannot serve it)."""
         return follow_redis(self, engine, run_id, after, projection, heartbeat_interval, opened)
 
     @staticmethod
-    def still_running(engine, run_id: str) -> bool:
+    def still_running(engine: "RunEngine", run_id: str) -> bool:
         """True while the run's row says running."""
         with engine.store.locked.read() as db:
             row = db.execute("select status from runs where run_id = ?", [run_id]).fetchone()
@@ -146,7 +158,7 @@ class RedisBackend(LocalBackend):
             pass
 
     def stop_elsewhere(
-        self, engine, owner: str, run_id: Optional[str], reason: str, session_id: Optional[str] = None
+        self, engine: "RunEngine", owner: str, run_id: Optional[str], reason: str, session_id: Optional[str] = None
     ) -> bool:
         """Stop a run another worker drives; True once its row says it ended."""
         if not run_id:
@@ -173,7 +185,7 @@ class RedisBackend(LocalBackend):
                 return True
         return False
 
-    def replace_elsewhere(self, engine, owner: str, session_id: str) -> bool:
+    def replace_elsewhere(self, engine: "RunEngine", owner: str, session_id: str) -> bool:
         """Stop the session's running run on another worker with reason ``replaced``."""
         row = engine.store.runs.latest_for_session(owner, session_id)
         if row is None or row["status"] != "running" or row["run_id"] in engine.runs:
@@ -189,7 +201,7 @@ class RedisBackend(LocalBackend):
             return False
         return holder is not None and not worker_is_dead(holder, self.worker)
 
-    def recover(self, engine, is_local: Callable[[str], bool], build_tail) -> List[str]:
+    def recover(self, engine: "RunEngine", is_local: Callable[[str], bool], build_tail: TailBuilder) -> List[str]:
         """Interrupt runs whose worker is gone, continuing their numbering from the stream."""
         now = time.time()
         remote = [row for row in engine.store.runs.running() if not is_local(row["run_id"])]
@@ -218,7 +230,7 @@ class RedisBackend(LocalBackend):
         self.recovered += len(recovered)
         return recovered
 
-    def _backfill(self, engine, run_id: str) -> None:
+    def _backfill(self, engine: "RunEngine", run_id: str) -> None:
         """Queue for SQLite the events the dead worker's stream has (``insert or ignore``: no duplicates)."""
         try:
             items = self.client.xrange(stream_key(self.prefix, run_id), "-", "+")
@@ -227,7 +239,7 @@ class RedisBackend(LocalBackend):
         for entry_id, fields in items:
             engine.durable.enqueue(run_id, entry_of(entry_id, fields))
 
-    def _append_tail(self, engine, run_id: str) -> None:
+    def _append_tail(self, engine: "RunEngine", run_id: str) -> None:
         """Append the recovery tail SQLite saved to the run's stream, so its readers see the end."""
         key = stream_key(self.prefix, run_id)
         try:
@@ -246,7 +258,7 @@ class RedisBackend(LocalBackend):
             log.exception("appending the recovery tail of %s to Redis failed", run_id)
 
     # ------------------------------------------------------------ jobs and health
-    def job_pool(self, workers: int, run_job: Callable[..., None], store, engine):
+    def job_pool(self, workers: int, run_job: Callable[..., None], store: "Store", engine: "RunEngine") -> "JobQueue":
         """The job queue every worker shares: a Redis Stream with a consumer group, fair per user."""
         from .redis_jobs import RedisJobPool
 
@@ -254,7 +266,7 @@ class RedisBackend(LocalBackend):
             self.client, self.prefix, workers, run_job, store, self.worker, lambda: engine.draining, self.lease_seconds
         )
 
-    def stats(self) -> dict:
+    def stats(self) -> Dict[str, Any]:
         """Writer, leases and control channel, for ``/api/health``."""
         try:
             reachable = bool(self.client.ping())

@@ -19,9 +19,13 @@ import logging
 import secrets
 import threading
 import time
-from typing import Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional
 
 from .backend import BackendUnavailable
+
+#: a ``redis.Redis`` made by ``redis_backend.connect_redis`` (decode_responses: every reply is a str,
+#: which redis-py's own annotations, ``bytes | str``, cannot say)
+RedisClient = Any
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +33,7 @@ _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del
 
 
 @contextlib.contextmanager
-def session_lock(client, prefix: str, owner: str, session_id: str, seconds: float) -> Iterator[None]:
+def session_lock(client: RedisClient, prefix: str, owner: str, session_id: str, seconds: float) -> Iterator[None]:
     """Hold the session's start lock across every worker (waits up to ``seconds`` for it)."""
     key = f"{prefix}lock:{owner}:{session_id}"
     token = secrets.token_hex(8)
@@ -55,7 +59,9 @@ def session_lock(client, prefix: str, owner: str, session_id: str, seconds: floa
 class Leases:
     """This worker's leases on the runs it drives, renewed in the background."""
 
-    def __init__(self, client, prefix: str, worker: str, seconds: float, queue: Optional[Callable[..., None]] = None):
+    def __init__(
+        self, client: RedisClient, prefix: str, worker: str, seconds: float, queue: Optional[Callable[..., None]] = None
+    ):
         self.client = client
         self.prefix = prefix
         self.worker = worker
@@ -101,7 +107,8 @@ class Leases:
 
     def holder(self, run_id: str) -> Optional[str]:
         """The worker holding a run's lease, or None."""
-        return self.client.get(self.key(run_id))
+        holder: Optional[str] = self.client.get(self.key(run_id))
+        return holder
 
 
 def channel(prefix: str, worker: str) -> str:
@@ -109,7 +116,7 @@ def channel(prefix: str, worker: str) -> str:
     return f"{prefix}ctl:{worker}"
 
 
-def publish_stop(client, prefix: str, worker: str, run_id: str, reason: str) -> int:
+def publish_stop(client: RedisClient, prefix: str, worker: str, run_id: str, reason: str) -> int:
     """Ask ``worker`` to stop ``run_id``; the number of workers that heard it (0 or 1)."""
     return int(client.publish(channel(prefix, worker), json.dumps({"run_id": run_id, "reason": reason})))
 
@@ -117,7 +124,7 @@ def publish_stop(client, prefix: str, worker: str, run_id: str, reason: str) -> 
 class ControlListener:
     """Receives stop/cancel messages for this worker's runs and hands them to ``on_stop``."""
 
-    def __init__(self, client, prefix: str, worker: str, on_stop: Callable[[str, str], None]):
+    def __init__(self, client: RedisClient, prefix: str, worker: str, on_stop: Callable[[str, str], None]):
         self.client = client
         self.channel = channel(prefix, worker)
         self.on_stop = on_stop
@@ -156,7 +163,7 @@ class ControlListener:
                 with contextlib.suppress(Exception):
                     pubsub.close()
 
-    def _handle(self, data) -> None:
+    def _handle(self, data: str) -> None:
         try:
             body = json.loads(data)
             run_id, reason = str(body["run_id"]), str(body.get("reason") or "stopped")

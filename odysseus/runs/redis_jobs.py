@@ -21,9 +21,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, List
+from typing import TYPE_CHECKING, Callable, List
 
 from ..store.jobs import CLAIMED, NOT_YET
+from .redis_control import RedisClient
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +41,11 @@ class RedisJobPool:
 
     def __init__(
         self,
-        client,
+        client: RedisClient,
         prefix: str,
         workers: int,
         run_job: Callable[[str, bool], None],
-        store,
+        store: "Store",
         worker: str,
         draining: Callable[[], bool],
         lease_seconds: float,

@@ -27,13 +27,18 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Deque, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Deque, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..events import CLOSE, Event
 from ..sse import comment
 from .follow import Projection, encode, follow_durable
 from .heartbeat import END, with_heartbeats
+from .redis_control import RedisClient
 from .run_log import ByteBudget, Entry, RunLog, seq_of
+
+if TYPE_CHECKING:
+    from .engine import RunEngine
+    from .redis_backend import RedisBackend
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +58,7 @@ def stream_key(prefix: str, run_id: str) -> str:
     return f"{prefix}run:{run_id}"
 
 
-def entry_of(entry_id, fields: dict) -> Entry:
+def entry_of(entry_id: str, fields: Dict[str, Any]) -> Entry:
     """A Redis stream entry as a log entry."""
     seq = int(str(entry_id).split("-", 1)[0])
     payload = fields["p"]
@@ -63,7 +68,7 @@ def entry_of(entry_id, fields: dict) -> Entry:
 class StreamWriter:
     """Writes logged entries to their runs' streams, in order, in pipelined batches."""
 
-    def __init__(self, client, prefix: str, grace: float, live_ttl: float):
+    def __init__(self, client: RedisClient, prefix: str, grace: float, live_ttl: float):
         self.client = client
         self.prefix = prefix
         self.grace = max(1, int(grace + 0.999))
@@ -82,7 +87,7 @@ class StreamWriter:
         self._pending.append((run_id, entry))
         self._wake.set()
 
-    def command(self, *args) -> None:
+    def command(self, *args: Any) -> None:
         """Queue one Redis command to go in order with the entries, in the next pipeline (no round trip here).
 
         A lease taken or dropped this way rides with the run's first or last entries: one round
@@ -174,7 +179,13 @@ class MirroredRunLog(RunLog):
 
 
 def follow_redis(
-    backend, engine, run_id: str, after: int, projection: Projection, heartbeat_interval: float, opened: bool = False
+    backend: "RedisBackend",
+    engine: "RunEngine",
+    run_id: str,
+    after: int,
+    projection: Projection,
+    heartbeat_interval: float,
+    opened: bool = False,
 ) -> Iterator[str]:
     """Follow a run driven by any worker from its Redis Stream; SQLite takes over when Redis cannot."""
     if not opened:
@@ -204,7 +215,7 @@ class _StreamReader:
     ``done`` says the close was read; ``END`` without it hands the reader to SQLite.
     """
 
-    def __init__(self, backend, engine, run_id: str, after: int, projection: Projection):
+    def __init__(self, backend: "RedisBackend", engine: "RunEngine", run_id: str, after: int, projection: Projection):
         self.backend, self.engine, self.run_id, self.projection = backend, engine, run_id, projection
         self.client, self.key = backend.reader_client, stream_key(backend.prefix, run_id)
         self.cursor, self.done, self.lost, self.last_check = after, False, False, 0.0  # the first idle wake checks

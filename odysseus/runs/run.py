@@ -130,11 +130,11 @@ class Run:
         self.message_id: Optional[int] = None
         self.content_parts: List[str] = []
         self.thinking_parts: List[str] = []
-        self.model_info: Optional[dict] = None
-        self.usage: Optional[dict] = None
-        self.metrics: Optional[dict] = None
+        self.model_info: Optional[Dict[str, Any]] = None
+        self.usage: Optional[Dict[str, Any]] = None
+        self.metrics: Optional[Dict[str, Any]] = None
         self.finish_reason: Optional[str] = None
-        self.fallback: Optional[dict] = None
+        self.fallback: Optional[Dict[str, Any]] = None
         self.subscribers = 0
         #: the history the turn was built from already held a non-blank reply (so this one is not the
         #: session's first: its title needs no look, ``chats/titles.TitleWriter``); set by the start
@@ -193,7 +193,7 @@ class Run:
         if len(self.thinking_parts) > 1:
             self.thinking_parts = [self.thinking]
 
-    def summary(self) -> dict:
+    def summary(self) -> Dict[str, Any]:
         """The live state for stream_status and run listings (no message text)."""
         return {
             "run_id": self.run_id,

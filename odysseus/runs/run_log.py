@@ -30,7 +30,7 @@ from array import array
 from bisect import bisect_right
 from itertools import accumulate, repeat
 from operator import add, attrgetter, is_, itemgetter
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 from ..events import (
     AGENT_TERMINAL,
@@ -70,7 +70,7 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _encode_str = json.encoder.encode_basestring
 
 
-def text_delta_payload(data: dict) -> Optional[str]:
+def text_delta_payload(data: Dict[str, Any]) -> Optional[str]:
     """The JSON of a text delta's data, ``{"delta": s}`` or ``{"delta": s, "thinking": true}``; else None.
 
     Those two shapes (in that key order, as ``events.delta`` builds them) are most of a run's
@@ -88,7 +88,7 @@ def text_delta_payload(data: dict) -> Optional[str]:
     return None
 
 
-def encode_payload(data: dict) -> str:
+def encode_payload(data: Dict[str, Any]) -> str:
     """An event's payload as JSON, exactly as ``_encode`` writes it; a text delta by a string fast path."""
     payload = text_delta_payload(data)
     return _encode(data) if payload is None else payload
@@ -295,7 +295,8 @@ class RunLog:
         self._entries: Union[List[Entry], SealedEntries] = []
         # A plain lock (not reentrant: cheaper per append); subclasses extend ``_admitted``, never re-lock.
         self._cond = threading.Condition(threading.Lock())
-        self._waiters = getattr(self._cond, "_waiters", None)  # the Condition's own list of blocked readers
+        #: the Condition's own list of blocked readers (never None where ``_greenlets`` is set)
+        self._waiters: Optional[Deque[Any]] = getattr(self._cond, "_waiters", None)
         self._greenlets = greenlets_only() and self._waiters is not None
         self._mirrored = type(self)._admitted is not RunLog._admitted  # a subclass queues each entry
         self.closed = False
@@ -378,7 +379,7 @@ class RunLog:
                 budget.used += size
             elif not budget.take(size, force=forced):
                 raise LogFull("process log budget exhausted")
-        entries: list = self._entries  # type: ignore[assignment]  # a list until sealed, and sealed only once closed
+        entries: List[Entry] = self._entries  # type: ignore[assignment]  # a list until sealed, and sealed only once closed
         if numbered is None:
             seq = self.base + len(entries) + 1
             numbered = StoredDelta.of(DELTA, seq, payload) if stored else event.numbered(seq)
@@ -418,8 +419,9 @@ class RunLog:
             # [heartbeat, issue 22] greenlets of one thread (see _store): nothing here can switch
             # between the check and parking, so no lock; a parked reader costs one loop timer, not
             # Condition.wait's new lock and gevent.Timeout (an idle follower waits once a heartbeat)
-            if timeout != 0 and self.last_seq <= seq and not self.closed and not self.released:
-                park(self._waiters, timeout)
+            waiters = self._waiters
+            if timeout != 0 and self.last_seq <= seq and not self.closed and not self.released and waiters is not None:
+                park(waiters, timeout)
             return self._page(start, limit, max_chars)
         with self._cond:
             if timeout != 0 and self.last_seq <= seq and not self.closed and not self.released:
@@ -463,7 +465,7 @@ class RunLog:
             freed, self.bytes = self.bytes, 0
             self._entries = []
             self.released = True
-            if self._greenlets:  # notify_all's ownership check would switch greenlets (see wake_parked)
+            if self._greenlets and self._waiters is not None:  # notify_all's check would switch (wake_parked)
                 wake_parked(self._waiters)
             else:
                 self._cond.notify_all()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, TYPE_CHECKING, Tuple
 
 from ..errors import CapacityError, Conflict, NotFound
 from ..events import CHAT_TERMINAL, RUN_STARTED, START, Event
@@ -28,6 +28,7 @@ from .run import Run, RunContext
 from .run_log import ByteBudget, LogFull
 
 if TYPE_CHECKING:
+    from .backend import LocalBackend
     from .durable import DurableLog
     from .hooks import EngineHooks
 
@@ -47,9 +48,9 @@ class StartSpec:
     session_id: Optional[str]
     mode: str
     model: str
-    make_turn: Callable[[List[dict]], Turn]
+    make_turn: Callable[[List[Dict[str, Any]]], Turn]
     message: Optional[str] = None  # the user's message; None stores no user message
-    user_metadata: Optional[dict] = None
+    user_metadata: Optional[Dict[str, Any]] = None
     client_message_id: Optional[str] = None
     terminal_type: str = CHAT_TERMINAL
     session_title: str = "New chat"
@@ -72,7 +73,7 @@ class Started:
 
     session_id: str
     run: Optional[Run]
-    row: Optional[dict] = None
+    row: Optional[Dict[str, Any]] = None
     attached: bool = False
 
 
@@ -80,12 +81,12 @@ class Starting:
     """``RunEngine``'s start path (see the module docstring)."""
 
     store: Store
-    config: dict
+    config: Dict[str, Any]
     worker: str
     budget: ByteBudget
     hooks: "EngineHooks"
     durable: "DurableLog"
-    backend: Any  # backend.LocalBackend or redis_backend.RedisBackend (make_backend)
+    backend: "LocalBackend"  # or its subclass redis_backend.RedisBackend (make_backend)
     runs: Dict[str, Run]
     by_session: Dict[Tuple[str, str], Run]
     active: int

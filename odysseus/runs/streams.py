@@ -14,7 +14,7 @@ Both are per worker process (each gunicorn worker keeps its own counters).
 from __future__ import annotations
 
 import threading
-from typing import Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, Optional
 
 from .follow import PIECE_BYTES
 from .run_log import ByteBudget
@@ -52,7 +52,11 @@ class StreamSlots:
 
 
 def metered(
-    body: Iterator[str], budget: Optional[ByteBudget], on_close=None, prefix: str = "", limit: int = PIECE_BYTES
+    body: Iterator[str],
+    budget: Optional[ByteBudget],
+    on_close: Optional[Callable[[], None]] = None,
+    prefix: str = "",
+    limit: int = PIECE_BYTES,
 ) -> Iterator[str]:
     """Yield ``body`` in pieces of at most ``limit`` characters, each counted in ``budget`` while queued.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from .follow import durable_available
 from .run import Run
@@ -24,7 +24,7 @@ FIELDS = (
 )
 
 
-def run_view(row: Optional[dict], live: Optional[Run]) -> dict:
+def run_view(row: Optional[Dict[str, Any]], live: Optional[Run]) -> Dict[str, Any]:
     """The run's state: the live run's fields win over the row's; never any message text.
 
     ``resumable``/``attachable``: a client can follow it by cursor now (memory log held, or

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Protocol, Sequence
 
 from sqlite_utils import Database
 
@@ -41,6 +41,14 @@ WRITE_LOCK_WAIT = 30.0
 #: checkpoints; a commit on the hub did it whenever it happened to cross the mark (a stall of several
 #: ms for every stream). This is only the backstop for a server whose writer stays idle.
 HUB_WAL_AUTOCHECKPOINT = 20000
+
+
+class Executes(Protocol):
+    """What a reader of rows needs: a sqlite3 connection, a sqlite-utils ``Database`` or a wrapper."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> sqlite3.Cursor:
+        """Run one statement and return its cursor."""
+        ...
 
 
 class DatabaseBusy(Exception):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from ..agent.agent_loop import Resolution, agent_turn, initial_state
 from ..agent.approvals import check, refused
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 DECISION_LABELS = {"approve": "Approved", "approve_task": "Approved for this task", "deny": "Denied"}
 
 
-def _attached_only(history: List[dict]) -> Turn:
+def _attached_only(history: List[Dict[str, Any]]) -> Turn:
     """The turn of a retried approval answer: the engine attaches to the one it started, never calls this."""
     raise RuntimeError("a retried approval answer starts no new turn")
 
@@ -54,11 +54,11 @@ def build_agent_turn(
     """Validate an agent request (approval answer, continue, or new task); store nothing."""
     service, store = turns.agent, turns.store
     session_id = request.session_id
-    state: Optional[dict] = None
+    state: Optional[Dict[str, Any]] = None
     resolution: Optional[Resolution] = None
     message = request.message
-    user_metadata: Optional[dict] = None
-    in_transaction: list = []
+    user_metadata: Optional[Dict[str, Any]] = None
+    in_transaction: List[Callable[[Any], None]] = []
     approval = request.approval
     if approval is not None:
         approval_id, decision = approval.approval_id, approval.decision
@@ -126,10 +126,10 @@ def _task(
     request: TurnRequest,
     candidates: List[Candidate],
     owner: str,
-    state: Optional[dict],
+    state: Optional[Dict[str, Any]],
     resolution: Optional[Resolution],
     message: str,
-    user_metadata: Optional[dict],
+    user_metadata: Optional[Dict[str, Any]],
     in_transaction: List[Any],
 ) -> PreparedTurn:
     """The PreparedTurn of a one-agent task: its tools, prompt, context and window."""
@@ -148,13 +148,15 @@ def _task(
     gather = turns.gather(owner, request) if state is None else None  # a continued task gathers nothing new
     window = turns.window(request, candidates)  # the model's window: compaction, trimming (issue 17)
 
-    def make_turn(history):
+    def make_turn(history: List[Dict[str, Any]]) -> Turn:
         start = state if state is not None else initial_state(history, settings)
         with_doc = document.document_adder(docs, active, owner, history)  # the active document, read now
         if state is None:
             start["messages"] = with_doc(start["messages"])
 
-        def build(rows):  # the new task's messages from the rows the model sees (after a summary)
+        def build(
+            rows: List[Dict[str, Any]],
+        ) -> List[Dict[str, Any]]:  # the new task's messages from the rows the model sees (after a summary)
             return with_doc(model_messages(rows, settings.system_prompt))
 
         turn = agent_turn(candidates, registry, settings, hooks, start, resolution, request.temperature)
@@ -172,7 +174,7 @@ def _task(
     )
 
 
-def consume_in(db, approval_id: str, owner: str, decision: str) -> None:
+def consume_in(db: Any, approval_id: str, owner: str, decision: str) -> None:
     """Mark the approval used inside the caller's transaction; a racing answer that won rolls this start back."""
     if not ApprovalRepo.consume_with(db, approval_id, owner, decision, time.time()):
         raise refused("invalid", "this approval has already been answered")

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 from ..errors import BadRequest
 from ..store.branches import answer_target, edit_writes, regenerate_writes
 from .registry import PreparedTurn
 from .request import TurnRequest
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class BranchPlan:
     parent_id: Optional[int] = None  # edit: the parent of the edited message
 
 
-def plan(store, owner: str, request: TurnRequest, max_chars: int) -> Tuple[TurnRequest, Optional[BranchPlan]]:
+def plan(store: "Store", owner: str, request: TurnRequest, max_chars: int) -> Tuple[TurnRequest, Optional[BranchPlan]]:
     """The request with its branch's session (and, for a regenerate, the message answered again), and
     the plan; the request unchanged and None for an ordinary send. Raises BadRequest/NotFound."""
     ask = request.branch

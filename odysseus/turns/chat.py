@@ -7,30 +7,32 @@ No Flask and no SQL here: the engine hands over the history it read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 from ..context import apply_injections
 from ..events import Event
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
+from ..runs.start import Turn
 from . import document
 from .messages import Gather, announce, model_messages
 from .registry import PreparedTurn, register_mode
 from .request import TurnRequest
 
 if TYPE_CHECKING:
+    from ..context.turn_window import TurnWindow
     from .start import TurnService
 
 
 def chat_turn(
     candidates: List[Candidate],
-    history: List[dict],
+    history: List[Dict[str, Any]],
     temperature: Optional[float] = None,
     system_prompt: Optional[str] = None,
     gather: Optional[Gather] = None,
-    window=None,
-):
+    window: Optional["TurnWindow"] = None,
+) -> Turn:
     """Return a turn generator function for the run engine.
 
     ``window`` (a ``context.turn_window.TurnWindow``) compacts, trims and measures the turn;

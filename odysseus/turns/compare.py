@@ -8,7 +8,7 @@ closes the provider's connection.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, List
+from typing import Any, Dict, Iterator, List, TYPE_CHECKING
 
 from ..cancel import CancelToken
 from ..events import DONE, ERROR, Event
@@ -25,7 +25,7 @@ def start_compare(turns: "TurnService", owner: str, request: TurnRequest) -> Ite
     """Validate a compare request (404 for an unknown model or session) and return its events."""
     request, _ = turns.resolve(owner, request)  # the owner's system prompt and temperature
     candidates = turns.router.resolve(request.model)
-    history: List[dict] = []
+    history: List[Dict[str, Any]] = []
     if request.session_id:
         turns.store.sessions.get(owner, request.session_id)
         newest = int(turns.config["HISTORY_CONTEXT_MESSAGES"])

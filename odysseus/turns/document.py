@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable, List
+from typing import Any, Callable, Dict, List, TYPE_CHECKING
 
 from ..agent.agent_loop import agent_turn, initial_state
 from ..context.agent_context import with_context
@@ -21,6 +21,7 @@ from ..documents.service import Documents
 from ..documents.tools import ActiveDocument, document_tools
 from ..llm.llm_core import Candidate
 from ..tools import Tool, ToolRegistry
+from ..runs.start import Turn
 from .messages import model_messages
 from .registry import PreparedTurn
 from .request import TurnRequest
@@ -48,8 +49,8 @@ def tools_of(docs: Documents, active: ActiveDocument) -> List[Tool]:
 
 
 def document_adder(
-    docs: Documents, active: ActiveDocument, owner: str, history: List[dict]
-) -> Callable[[List[dict]], List[dict]]:
+    docs: Documents, active: ActiveDocument, owner: str, history: List[Dict[str, Any]]
+) -> Callable[[List[Dict[str, Any]]], List[Dict[str, Any]]]:
     """The model messages with the active document (line-numbered, untrusted) before the user's message,
     the document read now: for rebuilding messages later in the run."""
     session_id = history[-1]["session_id"] if history else None
@@ -70,13 +71,15 @@ def build_document_chat_turn(
     gather = turns.gather(owner, request)  # the other context sources (attachments, ...) as in plain chat
     window = turns.window(request, candidates)  # the model's window: compaction, trimming (issue 17)
 
-    def make_turn(history):
+    def make_turn(history: List[Dict[str, Any]]) -> Turn:
         state = initial_state(history, settings)
         with_doc = document_adder(docs, active, owner, history)
         state["messages"] = with_doc(state["messages"])
         loop = agent_turn(candidates, registry, settings, agent.hooks, state, None, request.temperature)
 
-        def build(rows):  # the messages from the rows the model sees (after a summary)
+        def build(
+            rows: List[Dict[str, Any]],
+        ) -> List[Dict[str, Any]]:  # the messages from the rows the model sees (after a summary)
             return with_doc(model_messages(rows, settings.system_prompt))
 
         return with_context(loop, state, gather, window=window, history=history, build=build)

@@ -7,19 +7,19 @@ model's message list with ``model_messages`` and announce their context injectio
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from ..context import Injection
 from ..events import NOTICE, Event
 from ..runs.run import RunContext
 
 
-def model_messages(history: List[dict], system_prompt: Optional[str] = None) -> List[dict]:
+def model_messages(history: List[Dict[str, Any]], system_prompt: Optional[str] = None) -> List[Dict[str, Any]]:
     """Turn stored messages into the provider message list.
 
     Failed or stopped replies with no text are left out: they carry nothing the model needs.
     """
-    messages: List[dict] = []
+    messages: List[Dict[str, Any]] = []
     if system_prompt:
         messages.append({"role": "system", "content": system_prompt})
     for row in history:

@@ -25,15 +25,15 @@ class PreparedTurn:
 
     message: Optional[str]  # None stores no user message (a regenerate answers a stored one)
     client_message_id: Optional[str]
-    make_turn: Callable[[List[dict]], Turn]
+    make_turn: Callable[[List[Dict[str, Any]]], Turn]
     terminal_type: str = CHAT_TERMINAL
-    user_metadata: Optional[dict] = None
+    user_metadata: Optional[Dict[str, Any]] = None
     #: writes that commit (or roll back) with the start, e.g. consuming an approval
     in_transaction: List[Callable[[Any], None]] = field(default_factory=list)
     #: who answers, when the builder chose (a workflow's supervisor); else the request's ``agent``
     agent: Optional[RoutedAgent] = None
 
-    def turn(self, history: List[dict]) -> Turn:
+    def turn(self, history: List[Dict[str, Any]]) -> Turn:
         """The turn generator over the session history (which ends with the user's message)."""
         return self.make_turn(history)
 

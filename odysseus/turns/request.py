@@ -151,14 +151,15 @@ class TurnRequest:
 
     def to_json(self) -> Dict[str, Any]:
         """A JSON-able dict (the background job table); ``from_json`` reads it back."""
-        out = _plain(self)
+        out: Dict[str, Any] = _plain(self)
         out[JSON_MARK] = JSON_VERSION
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "TurnRequest":
         """The request ``to_json`` wrote."""
-        return _build(cls, {k: v for k, v in data.items() if k != JSON_MARK})
+        request: TurnRequest = _build(cls, {k: v for k, v in data.items() if k != JSON_MARK})
+        return request
 
     @staticmethod
     def is_json(data: Mapping[str, Any]) -> bool:

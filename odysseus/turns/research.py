@@ -23,6 +23,7 @@ from .registry import PreparedTurn, register_mode
 from .request import TurnRequest
 
 if TYPE_CHECKING:
+    from ..runs.run import Run
     from .start import TurnService
 
 MAX_QUESTION_CHARS = 4000
@@ -57,7 +58,7 @@ class ResearchJobs:
         self.store = store
         self.manager = engine
 
-    def started(self, run) -> None:
+    def started(self, run: "Run") -> None:
         """A research run started: record its job."""
         if run.mode != "research":
             return
@@ -66,11 +67,12 @@ class ResearchJobs:
             query = self.store.messages.get(run.owner, run.user_message_id)["content"]
         self.store.research.create(run.run_id, run.owner, run.session_id, query)
 
-    def finished(self, run) -> None:
+    def finished(self, run: "Run") -> None:
         """A research run ended: save its result with the job."""
         if run.mode != "research":
             return
-        state = run.context.metadata.get("research") or {}
+        metadata = run.context.metadata if run.context is not None else {}  # set once a run has started
+        state = metadata.get("research") or {}
         sources, findings = state.get("sources") or [], state.get("findings") or []
         partial = run.status != "done" or bool(state.get("partial"))
         text = run.content

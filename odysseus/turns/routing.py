@@ -11,17 +11,20 @@ an agent's own prompt and temperature win.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping
 
 from ..preferences import effective
 from .request import RoutedAgent, TurnRequest
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 AGENT_FIELDS = ("model", "temperature", "system_prompt", "tools")
 
 
 def _merge(request: TurnRequest, source: Mapping[str, Any], agent: RoutedAgent) -> TurnRequest:
     """The request with its unset model/temperature, and its prompt and tools, taken from ``source``."""
-    changes: dict = {"agent": agent}
+    changes: Dict[str, Any] = {"agent": agent}
     if not request.model and source.get("model"):
         changes["model"] = source["model"]
     if request.temperature is None and source.get("temperature") is not None:
@@ -33,7 +36,7 @@ def _merge(request: TurnRequest, source: Mapping[str, Any], agent: RoutedAgent) 
     return dataclasses.replace(request, **changes)
 
 
-def route_agent(store, owner: str, request: TurnRequest) -> TurnRequest:
+def route_agent(store: "Store", owner: str, request: TurnRequest) -> TurnRequest:
     """The request with the agent or profile that answers it (unchanged without ``route``)."""
     choice = request.route
     if choice is None:
@@ -58,7 +61,7 @@ def route_agent(store, owner: str, request: TurnRequest) -> TurnRequest:
     return request
 
 
-def with_owner_defaults(store, owner: str, request: TurnRequest) -> TurnRequest:
+def with_owner_defaults(store: "Store", owner: str, request: TurnRequest) -> TurnRequest:
     """Fill the system prompt and temperature the request left empty from the owner's settings.
 
     The default model and mode are the page's pre-selection (a stale model id must not make
@@ -68,7 +71,7 @@ def with_owner_defaults(store, owner: str, request: TurnRequest) -> TurnRequest:
         return request
     # [startpath, issue 22] only the two stored values it fills: one statement, not the memories switch too
     stored = effective(store.user_settings.get_all(owner))
-    changes: dict = {"owner_defaults": False}
+    changes: Dict[str, Any] = {"owner_defaults": False}
     if not request.system_prompt and stored["system_prompt"]:
         changes["system_prompt"] = stored["system_prompt"]
     if request.temperature is None and stored["temperature"] is not None:

@@ -17,10 +17,10 @@ then ``RunEngine.start`` stores and runs it (see its docstring for the order und
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, MutableMapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, MutableMapping, Optional, Tuple, cast
 
 from ..chats.titles import DEFAULT_TITLE, auto_title
-from ..context import ContextPipeline, ContextRequest
+from ..context import ContextPipeline, ContextRequest, Injection
 from ..context.turn_window import TurnWindow
 from ..errors import NotFound
 from ..llm.llm_core import Candidate
@@ -48,7 +48,7 @@ def session_title(message: str) -> str:
 class TurnService:
     """One app's turns: the mode table and what every turn needs (store, engine, router, context)."""
 
-    def __init__(self, config: dict, parts: MutableMapping[str, Any]):
+    def __init__(self, config: Dict[str, Any], parts: MutableMapping[str, Any]):
         self.config = config
         #: the app's parts (``app.extensions``, a plain dict), read when used: a part wired (or, in a
         #: test, replaced) after this service was built is the one a turn gets
@@ -62,12 +62,12 @@ class TurnService:
     @property
     def store(self) -> Store:
         """The app's database (``odysseus.store``)."""
-        return self.parts["odysseus.store"]
+        return cast(Store, self.parts["odysseus.store"])
 
     @property
     def engine(self) -> RunEngine:
         """The run engine (``odysseus.runs``)."""
-        return self.parts["odysseus.runs"]
+        return cast(RunEngine, self.parts["odysseus.runs"])
 
     @property
     def router(self) -> Any:
@@ -77,17 +77,17 @@ class TurnService:
     @property
     def pipeline(self) -> ContextPipeline:
         """The context sources (``odysseus.context``)."""
-        return self.parts["odysseus.context"]
+        return cast(ContextPipeline, self.parts["odysseus.context"])
 
     @property
     def agent(self) -> "AgentService":
         """The agent's settings, tool registry and storage hooks (``agent/service.py``)."""
-        return self.parts["odysseus.agent"]
+        return cast("AgentService", self.parts["odysseus.agent"])
 
     @property
     def documents(self) -> "Documents":
         """The editor documents (``documents/service.py``)."""
-        return self.parts["odysseus.documents"]
+        return cast("Documents", self.parts["odysseus.documents"])
 
     # ------------------------------------------------------------ the path of a turn
     def parse(self, data: Mapping[str, Any], rules: EntryRules = BACKGROUND) -> TurnRequest:
@@ -144,11 +144,13 @@ class TurnService:
             )
         )
 
-    def settle(self, owner: str, started: Started, timeout: Optional[float] = None) -> Tuple[dict, Optional[dict]]:
+    def settle(
+        self, owner: str, started: Started, timeout: Optional[float] = None
+    ) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
         """Wait for a started turn to end (at most ``timeout``, default the run's wall limit + 30 s); its run
         view (``runs/views.run_view``) and saved reply (None when it saved none). For callers that answer
         once, not as a stream (``POST /api/agent/chat``)."""
-        row: Optional[dict] = started.row
+        row: Optional[Dict[str, Any]] = started.row
         if started.run is not None:
             limit = float(self.config["RUN_WALL_TIMEOUT"]) + 30 if timeout is None else timeout
             started.run.settled.wait(limit)
@@ -178,7 +180,7 @@ class TurnService:
     def gather(self, owner: str, request: TurnRequest) -> Gather:
         """The run-time half of the context pipeline for this request (see ``odysseus.context``)."""
 
-        def gather(ctx: RunContext):
+        def gather(ctx: RunContext) -> List[Injection]:
             return self.pipeline.gather(self.context_request(owner, request, ctx.session_id, cancel=ctx.cancel))
 
         return gather

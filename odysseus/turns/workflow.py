@@ -9,7 +9,7 @@ is a 404 too. (Which workflow answers an agent-API turn is routing: ``turns/rout
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional
+from typing import Any, Dict, List, Optional, TYPE_CHECKING
 
 from ..agent.agent_loop import Resolution, initial_state
 from ..alloy.plan import AgentFactory, AlloySettings
@@ -17,23 +17,25 @@ from ..alloy.workflow_loop import workflow_turn
 from ..errors import NotFound
 from ..events import AGENT_TERMINAL
 from ..llm.llm_core import Candidate
+from ..runs.start import Turn
 from .registry import PreparedTurn
 from .request import RoutedAgent, TurnRequest
 
 if TYPE_CHECKING:
+    from ..store import Store
     from .start import TurnService
 
 AGENT_FIELDS = ("name", "model", "temperature", "system_prompt", "tools")
 
 
-def wants_workflow(request: TurnRequest, state: Optional[dict]) -> bool:
+def wants_workflow(request: TurnRequest, state: Optional[Dict[str, Any]]) -> bool:
     """True for a new task naming a workflow, or a continuation of a workflow task."""
     if state is not None:
         return bool(state.get("alloy"))
     return request.workflow_id is not None
 
 
-def _agent_config(store, owner: str, agent_id: str) -> Optional[dict]:
+def _agent_config(store: "Store", owner: str, agent_id: str) -> Optional[Dict[str, Any]]:
     try:
         agent = store.agents.get(owner, agent_id)
     except NotFound:
@@ -47,7 +49,7 @@ def _agent_config(store, owner: str, agent_id: str) -> Optional[dict]:
     return {k: agent.get(k) if agent.get(k) is not None else base.get(k) for k in AGENT_FIELDS}
 
 
-def make_plan(store, owner: str, workflow: dict) -> dict:
+def make_plan(store: "Store", owner: str, workflow: Dict[str, Any]) -> Dict[str, Any]:
     """The JSON-able plan of a workflow turn (see alloy/plan.py); the supervisor must still exist."""
     agents = {}
     for member in workflow["members"]:
@@ -69,10 +71,10 @@ def build_workflow_turn(
     request: TurnRequest,
     candidates: List[Candidate],
     owner: str,
-    state: Optional[dict] = None,
+    state: Optional[Dict[str, Any]] = None,
     resolution: Optional[Resolution] = None,
     message: Optional[str] = None,
-    user_metadata: Optional[dict] = None,
+    user_metadata: Optional[Dict[str, Any]] = None,
 ) -> PreparedTurn:
     """The PreparedTurn of a workflow task (new, or continued from ``state`` after an answer)."""
     service = turns.agent
@@ -99,7 +101,7 @@ def build_workflow_turn(
     chosen = plan["workflow"]
     agent = RoutedAgent("workflow_id", agent_id=chosen["supervisor_agent_id"], workflow_id=chosen["id"])
 
-    def make_turn(history):
+    def make_turn(history: List[Dict[str, Any]]) -> Turn:
         start = state
         if start is None:
             start = initial_state(history, setup.settings)
