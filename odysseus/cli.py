@@ -1,5 +1,5 @@
 """The ``odysseus`` command: ``serve`` (gunicorn + gevent), ``init-db``, ``create-user``, ``reset-password``,
-``doctor``, ``config-table`` (the README's configuration tables, from ``odysseus.config_keys``)."""
+``doctor``, ``config-table`` (docs/guide.md's configuration tables, from ``odysseus.config_keys``)."""
 
 from __future__ import annotations
 
@@ -132,15 +132,15 @@ def doctor(args: argparse.Namespace) -> int:
 
 
 def config_table(args: argparse.Namespace) -> int:
-    """Print the markdown table of one README section's keys (or every section's, each under its name)."""
+    """Print the markdown table of one guide section's keys (or every section's, each under its name)."""
     from .config_keys import config_table as table, section_names
 
-    if args.readme:  # refill README.md's marker blocks in place
+    if args.doc:  # refill a document's marker blocks in place (docs/guide.md)
         from .config_keys import render_blocks
 
-        with open(args.readme, encoding="utf-8") as fh:
+        with open(args.doc, encoding="utf-8") as fh:
             text = fh.read()
-        with open(args.readme, "w", encoding="utf-8") as fh:
+        with open(args.doc, "w", encoding="utf-8") as fh:
             fh.write(render_blocks(text))
         return 0
     sections = [args.section] if args.section else section_names()
@@ -181,9 +181,11 @@ def main(argv=None) -> int:
     )
     p_doctor.add_argument("--token", default=None, help="an API token (ody_...), if the server needs one")
     p_doctor.set_defaults(func=doctor)
-    p_table = sub.add_parser("config-table", help="print README.md's configuration tables (markdown)")
+    p_table = sub.add_parser("config-table", help="print docs/guide.md's configuration tables (markdown)")
     p_table.add_argument("section", nargs="?", help="one section (general, runs, agent, ...); default: all")
-    p_table.add_argument("--readme", metavar="PATH", help="refill the config-table blocks of this markdown file")
+    p_table.add_argument(
+        "--doc", "--readme", dest="doc", metavar="PATH", help="refill the config-table blocks of this markdown file"
+    )
     p_table.set_defaults(func=config_table)
     args = parser.parse_args(argv)
     return args.func(args)

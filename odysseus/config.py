@@ -8,7 +8,7 @@ from the conventional variables ``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
 ``OLLAMA_HOST`` and ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``, each with an optional
 ``OPENAI_MODEL`` / ``OLLAMA_MODEL`` / ``ANTHROPIC_MODEL`` default model.
 
-Every key is declared in ``odysseus.config_keys`` (default, type, help, README section); an
+Every key is declared in ``odysseus.config_keys`` (default, type, help, guide section); an
 ``ODYSSEUS_*`` variable or a TOML key naming no key is logged as a warning with the closest key,
 once per process: gunicorn's master warns while it reads its settings and the workers it forks
 inherit what was already said, so one start-up says each thing once (not once per worker).

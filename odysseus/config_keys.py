@@ -1,7 +1,7 @@
-"""Every configuration key, declared once: name, default, type, one line of help and its README section.
+"""Every configuration key, declared once: name, default, type, one line of help and its guide section.
 
-``odysseus.config.DEFAULTS`` is derived from ``KEYS``; ``odysseus config-table`` prints the README's
-tables from it (``tests/test_config_keys.py`` fails when README.md and this module differ). The
+``odysseus.config.DEFAULTS`` is derived from ``KEYS``; ``odysseus config-table`` prints docs/guide.md's
+tables from it (``tests/test_config_keys.py`` fails when docs/guide.md and this module differ). The
 type is the default's type unless given; environment values (``ODYSSEUS_<KEY>``) are parsed as it.
 ``PROCESS_VARIABLES`` are the ``ODYSSEUS_*`` variables read from the environment by gunicorn's
 settings and the ``odysseus`` command rather than kept as keys.
@@ -34,7 +34,7 @@ class Key:
         return self.type or type(self.default)
 
 
-# README section of each key -> the heading the generated table sits under (see config_table)
+# guide section of each key -> the heading the generated table sits under (see config_table)
 SECTIONS = {
     "general": "Configuration",
     "runs": "Configuration",
@@ -369,7 +369,7 @@ def _shown(key: Key) -> str:
 
 
 def config_table(section: str) -> str:
-    """The markdown table of one section's keys, as README.md holds it between its marker comments."""
+    """The markdown table of one section's keys, as docs/guide.md holds it between its marker comments."""
     rows = [key for key in KEYS + PROCESS_VARIABLES if key.section == section]
     lines = ["| key (env `ODYSSEUS_…`) | default | type | meaning |", "|---|---|---|---|"]
     for key in rows:

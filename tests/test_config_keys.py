@@ -1,4 +1,4 @@
-"""Configuration declared once: README's tables, the keys the code reads, unknown ODYSSEUS_* variables."""
+"""Configuration declared once: docs/guide.md's tables, the keys the code reads, unknown ODYSSEUS_* variables."""
 
 from __future__ import annotations
 
@@ -13,29 +13,29 @@ from odysseus import cli, config_keys
 from odysseus.config import DEFAULTS, load_config
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
 
 
-def test_readme_tables_are_the_declarations():
-    """Refilling README's config-table blocks from odysseus/config_keys.py changes nothing."""
-    assert config_keys.render_blocks(README) == README, (
-        "README.md's configuration tables differ: run `odysseus config-table --readme README.md`"
+def test_guide_tables_are_the_declarations():
+    """Refilling docs/guide.md's config-table blocks from odysseus/config_keys.py changes nothing."""
+    assert config_keys.render_blocks(GUIDE) == GUIDE, (
+        "docs/guide.md's configuration tables differ: run `odysseus config-table --doc docs/guide.md`"
     )
 
 
-def test_every_section_has_exactly_one_readme_block():
-    assert sorted(config_keys.block_sections(README)) == sorted(config_keys.section_names())
+def test_every_section_has_exactly_one_guide_block():
+    assert sorted(config_keys.block_sections(GUIDE)) == sorted(config_keys.section_names())
 
 
 def test_check_fails_when_either_side_changes(monkeypatch):
-    """A README row edited by hand, or a declaration changed without README, both fail the check above."""
-    edited = README.replace("| `RAG_TOP_K` | `4` |", "| `RAG_TOP_K` | `5` |")
-    assert edited != README and config_keys.render_blocks(edited) != edited
-    dropped = README.replace(config_keys.config_table("sandbox").splitlines()[3] + "\n", "")
-    assert dropped != README and config_keys.render_blocks(dropped) != dropped
+    """A guide row edited by hand, or a declaration changed without the guide, both fail the check above."""
+    edited = GUIDE.replace("| `RAG_TOP_K` | `4` |", "| `RAG_TOP_K` | `5` |")
+    assert edited != GUIDE and config_keys.render_blocks(edited) != edited
+    dropped = GUIDE.replace(config_keys.config_table("sandbox").splitlines()[3] + "\n", "")
+    assert dropped != GUIDE and config_keys.render_blocks(dropped) != dropped
     keys = [replace(k, help="changed") if k.name == "TOOL_TIMEOUT" else k for k in config_keys.KEYS]
     monkeypatch.setattr(config_keys, "KEYS", keys)
-    assert config_keys.render_blocks(README) != README
+    assert config_keys.render_blocks(GUIDE) != GUIDE
 
 
 def test_defaults_derive_from_declarations():
@@ -77,7 +77,7 @@ def test_every_odysseus_variable_named_in_the_repo_is_known():
     named = set()
     for path in files:
         named |= set(re.findall(r"ODYSSEUS_[A-Z][A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
-    named -= {"ODYSSEUS_LOGIN"}  # README's "ODYSSEUS_LOGIN_*" family
+    named -= {"ODYSSEUS_LOGIN"}  # the guide's "ODYSSEUS_LOGIN_*" family
     assert sorted(named - known) == []
 
 
@@ -166,7 +166,7 @@ def test_cli_prints_a_section(capsys):
 def test_cli_refills_a_readme(tmp_path):
     stale = tmp_path / "README.md"
     stale.write_text("intro\n<!-- config-table: alloy -->\n| old |\n<!-- /config-table -->\ntail\n")
-    assert cli.main(["config-table", "--readme", str(stale)]) == 0
+    assert cli.main(["config-table", "--doc", str(stale)]) == 0
     assert (
         stale.read_text()
         == "intro\n<!-- config-table: alloy -->\n"

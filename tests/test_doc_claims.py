@@ -1,4 +1,4 @@
-"""Claims of README.md and docs/protocol.md kept true by the code they describe.
+"""Claims of docs/guide.md and docs/protocol.md kept true by the code they describe.
 
 Each test reads the sentence or table that makes a claim and compares it with the code: the agent's
 tools, the sign-in slow-down, the stop reasons and run statuses, the CSRF meta tag, the plan statuses.
@@ -21,8 +21,9 @@ from odysseus.tools.ui import PLAN_STATUSES, ui_tools
 from odysseus.tools.web import web_tools
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+FRONTEND = (ROOT / "docs" / "frontend.md").read_text(encoding="utf-8")
 
 
 def _section(text: str, heading: str) -> str:
@@ -45,14 +46,14 @@ def _all_tools():
 
 
 def test_agent_tool_list_is_the_registry():
-    """README's list of the agent's tools, AGENT_TOOLS' default and docs/protocol.md's tool table name the
+    """docs/guide.md's list of the agent's tools, AGENT_TOOLS' default and docs/protocol.md's tool table name the
     tools the registry can build, no more and no fewer."""
     tools = _all_tools()
     assert len(tools) == len(set(tools)) >= 9
     assert DEFAULTS["AGENT_TOOLS"].split(",") == tools
     config = {**DEFAULTS, "IMAGES_BASE_URL": "http://127.0.0.1:9/v1"}
     assert build_registry(config).names() == tools
-    paragraph = _section(README, "## Agent mode").split("Tools that run code ask first")[0]
+    paragraph = _section(GUIDE, "## Agent mode").split("Tools that run code ask first")[0]
     listed = [name for name in re.findall(r"`([a-z_]+)`", paragraph) if name in tools or "_" in name]
     assert listed == tools, listed
     table = _section(PROTOCOL, "### Tools")
@@ -65,10 +66,10 @@ def test_sign_in_slow_down_is_as_described():
     sentence = re.search(
         r"the (\d+)th failure for one account \(the (\d+)th for one\s+client address\) locks "
         r"that account/address for (\d+) s,.*?up to (\d+) min",
-        README,
+        GUIDE,
         re.S,
     )
-    assert sentence, "README's slow-down sentence changed: update this test with it"
+    assert sentence, "docs/guide.md's slow-down sentence changed: update this test with it"
     account, address, first, longest_min = (int(g) for g in sentence.groups())
     assert (account, address) == (DEFAULTS["LOGIN_FREE_FAILURES"], DEFAULTS["LOGIN_FREE_FAILURES_ADDRESS"])
     assert (first, longest_min * 60) == (DEFAULTS["LOGIN_BASE_DELAY"], DEFAULTS["LOGIN_MAX_DELAY"])
@@ -134,11 +135,11 @@ def test_each_endpoint_has_one_row_in_the_endpoint_tables():
 
 
 def test_every_page_module_is_named_in_the_page_section():
-    section = _section(PROTOCOL, "## The bundled page (`GET /`)")
+    section = _section(FRONTEND, "## Modules (`static/js/`)")
     named = set(re.findall(r"`([\w]+\.js)`", section))
     modules = {path.name for path in (ROOT / "static" / "js").glob("*.js")}
-    assert modules - named == set(), "page modules docs/protocol.md does not name"
-    assert named - modules == set(), "names in docs/protocol.md with no module"
+    assert modules - named == set(), "page modules docs/frontend.md does not name"
+    assert named - modules == set(), "names in docs/frontend.md with no module"
 
 
 def test_every_module_the_docs_name_exists():

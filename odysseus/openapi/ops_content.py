@@ -42,7 +42,7 @@ CONTENT_OPERATIONS: List[Op] = [
         "agent",
         query=(("path", {"type": "string", "maxLength": 4096}),),
     ),
-    # research jobs (README "Research"; docs/protocol.md "Research jobs")
+    # research jobs (docs/guide.md "Research"; docs/protocol.md "Research jobs")
     Op(
         "POST",
         "/api/research/start",
@@ -115,7 +115,7 @@ CONTENT_OPERATIONS: List[Op] = [
     Op("GET", "/api/document/<doc_id>/versions", "The document's versions, newest first.", "documents"),
     Op("GET", f"/api/document/<doc_id>/version/{DOC_VERSION}", "One version with its content.", "documents"),
     Op("POST", f"/api/document/<doc_id>/restore/{DOC_VERSION}", "Restore a version as a new version.", "documents"),
-    # uploads (README "Uploads, attachments and retrieval")
+    # uploads (docs/guide.md "Uploads, attachments and retrieval")
     Op(
         "POST",
         "/api/upload",

@@ -124,7 +124,7 @@ RUN_OPERATIONS: List[Op] = [
             ("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
         ),
     ),
-    # the model's window (README "Context window")
+    # the model's window (docs/guide.md "Context window")
     Op(
         "GET",
         "/api/sessions/<session_id>/context",

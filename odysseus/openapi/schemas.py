@@ -26,7 +26,7 @@ TURN = {  # POST /api/chat_stream, /api/agent/chat(/stream), /api/chat/backgroun
     "model": ID,
     "temperature": TEMPERATURE,
     "client_message_id": ID,
-    # the model's window (README "Context window"): the reply's reserve, also sent to the model
+    # the model's window (docs/guide.md "Context window"): the reply's reserve, also sent to the model
     "max_tokens": {"type": "integer", "minimum": 1, "maximum": 1000000},
     # agent mode: answer an approval card, or continue after rounds_exhausted
     "tool_approval_id": ID,

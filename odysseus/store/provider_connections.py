@@ -1,6 +1,6 @@
 """Provider connections the admin manages in the settings screen (m130): one row per connection.
 
-The API key is stored as given (SQLite in DATA_DIR; README "Providers"), read only by the
+The API key is stored as given (SQLite in DATA_DIR; docs/guide.md "Providers"), read only by the
 router when it builds the provider and never put into a view. Every write bumps
 ``provider_connections_version`` in the ``settings`` table in the same transaction, so any
 worker on the same database can tell cheaply that its provider set is stale.
