@@ -1,1 +1,1 @@
-"""Benchmarks: `make bench` runs them and appends the results to docs/benchmarks.md."""
+"""Benchmarks: `make bench` runs them and writes the results to a dated file under bench/results/."""

@@ -173,7 +173,7 @@ def run(quick: bool = False, with_open_webui: bool = True) -> str:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "\n".join(
         [
-            f"## Peers: run of {when}{' (quick)' if quick else ''}",
+            f"# Peers: run of {when}{' (quick)' if quick else ''}",
             "",
             f"Machine: {facts['cores']} cores ({facts['cpu']}), {facts['memory']} memory, {facts['os']}, Python "
             f"{facts['python']}; {facts['libraries']}; {', '.join(versions) or 'no peer started'}. Load average at the "
@@ -190,18 +190,17 @@ def run(quick: bool = False, with_open_webui: bool = True) -> str:
 
 def main() -> None:
     """Command line entry point."""
-    from .run_all import append  # the same results file and marker as `make bench`
+    from .run_all import write_result  # a dated file under bench/results/, as `make bench` writes
 
     parser = argparse.ArgumentParser(description="Odysseus against LiteLLM proxy and Open WebUI.")
     parser.add_argument("--quick", action="store_true", help="a few rounds per level")
-    parser.add_argument("--no-write", action="store_true", help="print only; do not touch docs/benchmarks.md")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no file under bench/results/")
     parser.add_argument("--skip-open-webui", action="store_true", help="LiteLLM only (Open WebUI's install is large)")
     args = parser.parse_args()
     text = run(args.quick, with_open_webui=not args.skip_open_webui)
     print(text)
     if not args.no_write:
-        append(text)
-        print("appended to docs/benchmarks.md")
+        print(f"written to {write_result(text, 'peers')}")
 
 
 if __name__ == "__main__":

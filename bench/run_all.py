@@ -1,4 +1,4 @@
-"""``make bench``: run the benchmarks and append the results to docs/benchmarks.md.
+"""``make bench``: run the benchmarks and write the results to a dated file under bench/results/.
 
 ``python -m bench.run_all [--quick] [--only overhead,resume] [--parts paced,cpu] [--no-write]``
 """
@@ -26,8 +26,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("floor", "10. The stack's floor: the same turn from a bare Flask app", stack_floor.run),
     ("openai", "11. The OpenAI-compatible API (/v1) against /api/chat_stream", openai_api.run),
 ]
-RESULTS = os.path.join(ROOT, "docs", "benchmarks.md")
-MARK = "<!-- results are appended below by `make bench` -->"
+RESULTS_DIR = os.path.join(ROOT, "bench", "results")
 
 
 def section(selected: List[str], quick: bool, target_parts: Optional[List[str]] = None) -> str:
@@ -35,7 +34,7 @@ def section(selected: List[str], quick: bool, target_parts: Optional[List[str]] 
     facts = machine()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
-        f"## Run of {when}{' (quick)' if quick else ''}",
+        f"# Run of {when}{' (quick)' if quick else ''}",
         "",
         f"Machine: {facts['cores']} cores ({facts['cpu']}), {facts['memory']} memory, {facts['os']}, "
         f"Python {facts['python']}; {facts['libraries']}. Load average at the start: {facts['load']} "
@@ -54,23 +53,26 @@ def section(selected: List[str], quick: bool, target_parts: Optional[List[str]] 
             text, targets = fn(quick=quick)
         print(text, flush=True)
         print(f"   ({time.monotonic() - started:.0f} s)", flush=True)
-        parts += [f"### {title}", "", text, ""]
+        parts += [f"## {title}", "", text, ""]
         verdicts.update(targets)
     if verdicts:
-        parts += ["### Targets", ""]
+        parts += ["## Targets", ""]
         parts += [f"- {'met' if ok else '**not met**'}: {name}" for name, ok in verdicts.items()]
         parts.append("")
     return "\n".join(parts)
 
 
-def append(text: str) -> None:
-    """Append a run's section after the explanation in docs/benchmarks.md."""
-    with open(RESULTS, encoding="utf-8") as fh:
-        current = fh.read()
-    if MARK not in current:
-        current = current.rstrip("\n") + "\n\n" + MARK + "\n"
-    with open(RESULTS, "w", encoding="utf-8") as fh:
-        fh.write(current.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n")
+def write_result(text: str, kind: str = "run") -> str:
+    """Write one run's Markdown to ``bench/results/<date>-<HHMM>-<kind>.md``; answer its path.
+
+    Dated runs are kept as files of their own; docs/benchmarks.md holds only the current table and
+    the method, updated by hand from these files."""
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d-%H%M")
+    path = os.path.join(RESULTS_DIR, f"{stamp}-{kind}.md")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text.rstrip("\n") + "\n")
+    return path
 
 
 def main() -> None:
@@ -79,14 +81,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sample sizes (a smoke run)")
     parser.add_argument("--only", default="", help="comma-separated: " + ",".join(k for k, _, _ in BENCHMARKS))
     parser.add_argument("--parts", default="", help="benchmark 8's parts, comma-separated: " + ",".join(targets.PARTS))
-    parser.add_argument("--no-write", action="store_true", help="print only; do not touch docs/benchmarks.md")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no file under bench/results/")
     args = parser.parse_args()
     selected = [k.strip() for k in args.only.split(",") if k.strip()] or [k for k, _, _ in BENCHMARKS]
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     text = section(selected, args.quick, parts or None)
     if not args.no_write:
-        append(text)
-        print(f"appended to {os.path.relpath(RESULTS, ROOT)}")
+        path = write_result(text, "run-quick" if args.quick else "run")
+        print(f"written to {os.path.relpath(path, ROOT)}")
 
 
 if __name__ == "__main__":
