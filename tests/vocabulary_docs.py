@@ -120,7 +120,9 @@ def event_rows(markdown: str) -> Dict[str, List[Row]]:
 
 
 def js_handlers(source: str) -> Dict[str, str]:
-    """``STREAM_HANDLERS`` of static/js/stream_events.js: event type -> ``handler`` or ``ignore``."""
+    """``STREAM_HANDLERS`` of static/js/stream_events.js: event type -> ``handler`` or ``ignore``.
+
+    A ``handler`` line reads ``type: (view, event) => view[.part].on_type(event),``."""
     body = re.search(r"export const STREAM_HANDLERS = \{\n(.*?)\n\};", source, re.S)
     if body is None:
         raise AssertionError("STREAM_HANDLERS table not found")
@@ -129,7 +131,8 @@ def js_handlers(source: str) -> Dict[str, str]:
         line = line.strip()
         if not line or line.startswith("//"):
             continue
-        match = re.match(r"([a-z_][a-z0-9_]*): (ignore|\(view, event\) => view\.on_\1\(event\)),", line)
+        # a handler calls on_<type> of the view itself or of one of its parts (view.agent, view.docs, ...)
+        match = re.match(r"([a-z_][a-z0-9_]*): (ignore|\(view, event\) => view(?:\.[a-z]+)?\.on_\1\(event\)),", line)
         if match is None:
             raise AssertionError(f"unexpected line in STREAM_HANDLERS: {line!r}")
         table[match.group(1)] = "ignore" if match.group(2) == "ignore" else "handler"

@@ -1,8 +1,7 @@
-// ReplyView handlers for the agent's events: tool rows, approval cards, images, ui_control, plans,
+// A reply's handlers for the agent's events: tool rows, approval cards, images, ui_control, plans,
 // guard explanations and exhibits, plus restoreAgent(), which builds the same blocks from a saved
 // reply's metadata. Live and history share one builder per block, so a reply looks the same after
-// a reload. Mixed into ReplyView by render.js, so `this` is the reply; user actions go out
-// through `this.ctx`.
+// a reload. One AgentPart per ReplyView (its `agent`); user actions go out through the view's `ctx`.
 
 import { button, el } from "./dom.js";
 import { renderExhibit } from "./exhibits.js";
@@ -42,16 +41,26 @@ function imageFigure(url) {
   return figure;
 }
 
-/** Methods `on_<event type>` (and their history counterparts) added to ReplyView.prototype. */
-export const agentHandlers = {
+/** The agent's part of a reply: `on_<event type>` handlers and their history counterparts. */
+export class AgentPart {
+  /** @param {import("./render.js").ReplyView} view the reply this part draws into */
+  constructor(view) {
+    this.view = view;
+    /** @type {Array<{tool: string, callId: string | null, row: HTMLElement, output: HTMLElement, status: HTMLElement, open: boolean}>} */
+    this.tools = [];
+    /** @type {Map<string, HTMLElement>} exhibit id -> its card */
+    this.exhibits = new Map();
+    this.settled = false; // a later message answered this reply's choices
+  }
+
   // agent_prep / agent_step are progress, not content: they only change the status line.
-  on_agent_prep() {
-    this.setStatus("working", "Preparing the agent…");
-  },
+  on_agent_prep(_event) {
+    this.view.setStatus("working", "Preparing the agent…");
+  }
 
   on_agent_step(event) {
-    this.setStatus("working", `Round ${event.round ?? ""}: waiting for the model…`);
-  },
+    this.view.setStatus("working", `Round ${event.round ?? ""}: waiting for the model…`);
+  }
 
   /** A tool row (running until toolDone); the same for tool_start and a saved tool row. */
   toolRow(info) {
@@ -68,9 +77,9 @@ export const agentHandlers = {
     row.appendChild(output);
     const entry = { tool: info.tool, callId: info.call_id || null, row, output, status, open: true };
     this.tools.push(entry);
-    this.addBlock(row);
+    this.view.addBlock(row);
     return entry;
-  },
+  }
 
   /** Mark a tool row finished with its exit code and output. */
   toolDone(entry, result) {
@@ -83,7 +92,7 @@ export const agentHandlers = {
     const output = typeof result.output === "string" ? result.output : JSON.stringify(result.output, null, 2);
     entry.output.textContent = output || "(no output)";
     entry.output.hidden = false;
-  },
+  }
 
   /** Rows still running when the reply ended (stopped or failed) were cut off. */
   closeTools() {
@@ -94,7 +103,7 @@ export const agentHandlers = {
       entry.row.classList.add("cancelled");
       entry.status.textContent = "cancelled";
     }
-  },
+  }
 
   findTool(name, callId) {
     for (let i = this.tools.length - 1; i >= 0; i--) {
@@ -107,23 +116,23 @@ export const agentHandlers = {
       }
     }
     return null;
-  },
+  }
 
   on_tool_start(event) {
     this.toolRow(event);
-  },
+  }
 
   on_tool_progress(event) {
     const entry = this.findTool(event.tool, event.call_id);
     if (!entry) return;
     const elapsed = typeof event.elapsed === "number" ? ` (${event.elapsed.toFixed(0)} s)` : "";
     entry.status.textContent = `${event.message || "working"}${elapsed}`;
-  },
+  }
 
   on_tool_output(event) {
     const entry = this.findTool(event.tool, event.call_id) || this.toolRow(event);
     this.toolDone(entry, event);
-  },
+  }
 
   /** The approval card for an ask_user event or a saved awaiting_approval. */
   approvalCard(data) {
@@ -135,18 +144,18 @@ export const agentHandlers = {
     if (data.target_agent_id) {  // asked inside an Agent Alloy delegation: say which specialist
       card.dataset.agent = String(data.target_agent_id);
       card.appendChild(el("p", "approval-from muted", `Asked by the specialist ${data.target_agent_id}`));
-      this.markDelegationWaiting?.(data.delegation_id);
+      this.view.delegation.markDelegationWaiting(data.delegation_id);
     }
     const detail = callDetail(call.arguments);
     if (detail) card.appendChild(el("pre", "approval-detail", detail));
     if (typeof data.expires_at === "number" && data.expires_at * 1000 <= Date.now()) {
       card.classList.add("expired");
       card.appendChild(el("p", "muted", "This request expired; ask the agent again."));
-      return this.addBlock(card, this.notices);
+      return this.view.addBlock(card, this.view.notices);
     }
     const row = el("div", "approval-actions");
     const decide = (decision) => {
-      if (this.ctx.onApproval(data, decision) === false) return;
+      if (this.view.ctx.onApproval(data, decision) === false) return;
       for (const b of row.querySelectorAll("button")) b.disabled = true;
       card.classList.add("answered");
     };
@@ -154,8 +163,8 @@ export const agentHandlers = {
                button("Approve for this task", "approve-task", () => decide("approve_task")),
                button("Deny", "deny", () => decide("deny")));
     card.appendChild(row);
-    return this.addBlock(card, this.notices);
-  },
+    return this.view.addBlock(card, this.view.notices);
+  }
 
   on_ask_user(event) {
     const data = event.data || {};
@@ -166,39 +175,39 @@ export const agentHandlers = {
     const card = el("section", "approval-card");
     card.appendChild(el("h4", null, "The agent asks"));
     card.appendChild(el("p", null, data.question || data.message || JSON.stringify(data)));
-    this.addBlock(card, this.notices);
-  },
+    this.view.addBlock(card, this.view.notices);
+  }
 
   approvalResult(decision) {
-    this.addBlock(el("div", `approval-result ${decision || ""}`, DECISION_WORDS[decision] || `Decision: ${decision}`));
-  },
+    this.view.addBlock(el("div", `approval-result ${decision || ""}`, DECISION_WORDS[decision] || `Decision: ${decision}`));
+  }
 
   on_tool_approval_resolved(event) {
     const id = event.approval_id || (event.data && event.data.approval_id);
-    const page = this.el.closest("#messages") || document;
-    const cards = [...page.querySelectorAll(".approval-card")];
+    const page = this.view.el.closest("#messages") || document;
+    const cards = [.../** @type {NodeListOf<HTMLElement>} */ (page.querySelectorAll(".approval-card"))];
     const card = (id && cards.find((c) => c.dataset.approvalId === String(id))) || cards.find((c) => c.classList.contains("answered"));
     if (card) card.remove();
     this.approvalResult(event.decision);
-  },
+  }
 
   on_generated_image(event) {
     const figure = imageFigure(event.url);
     if (!figure) return;
     const entry = this.findTool("generate_image");
     if (entry) entry.row.appendChild(figure);
-    else this.addBlock(figure);
-  },
+    else this.view.addBlock(figure);
+  }
 
   on_ui_control(event) {
-    this.ctx.uiControl?.(event.data || {});
-  },
+    this.view.ctx.uiControl?.(event.data || {});
+  }
 
   /** Show the plan ({steps: [{step, status}], explanation?}, or a list) in its fixed place. */
   on_plan_update(event) {
     const data = event.data;
     const steps = Array.isArray(data) ? data : (data && (data.steps || data.items || data.plan)) || [];
-    this.planBox.textContent = "";
+    this.view.planBox.textContent = "";
     const plan = el("section", "plan");
     plan.appendChild(el("h4", null, "Plan"));
     if (data && typeof data.explanation === "string" && data.explanation) plan.appendChild(el("p", "plan-why", data.explanation));
@@ -210,63 +219,63 @@ export const agentHandlers = {
       list.appendChild(li);
     }
     plan.appendChild(list);
-    this.planBox.appendChild(plan);
-  },
+    this.view.planBox.appendChild(plan);
+  }
 
   /** A guard's explanation (Continue for rounds_exhausted); event fields or saved metadata.agent.guard. */
   guardBox(type, data) {
     const box = el("div", `guard ${GUARD_CLASS[type] || type}`);
     box.appendChild(el("p", null, (GUARD_TEXT[type] || (() => `The turn ended: ${type}.`))(data)));
     if (type === "rounds_exhausted") {
-      const go = button("Continue", "continue", () => { if (this.ctx.onContinue() !== false) go.disabled = true; });
+      const go = button("Continue", "continue", () => { if (this.view.ctx.onContinue() !== false) go.disabled = true; });
       box.appendChild(go);
     }
-    this.addBlock(box, this.notices);
-  },
+    this.view.addBlock(box, this.view.notices);
+  }
 
   on_rounds_exhausted(event) {
     this.guardBox("rounds_exhausted", event);
-  },
+  }
 
   on_budget_exceeded(event) {
     this.guardBox("budget_exceeded", event);
-  },
+  }
 
   on_loop_breaker_triggered(event) {
     this.guardBox("loop_breaker_triggered", { ...(event.data || {}), ...event });
-  },
+  }
 
   on_intent_nudge_exhausted(event) {
     this.guardBox("intent_nudge_exhausted", event);
-  },
+  }
 
   /** Show an exhibit; a repeated id replaces it in place, here and in earlier replies (as the server does). */
   on_exhibit(event, { live = true } = {}) {
-    const card = renderExhibit(event, this.ctx);
+    const card = renderExhibit(event, this.view.ctx);
     const previous = event.id && this.exhibits.get(event.id);
     if (previous && previous.isConnected) previous.replaceWith(card);
-    else this.addBlock(card, this.exhibitsBox);
+    else this.view.addBlock(card, this.view.exhibitsBox);
     if (!event.id) return;
     this.exhibits.set(event.id, card);
-    const page = live && this.el.closest("#messages");
+    const page = live && this.view.el.closest("#messages");
     if (!page) return;
-    for (const old of page.querySelectorAll(".exhibit[data-exhibit-id]")) {
-      if (old.dataset.exhibitId === String(event.id) && !this.el.contains(old)) old.replaceWith(renderExhibit(event, this.ctx));
+    for (const old of /** @type {NodeListOf<HTMLElement>} */ (page.querySelectorAll(".exhibit[data-exhibit-id]"))) {
+      if (old.dataset.exhibitId === String(event.id) && !this.view.el.contains(old)) old.replaceWith(renderExhibit(event, this.view.ctx));
     }
-  },
+  }
 
   /** Disable the reply's choices and Continue once a later message was sent; mark the chosen option. */
   settle(nextText) {
     if (this.settled) return; // the first message after the reply is the one that answered it
     this.settled = true;
-    for (const option of this.el.querySelectorAll(".choice-option, .guard .continue")) {
+    for (const option of /** @type {NodeListOf<HTMLButtonElement>} */ (this.view.el.querySelectorAll(".choice-option, .guard .continue"))) {
       option.disabled = true;
       if (option.classList.contains("choice-option") && nextText !== undefined && option.textContent === nextText) {
         option.classList.add("chosen");
         option.setAttribute("aria-pressed", "true");
       }
     }
-  },
+  }
 
   /** Rebuild the agent blocks of a saved reply from metadata.agent and metadata.exhibits. */
   restoreAgent(meta, { answered = new Set() } = {}) {
@@ -287,5 +296,5 @@ export const agentHandlers = {
     if (agent.guard && agent.guard.type) this.guardBox(agent.guard.type, agent.guard);
     const waiting = agent.awaiting_approval;
     if (waiting && !answered.has(waiting.approval_id)) this.approvalCard({ kind: "tool_approval", ...waiting });
-  },
-};
+  }
+}

@@ -1,8 +1,8 @@
-// ReplyView handlers for the context events (memories_used, web_sources, workspace_rejected,
+// A reply's handlers for the context events (memories_used, web_sources, workspace_rejected,
 // notice) and restoreContext(), which builds the same blocks from a saved reply's metadata
 // (memories_used, web_sources, web_notice, workspace_rejected). Live and history share one builder
-// per block, so the pill and the sources look the same after a reload. Mixed into ReplyView by
-// render.js; the blocks sit in one "context" region right under the reply's text.
+// per block, so the pill and the sources look the same after a reload. One ContextPart per ReplyView
+// (its `context`); the blocks sit in one "context" region right under the reply's text.
 
 import { el } from "./dom.js";
 import { safeUrl } from "./markdown.js";
@@ -15,15 +15,23 @@ function hostOf(url) {
   }
 }
 
-export const contextHandlers = {
+/** The context part of a reply: memories pill, web sources, context notices. */
+export class ContextPart {
+  /** @param {import("./render.js").ReplyView} view the reply this part draws into */
+  constructor(view) {
+    this.view = view;
+    /** @type {HTMLElement | null} */
+    this.contextRegion = null;
+  }
+
   /** The region under the text that holds sources, the memory pill and context notices. */
   contextBox() {
     if (!this.contextRegion) {
       this.contextRegion = el("div", "reply-context region");
-      this.body.after(this.contextRegion);
+      this.view.body.after(this.contextRegion);
     }
     return this.contextRegion;
-  },
+  }
 
   /** The "N memories used" pill; opens to the list of memories (pinned or recalled). */
   memoriesPill(rows) {
@@ -41,8 +49,8 @@ export const contextHandlers = {
     }
     pill.appendChild(list);
     this.contextBox().appendChild(pill);
-    this.ctx.onGrow?.();
-  },
+    this.view.ctx.onGrow?.();
+  }
 
   /** The web sources a chat turn searched, as links with their snippets. */
   webSources(rows) {
@@ -72,8 +80,8 @@ export const contextHandlers = {
     }
     box.appendChild(list);
     this.contextBox().appendChild(box);
-    this.ctx.onGrow?.();
-  },
+    this.view.ctx.onGrow?.();
+  }
 
   /** A context notice (web search failed, workspace not used, ...). */
   contextNotice(text, source) {
@@ -81,25 +89,25 @@ export const contextHandlers = {
     const box = el("p", `context-notice ${source ? `from-${source}` : ""}`.trim(), text);
     box.setAttribute("role", "note");
     this.contextBox().appendChild(box);
-  },
+  }
 
   on_memories_used(event) {
     this.memoriesPill(event.data);
-  },
+  }
 
   on_web_sources(event) {
     // The agent's web_search tool also sends web_sources; its results show as a citation exhibit.
-    if (this.tools.length) return;
+    if (this.view.agent.tools.length) return;
     this.webSources(event.data);
-  },
+  }
 
   on_workspace_rejected(event) {
-    this.ctx.onWorkspaceRejected?.((event.data || {}).path);
-  },
+    this.view.ctx.onWorkspaceRejected?.((event.data || {}).path);
+  }
 
   on_notice(event) {
     this.contextNotice(event.message, event.source);
-  },
+  }
 
   /** Rebuild the context blocks of a saved reply from its metadata. */
   restoreContext(meta) {
@@ -107,5 +115,5 @@ export const contextHandlers = {
     this.webSources(meta.web_sources);
     if (meta.web_notice) this.contextNotice(meta.web_notice, "web");
     this.memoriesPill(meta.memories_used);
-  },
-};
+  }
+}

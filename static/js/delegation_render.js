@@ -1,8 +1,8 @@
-// ReplyView handlers for Agent Alloy delegations: one card per delegation inside the supervisor's
+// A reply's handlers for Agent Alloy delegations: one card per delegation inside the supervisor's
 // reply, nested under its parent delegation, showing the specialist, its task, its streamed text,
 // its tool rows, status, tokens and time. restoreDelegations() builds the same cards from a saved
 // reply's metadata.delegations (the fold of the same events), so a reload looks like the live view.
-// Mixed into ReplyView by render.js, so `this` is the reply.
+// One DelegationPart per ReplyView (its `delegation`).
 
 import { el } from "./dom.js";
 
@@ -27,18 +27,27 @@ function toolText(value) {
   return typeof value === "string" ? value : JSON.stringify(value);
 }
 
-/** Methods `on_delegation_*` (and restoreDelegations) added to ReplyView.prototype. */
-export const delegationHandlers = {
+/** The Agent Alloy part of a reply: one card per delegation (and their history form). */
+export class DelegationPart {
+  /** @param {import("./render.js").ReplyView} view the reply this part draws into */
+  constructor(view) {
+    this.view = view;
+    /** @type {HTMLElement | null} */
+    this.delegationsBox = null;
+    /** @type {Map<string, any>} delegation id -> its card */
+    this.delegationCards = new Map();
+  }
+
   /** The region holding this reply's top-level delegation cards, made on first use. */
   delegationBox() {
     if (!this.delegationsBox) {
       this.delegationsBox = el("div", "delegations region");
       this.delegationsBox.setAttribute("aria-label", "Delegations");
-      this.activity.after(this.delegationsBox);
+      this.view.activity.after(this.delegationsBox);
       this.delegationCards = new Map();
     }
     return this.delegationsBox;
-  },
+  }
 
   /** The card of a delegation, created (under its parent's card when it has one) on first sight. */
   delegationCard(info) {
@@ -67,14 +76,14 @@ export const delegationHandlers = {
     const parent = info.parent_delegation_id && this.delegationCards.get(String(info.parent_delegation_id));
     (parent ? parent.children : this.delegationsBox).appendChild(node);
     this.setDelegationStatus(card, "running");
-    this.ctx.onGrow?.();
+    this.view.ctx.onGrow?.();
     return card;
-  },
+  }
 
   setDelegationStatus(card, status) {
     card.node.dataset.status = status;
     card.status.textContent = STATUS_WORDS[status] || status;
-  },
+  }
 
   delegationToolRow(card, info) {
     const key = String(info.tool_call_id || card.rows.size);
@@ -91,7 +100,7 @@ export const delegationHandlers = {
     row = { node, state, output };
     card.rows.set(key, row);
     return row;
-  },
+  }
 
   delegationToolDone(row, info) {
     const ok = info.success !== false;
@@ -100,7 +109,7 @@ export const delegationHandlers = {
     row.state.textContent = (ok ? "done" : "failed") + (typeof info.duration_ms === "number" ? ` (${Math.round(info.duration_ms)} ms)` : "");
     row.output.textContent = toolText(info.content) || "(no output)";
     row.output.hidden = false;
-  },
+  }
 
   delegationDone(card, info) {
     this.setDelegationStatus(card, info.status || "failed");
@@ -113,38 +122,38 @@ export const delegationHandlers = {
       card.task.textContent = info.task;
       card.task.hidden = false;
     }
-  },
+  }
 
   on_delegation_start(event) {
     const card = this.delegationCard(event);
     this.setDelegationStatus(card, "running");
-    this.setStatus("working", `${event.target_agent_id || "A specialist"} is working…`);
-  },
+    this.view.setStatus("working", `${event.target_agent_id || "A specialist"} is working…`);
+  }
 
   on_delegation_chunk(event) {
     const card = this.delegationCard(event);
     card.text.textContent += event.content || "";
-    this.ctx.onGrow?.();
-  },
+    this.view.ctx.onGrow?.();
+  }
 
   on_delegation_tool_call(event) {
     this.delegationToolRow(this.delegationCard(event), event);
-  },
+  }
 
   on_delegation_tool_result(event) {
     const card = this.delegationCard(event);
     this.delegationToolDone(this.delegationToolRow(card, event), event);
-  },
+  }
 
   on_delegation_complete(event) {
     this.delegationDone(this.delegationCard(event), event);
-  },
+  }
 
   /** An approval asked inside a delegation: its card says it is waiting. */
   markDelegationWaiting(delegationId) {
     const card = delegationId && this.delegationCards && this.delegationCards.get(String(delegationId));
     if (card) this.setDelegationStatus(card, "awaiting_approval");
-  },
+  }
 
   /** The reply ended stopped or failed: cards still working were cut off. */
   closeDelegations() {
@@ -156,7 +165,7 @@ export const delegationHandlers = {
         row.state.textContent = "cancelled";
       }
     }
-  },
+  }
 
   /** Rebuild the cards of a saved reply from metadata.delegations. */
   restoreDelegations(meta) {
@@ -171,5 +180,5 @@ export const delegationHandlers = {
       if (record.status === "success" || record.status === "failed") this.delegationDone(card, record);
       else if (record.status && record.status !== "running") this.setDelegationStatus(card, record.status);
     }
-  },
-};
+  }
+}

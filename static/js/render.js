@@ -1,21 +1,51 @@
 // One view per message. A ReplyView renders an assistant reply from chat-stream events (live or
 // replayed) or from a saved history row; it never talks to the network itself: user actions go
-// out through the `ctx` callbacks the page passes in.
+// out through the `ctx` callbacks the page passes in. A reply is composed of parts, one object per
+// kind of content (agent, documents, context, files, window, research, delegations), each in its own
+// module; stream_events.js maps every event to the part (or the view) that handles it.
 
-import { agentHandlers } from "./agent_render.js";
-import { docHandlers } from "./doc_render.js";
-import { contextHandlers } from "./context_render.js";
-import { fileContextHandlers } from "./file_context_render.js";
-import { delegationHandlers } from "./delegation_render.js";
+import { AgentPart } from "./agent_render.js";
+import { DocPart } from "./doc_render.js";
+import { ContextPart } from "./context_render.js";
+import { FileContextPart } from "./file_context_render.js";
+import { DelegationPart } from "./delegation_render.js";
 import { labelRegenerate, regenerateButton } from "./branches.js";
 import { button, el } from "./dom.js";
 import { copyText } from "./clipboard.js";
 import { setMarkdown } from "./markdown.js";
-import { researchHandlers } from "./research_render.js";
+import { ResearchPart } from "./research_render.js";
 import { dispatch } from "./stream_events.js";
-import { windowHandlers } from "./window_render.js";
+import { WindowPart } from "./window_render.js";
 
-/** "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map. */
+/**
+ * What the page passes to every message view: the callbacks user actions go out through.
+ * @typedef {object} ViewContext
+ * @property {(view: UserView | ReplyView) => void} onEdit
+ * @property {(view: UserView | ReplyView) => void} onDelete
+ * @property {(view: ReplyView) => void} [onRegenerate]
+ * @property {() => void} [onGrow] the list grew (keep it scrolled to the end)
+ * @property {() => unknown} onContinue "Continue" after the agent ran out of rounds (false: refused)
+ * @property {(data: Record<string, any>, decision: string) => unknown} onApproval an approval card's answer (false: refused)
+ * @property {(data: Record<string, any>) => void} [uiControl] the agent's ui_control
+ * @property {(path: string) => void} [onWorkspaceRejected]
+ * @property {any} [documents] the document panel (documents.js): observe(event), openById(id), on_doc_suggestions(...)
+ */
+
+/**
+ * A chat-stream event as the page receives it (fields depend on `type`; see docs/protocol.md).
+ * @typedef {{type: string} & Record<string, any>} StreamEvent
+ */
+
+/**
+ * Token counts and timings of a reply (usage and metrics events, saved metadata).
+ * @typedef {Record<string, any>} Metrics
+ */
+
+/**
+ * "1.4 s · 59 tokens · 195 tok/s · $0.0012" from a metrics/usage map.
+ * @param {Metrics | null | undefined} metrics
+ * @returns {string}
+ */
 export function metricsText(metrics) {
   if (!metrics) return "";
   const parts = [];
@@ -32,15 +62,22 @@ export function metricsText(metrics) {
 
 const FAILED = new Set(["error", "failed", "interrupted", "timeout", "run_timeout"]);
 
+/**
+ * An error as one line of text, whatever shape it came in.
+ * @param {unknown} error
+ * @returns {string}
+ */
 function errorText(error) {
   if (!error) return "";
   if (typeof error === "string") return error;
-  return error.message || error.error || JSON.stringify(error);
+  const record = /** @type {Record<string, unknown>} */ (error);
+  return String(record.message || record.error || JSON.stringify(error));
 }
 
-/** A user's message bubble. */
-
-/** A "Copy" button that copies the message's markdown source (the whole message, not only code). */
+/**
+ * A "Copy" button that copies the message's markdown source (the whole message, not only code).
+ * @param {UserView | ReplyView} view
+ */
 function copyButton(view) {
   const copy = button("Copy", "copy-message", async () => {
     const ok = await copyText(view.text);
@@ -50,7 +87,11 @@ function copyButton(view) {
   return copy;
 }
 
-/** Give a message view its database id and its Copy, Edit and Delete buttons. */
+/**
+ * Give a message view its database id and its Copy, Edit and Delete buttons.
+ * @param {UserView | ReplyView} view
+ * @param {number} id
+ */
 function enableActions(view, id) {
   view.id = id;
   view.el.dataset.messageId = String(id);
@@ -60,7 +101,13 @@ function enableActions(view, id) {
   if (view instanceof ReplyView && view.ctx.onRegenerate) view.actions.append(regenerateButton(view)); // branches.js
 }
 
+/** A user's message bubble. */
 export class UserView {
+  /**
+   * @param {string} text
+   * @param {ViewContext} ctx
+   * @param {{id?: number | null, clientId?: string | null}} [options]
+   */
   constructor(text, ctx, { id = null, clientId = null } = {}) {
     this.ctx = ctx;
     this.text = text;
@@ -74,12 +121,18 @@ export class UserView {
     if (id !== null) this.setMessageId(id);
   }
 
-  /** Enable edit and delete once the message has a database id. */
+  /**
+   * Enable edit and delete once the message has a database id.
+   * @param {number} id
+   */
   setMessageId(id) {
     enableActions(this, id);
   }
 
-  /** Show new text after an edit. */
+  /**
+   * Show new text after an edit.
+   * @param {string} text
+   */
   setText(text) {
     this.text = text;
     this.body.textContent = text;
@@ -93,29 +146,18 @@ export class UserView {
  * segment), notices (guard boxes, an approval card), status line, metrics, actions.
  */
 export class ReplyView {
+  /** @param {ViewContext} ctx */
   constructor(ctx) {
-    // Methods mixed into the prototype at the end of this file, declared for the type checker
-    // (bare expressions: no own property shadows the prototype's method).
-    /** @type {typeof agentHandlers.closeTools} */ this.closeTools;
-    /** @type {typeof agentHandlers.settle} */ this.settle;
-    /** @type {typeof agentHandlers.restoreAgent} */ this.restoreAgent;
-    /** @type {typeof docHandlers.restoreDocs} */ this.restoreDocs;
-    /** @type {typeof fileContextHandlers.restoreFileContext} */ this.restoreFileContext;
-    /** @type {typeof contextHandlers.restoreContext} */ this.restoreContext;
-    /** @type {typeof windowHandlers.restoreWindow} */ this.restoreWindow;
-    /** @type {typeof researchHandlers.researchSources} */ this.researchSources;
-    /** @type {typeof researchHandlers.linkCitations} */ this.linkCitations;
-    /** @type {typeof researchHandlers.restoreResearch} */ this.restoreResearch;
-    /** @type {typeof delegationHandlers.closeDelegations} */ this.closeDelegations;
-    /** @type {typeof delegationHandlers.restoreDelegations} */ this.restoreDelegations;
     this.ctx = ctx;
+    /** @type {number | null} */
     this.id = null;
     this.text = "";
     this.thinking = "";
+    this.deltas = 0; // text and reasoning deltas seen (an estimate of tokens when no usage came)
+    /** @type {Metrics} */
     this.usage = {};
-    this.tools = [];
-    this.exhibits = new Map();
     this.renderPending = false;
+    /** @type {HTMLElement & {replyView?: ReplyView}} */
     this.el = el("article", "msg assistant streaming");
     this.el.setAttribute("aria-label", "Reply");
     this.el.replyView = this; // the page settles earlier replies' choices when a message is sent
@@ -140,17 +182,33 @@ export class ReplyView {
     this.actions = el("div", "msg-actions");
     this.el.append(this.header, this.reasoning, this.planBox, this.activity, this.exhibitsBox, this.body,
                    this.notices, this.statusLine, this.footer, this.actions);
+    // The parts, one per kind of content; each keeps its own state and draws into the regions above.
+    this.agent = new AgentPart(this);
+    this.docs = new DocPart(this);
+    this.context = new ContextPart(this);
+    this.files = new FileContextPart(this);
+    this.window = new WindowPart(this);
+    this.research = new ResearchPart(this);
+    this.delegation = new DelegationPart(this);
     this.setStatus("waiting", "Waiting for the model…");
   }
 
-  /** Show a transient state line (waiting, working, reconnecting, stopping) or clear it with null. */
+  /**
+   * Show a transient state line (waiting, working, reconnecting, stopping) or clear it with null.
+   * @param {string | null} kind
+   * @param {string | null} text
+   */
   setStatus(kind, text) {
     this.statusLine.dataset.kind = kind || "";
     this.statusLine.textContent = text || "";
     this.el.dataset.status = kind || "";
   }
 
-  /** Mark the reply final: ok, stopped or failed (partial text stays visible). */
+  /**
+   * Mark the reply final: ok, stopped or failed (partial text stays visible).
+   * @param {"ok" | "stopped" | "failed"} outcome
+   * @param {string} [detail] why it failed
+   */
   finish(outcome, detail) {
     this.flush();
     this.el.classList.remove("streaming");
@@ -158,8 +216,8 @@ export class ReplyView {
     this.el.classList.toggle("failed", outcome === "failed");
     this.el.dataset.outcome = outcome;
     if (outcome !== "ok") {
-      this.closeTools();
-      this.closeDelegations();
+      this.agent.closeTools();
+      this.delegation.closeDelegations();
     }
     if (outcome === "stopped") this.setStatus("stopped", "Stopped" + (this.text ? " — partial reply shown." : " before any text arrived."));
     else if (outcome === "failed") this.setStatus("failed", "Failed: " + (detail || "the reply could not be completed") + (this.text ? " (partial reply shown)" : ""));
@@ -167,18 +225,36 @@ export class ReplyView {
     labelRegenerate(this); // "Retry" on a failed or stopped reply
   }
 
-  /** Enable edit and delete: the reply is saved under `id`. */
+  /**
+   * Enable edit and delete: the reply is saved under `id`.
+   * @param {number} id
+   */
   setMessageId(id) {
     enableActions(this, id);
   }
 
-  /** Replace the shown text (after an edit, or from history); tool rows and cards stay. */
+  /**
+   * Disable the reply's choices once a later message answered it (agent_render.js).
+   * @param {string} [nextText] the text of that message
+   */
+  settle(nextText) {
+    this.agent.settle(nextText);
+  }
+
+  /**
+   * Replace the shown text (after an edit, or from history); tool rows and cards stay.
+   * @param {string} text
+   */
   setText(text) {
     this.text = text;
     this.renderPending = true;
     this.renderSegment();
   }
 
+  /**
+   * Add streamed text; the markdown is rendered at most once per animation frame.
+   * @param {string} text
+   */
   appendText(text) {
     this.text += text;
     if (this.renderPending) return;
@@ -186,11 +262,12 @@ export class ReplyView {
     requestAnimationFrame(() => this.renderSegment());
   }
 
+  /** Render the text's markdown if it changed since the last render. */
   renderSegment() {
     if (!this.renderPending) return;
     this.renderPending = false;
     setMarkdown(this.segment, this.text);
-    if (this.researchSources) this.linkCitations(); // a research report's [n] link to its sources
+    if (this.research.researchSources) this.research.linkCitations(); // a research report's [n] link to its sources
     this.ctx.onGrow?.();
   }
 
@@ -199,28 +276,42 @@ export class ReplyView {
     this.renderSegment();
   }
 
-  /** Append a block to one of the reply's regions (activity, exhibits or notices). */
+  /**
+   * Append a block to one of the reply's regions (activity, exhibits or notices).
+   * @template {HTMLElement} T
+   * @param {T} node
+   * @param {HTMLElement} [region]
+   * @returns {T}
+   */
   addBlock(node, region = this.activity) {
     region.appendChild(node);
     this.ctx.onGrow?.();
     return node;
   }
 
+  /**
+   * Name the model that answered in the reply's header.
+   * @param {Record<string, any>} info a model_info event or a saved reply's metadata.model_info (label, provider, model, route)
+   */
   setLabel(info) {
     const label = info.label || [info.provider, info.model].filter(Boolean).join(" / ") || info.route || "Assistant";
     this.label.textContent = label;
     this.label.title = info.route || "";
   }
 
-  /** Apply one chat-stream event (through the table in stream_events.js). */
+  /**
+   * Apply one chat-stream event (through the table in stream_events.js).
+   * @param {StreamEvent} event
+   */
   handle(event) {
     dispatch(this, event); // the explicit event -> handler table (stream_events.js)
     this.ctx.documents?.observe(event); // the document panel follows the same stream
     if (this.statusLine.dataset.kind === "waiting" && event.type !== "done") this.setStatus(null, null);
   }
 
+  /** @param {StreamEvent} event */
   on_delta(event) {
-    this.deltas = (this.deltas || 0) + 1;
+    this.deltas += 1;
     if (event.thinking) {
       this.thinking += event.delta;
       this.reasoning.hidden = false;
@@ -230,10 +321,12 @@ export class ReplyView {
     this.appendText(event.delta);
   }
 
+  /** @param {StreamEvent} event */
   on_model_info(event) {
     this.setLabel(event);
   }
 
+  /** @param {Record<string, any>} event a fallback event, or a saved reply's metadata.fallback */
   on_fallback(event) {
     this.header.querySelector(".fallback-note")?.remove();
     const note = el("span", "fallback-note",
@@ -242,32 +335,36 @@ export class ReplyView {
     this.header.appendChild(note);
   }
 
+  /** @param {StreamEvent} event */
   on_usage(event) {
     Object.assign(this.usage, event.data || {});
     this.footer.textContent = metricsText(this.usage);
   }
 
+  /** @param {StreamEvent} event */
   on_metrics(event) {
     this.footer.textContent = metricsText({ ...this.usage, ...(event.data || {}) });
   }
 
+  /** @param {StreamEvent} event */
   on_message_saved(event) {
     if (event.role === undefined || event.role === "assistant") this.setMessageId(event.message_id);
   }
 
+  /** @param {StreamEvent} event */
   on_chat_terminal(event) {
     this.terminal(event.data || {});
   }
 
+  /** @param {StreamEvent} event */
   on_agent_terminal(event) {
     this.terminal(event.data || {});
   }
 
-  /** A notice for the user (a context source that was unavailable, ...). */
-  on_notice(event) {
-    this.addBlock(el("p", "notice", event.message || ""), this.notices);
-  }
-
+  /**
+   * The run's terminal record (chat_terminal / agent_terminal): its outcome, ids and totals.
+   * @param {Record<string, any>} data
+   */
   terminal(data) {
     if (data.message_id != null && this.id === null) this.setMessageId(data.message_id);
     if (!this.footer.textContent) {
@@ -281,10 +378,12 @@ export class ReplyView {
     else this.finish("ok"); // done, or a pause such as waiting for an approval
   }
 
-  on_done() {
+  /** @param {StreamEvent} [_event] */
+  on_done(_event) {
     if (!this.el.dataset.outcome) this.finish("ok");
   }
 
+  /** @param {StreamEvent} event */
   on_error(event) {
     this.finish("failed", event.error || "stream error");
   }
@@ -292,20 +391,24 @@ export class ReplyView {
   /**
    * Show a saved history row with the same regions a live reply builds. `history` tells what
    * came after it: {answered: Set of approval ids answered later, later: true when more follows}.
+   * @param {{id: number, content?: string, thinking?: string, metadata?: Record<string, any>}} message
+   * @param {ViewContext} ctx
+   * @param {{answered?: Set<string>, later?: boolean}} [history]
+   * @returns {ReplyView}
    */
   static fromMessage(message, ctx, history = {}) {
     const view = new ReplyView(ctx);
     const meta = message.metadata || {};
     if (meta.model_info) view.setLabel(meta.model_info);
     if (meta.fallback) view.on_fallback(meta.fallback);
-    if (message.thinking) view.on_delta({ delta: message.thinking, thinking: true });
-    view.restoreContext(meta); // context_render.js: memories pill, web sources, context notices
-    view.restoreWindow(meta); // window_render.js: "12 of 40 messages sent"
-    view.restoreAgent(meta, history);
-    view.restoreDocs(meta);
-    view.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices
-    view.restoreResearch(meta);
-    view.restoreDelegations(meta);
+    if (message.thinking) view.on_delta({ type: "delta", delta: message.thinking, thinking: true });
+    view.context.restoreContext(meta); // context_render.js: memories pill, web sources, context notices
+    view.window.restoreWindow(meta); // window_render.js: "12 of 40 messages sent"
+    view.agent.restoreAgent(meta, history);
+    view.docs.restoreDocs(meta);
+    view.files.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices
+    view.research.restoreResearch(meta);
+    view.delegation.restoreDelegations(meta);
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || { ...(meta.usage || {}), total_time_ms: meta.total_time_ms });
     view.setMessageId(message.id);
@@ -315,16 +418,3 @@ export class ReplyView {
     return view;
   }
 }
-
-// Agent, tool, approval, guard and exhibit events (and their history form): agent_render.js.
-// Document chips (and their history form): doc_render.js.
-Object.assign(ReplyView.prototype, agentHandlers, docHandlers);
-// Attachments and retrieval sources (file_context_render.js); memories_used, web_sources,
-// workspace_rejected and notice (context_render.js); each with its history form.
-Object.assign(ReplyView.prototype, fileContextHandlers, contextHandlers);
-// The model's window: context_trimmed notice, compacted divider (window_render.js).
-Object.assign(ReplyView.prototype, windowHandlers);
-// Research progress panel and citations: research_render.js.
-Object.assign(ReplyView.prototype, researchHandlers);
-// Agent Alloy delegation cards (and their history form): delegation_render.js.
-Object.assign(ReplyView.prototype, delegationHandlers);

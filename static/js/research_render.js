@@ -1,8 +1,8 @@
-// ReplyView handlers for research jobs: the progress panel (phase, round, sources, findings,
+// A reply's handlers for research jobs: the progress panel (phase, round, sources, findings,
 // warnings), built from research_progress / research_sources / research_findings / research_done
 // events, or from a saved reply's metadata.research by restoreResearch(); and clickable [n]
 // citations in the report. Replaying the run's events rebuilds the panel exactly, so a reload
-// mid-job shows the same panel. Mixed into ReplyView by render.js (`this` is the reply).
+// mid-job shows the same panel. One ResearchPart per ReplyView (its `research`).
 
 import { el } from "./dom.js";
 import { safeUrl } from "./markdown.js";
@@ -25,7 +25,17 @@ function sourceLink(source) {
   return link;
 }
 
-export const researchHandlers = {
+/** The research part of a reply: the progress panel and the report's [n] citations. */
+export class ResearchPart {
+  /** @param {import("./render.js").ReplyView} view the reply this part draws into */
+  constructor(view) {
+    this.view = view;
+    /** @type {any} the panel's parts and counts, made on first use */
+    this.research = null;
+    /** @type {Array<{url: string, title?: string}> | null} a report's sources, for its [n] links */
+    this.researchSources = null;
+  }
+
   /** The panel, created on first use just above the reply's text. */
   researchPanel() {
     if (this.research) return this.research;
@@ -42,11 +52,11 @@ export const researchHandlers = {
     findingsBox.append(findingsTitle, findings);
     const warnings = el("ul", "research-warnings");
     panel.append(head, counts, sources, findingsBox, warnings);
-    this.body.before(panel);
+    this.view.body.before(panel);
     this.research = { panel, phase, counts, sources, findingsBox, findingsTitle, findings, warnings,
                       round: null, totals: { sources: 0, findings: 0 }, urls: new Set(), list: [] };
     return this.research;
-  },
+  }
 
   researchPhase(phase, data = {}) {
     const r = this.researchPanel();
@@ -60,7 +70,7 @@ export const researchHandlers = {
     if (data.total_findings != null) r.totals.findings = data.total_findings;
     r.counts.textContent = `${r.totals.sources} source${r.totals.sources === 1 ? "" : "s"} · ` +
       `${r.totals.findings} finding${r.totals.findings === 1 ? "" : "s"}`;
-  },
+  }
 
   researchSource(source) {
     const r = this.researchPanel();
@@ -70,7 +80,7 @@ export const researchHandlers = {
     const item = el("li");
     item.appendChild(sourceLink(source));
     r.sources.appendChild(item);
-  },
+  }
 
   researchFindings(rows) {
     const r = this.researchPanel();
@@ -81,7 +91,7 @@ export const researchHandlers = {
       r.findings.appendChild(item);
     }
     r.findingsTitle.textContent = `Findings (${rows.length})`;
-  },
+  }
 
   on_research_progress(event) {
     const data = event.data || {};
@@ -92,8 +102,8 @@ export const researchHandlers = {
     }
     this.researchPhase(data.phase, data);
     if (data.phase === "reading") this.researchSource({ url: data.url, title: data.title });
-    this.setStatus("working", PHASES[data.phase] ? `Research: ${PHASES[data.phase]}` : "Researching…");
-  },
+    this.view.setStatus("working", PHASES[data.phase] ? `Research: ${PHASES[data.phase]}` : "Researching…");
+  }
 
   on_research_sources(event) {
     const rows = Array.isArray(event.data) ? event.data : [];
@@ -103,18 +113,18 @@ export const researchHandlers = {
     r.list = [];
     for (const source of rows) this.researchSource(source);
     this.researchSources = r.list;
-  },
+  }
 
   on_research_findings(event) {
     this.researchFindings(Array.isArray(event.data) ? event.data : []);
-  },
+  }
 
   on_research_done(event) {
     const r = this.researchPanel();
     if (event.data && event.data.job_id) r.panel.dataset.jobId = event.data.job_id;
     this.researchPhase("done");
-    this.setStatus(null, null);
-  },
+    this.view.setStatus(null, null);
+  }
 
   /** A saved research reply: the same panel, from metadata.research. */
   restoreResearch(meta) {
@@ -132,13 +142,13 @@ export const researchHandlers = {
     this.researchFindings(findings);
     const phase = meta.status === "stopped" ? "cancelled" : meta.status === "error" ? "error" : "done";
     this.researchPhase(phase, { total_sources: sources.length, total_findings: findings.length });
-  },
+  }
 
   /** Turn "[n]" in the rendered report into links to source n (text outside links and code only). */
   linkCitations() {
     const sources = this.researchSources || [];
     if (!sources.length) return;
-    const walker = document.createTreeWalker(this.segment, NodeFilter.SHOW_TEXT, {
+    const walker = document.createTreeWalker(this.view.segment, NodeFilter.SHOW_TEXT, {
       acceptNode: (node) => (node.parentElement.closest("a, code, pre") ? NodeFilter.FILTER_REJECT
         : /\[\d{1,3}\]/.test(node.nodeValue) ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_SKIP),
     });
@@ -164,5 +174,5 @@ export const researchHandlers = {
       }
       node.replaceWith(fragment);
     }
-  },
-};
+  }
+}

@@ -23,23 +23,29 @@ export function summaryDivider(summary, count, messageId = null) {
   return box;
 }
 
-export const windowHandlers = {
+/** The window part of a reply: the trimming notice and the compaction divider. */
+export class WindowPart {
+  /** @param {import("./render.js").ReplyView} view the reply this part draws into */
+  constructor(view) {
+    this.view = view;
+  }
+
   on_context_trimmed(event) {
     const counts = event.data || {};
-    this.contextNotice(trimmedText(counts), "window");
-    this.contextRegion?.lastElementChild?.classList.add("trimmed-notice");
-  },
+    this.view.context.contextNotice(trimmedText(counts), "window");
+    this.view.context.contextRegion?.lastElementChild?.classList.add("trimmed-notice");
+  }
 
   on_compacted(event) {
     const data = event.data || {};
-    this.el.before(summaryDivider(data.summary, (data.summarized_ids || []).length, data.message_id));
-  },
+    this.view.el.before(summaryDivider(data.summary, (data.summarized_ids || []).length, data.message_id));
+  }
 
   /** The trimming notice of a saved reply. */
   restoreWindow(meta) {
     if (meta.context_trimmed) this.on_context_trimmed({ data: meta.context_trimmed });
-  },
-};
+  }
+}
 
 /** The context meter: estimated tokens of the session against the model's window. */
 export class ContextMeter {
