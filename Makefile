@@ -66,6 +66,7 @@ lint: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	node_modules/.bin/tsc --project tsconfig.json
+	node scripts/tsc_strict.mjs
 	$(BIN)/ruff format --check --output-format concise .
 
 clean:

@@ -397,6 +397,7 @@ function makeTurn(options) {
       sidebar.setRunning(sessionId, true);
       refreshSessions();
     },
+    /** @type {(error: Error, turn: PageTurn) => void} */
     onRefused: (error, turn) => {
       // Nothing was stored: take the optimistic bubbles away and give the text back with the reason.
       turn.userView?.el.remove();
@@ -415,6 +416,7 @@ function makeTurn(options) {
       turn.reply.el.replaceWith(view.el);
       turn.reply = view;
     },
+    /** @type {(turn: PageTurn) => void} */
     onFinish: (turn) => {
       if (state.turn === turn) updateComposer();
       sidebar.setRunning(turn.sessionId, false); // also reloads the list (titles, order, runs)

@@ -4,15 +4,27 @@
 // cannot POST). Bytes are decoded as a stream (a UTF-8 character may be split across chunks),
 // buffered until a blank line, and only then is the accumulated frame parsed.
 
+/**
+ * One parsed SSE frame: a comment line, or an event with its data (null when it had no data line)
+ * and its id (null when it had no id line).
+ * @typedef {{comment: string, event?: undefined, data?: undefined, id?: undefined}
+ *   | {comment?: undefined, event: string, data: string | null, id: string | null}} Frame
+ */
+
 /** Incremental parser: push() text chunks, get back complete frames. */
 export class SSEParser {
   constructor() {
     this.buffer = "";
   }
 
-  /** Feed decoded text; return the frames completed by it: {event, data, id} or {comment}. */
+  /**
+   * Feed decoded text; return the frames completed by it: {event, data, id} or {comment}.
+   * @param {string} text
+   * @returns {Frame[]}
+   */
   push(text) {
     this.buffer += text;
+    /** @type {Frame[]} */
     const frames = [];
     for (;;) {
       const match = /\r\n\r\n|\n\n|\r\r/.exec(this.buffer);
@@ -25,11 +37,19 @@ export class SSEParser {
   }
 }
 
-/** Parse one blank-line-terminated block into zero or more frames. */
+/**
+ * Parse one blank-line-terminated block into zero or more frames.
+ * @param {string} block
+ * @returns {Frame[]}
+ */
 export function parseBlock(block) {
+  /** @type {Frame[]} */
   const out = [];
+  /** @type {string[]} */
   const dataLines = [];
+  /** @type {string | null} */
   let event = null;
+  /** @type {string | null} */
   let id = null;
   for (const line of block.split(/\r\n|\n|\r/)) {
     if (line.startsWith(":")) {
@@ -53,9 +73,12 @@ export function parseBlock(block) {
 /**
  * Turn a parsed frame into a chat-stream event object {type, ...fields}, or null.
  * `data: {"delta": ..}` -> type "delta"; `data: [DONE]` -> "done"; `event: error` -> "error".
+ * @param {Frame} frame
+ * @returns {import("./render.js").StreamEvent | null}
  */
 export function toEvent(frame) {
   if (frame.comment !== undefined) return null;
+  /** @type {any} */
   let payload = null;
   if (frame.data === "[DONE]") return { type: "done" };
   if (frame.data !== null) {
@@ -79,8 +102,13 @@ export function toEvent(frame) {
  * Read an SSE response to its end. onFrame(frame) is called per frame (comments included) and may
  * return true to stop reading (after an `event: error`). onBytes() is called on every chunk so the
  * caller can reset its "still alive" timer. Resolves "stopped" or "eof"; rejects on network errors.
+ * @param {Response} response
+ * @param {(frame: Frame) => boolean | void} onFrame
+ * @param {() => void} [onBytes]
+ * @returns {Promise<"stopped" | "eof">}
  */
 export async function readSSE(response, onFrame, onBytes) {
+  if (!response.body) return "eof"; // a response with no body (204, HEAD) has no frames
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   const parser = new SSEParser();

@@ -11,11 +11,30 @@
 import { errorOf, request } from "./api.js";
 import { readSSE, toEvent } from "./sse_reader.js";
 
+/** @typedef {import("./render.js").ReplyView} ReplyView */
+/** @typedef {import("./sse_reader.js").Frame} Frame */
+
+/**
+ * What a turn is given: where it streams and who hears about it.
+ * @typedef {object} TurnOptions
+ * @property {ReplyView} reply the view the reply is drawn into
+ * @property {string | null} [sessionId] the session (null: a new chat, learnt from the response)
+ * @property {string | null} [runId] the run, when attaching to one already known
+ * @property {number} [stallMs] silence after which the connection counts as dead (45 s)
+ * @property {(sessionId: string, turn: Turn) => void} [onSession] the server named the session
+ * @property {(runId: string, turn: Turn) => void} [onRunId] the server named the run
+ * @property {(error: import("./api.js").ApiError, turn: Turn) => void} [onRefused] refused before anything was stored
+ * @property {(saved: any, turn: Turn) => void} [onReplaced] the run's log is gone; this saved reply stands for it
+ * @property {(turn: Turn) => void} [onFinish] the turn is over (whatever its outcome)
+ */
+
 const TERMINAL = new Set(["chat_terminal", "agent_terminal", "done", "error"]);
+/** @param {number} ms */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Options: {sessionId, reply, onSession(id), onRunId(id), onRefused(error), onFinish(turn), stallMs}. */
+/** One reply being streamed into one ReplyView (see the rules above). */
 export class Turn {
+  /** @param {TurnOptions} options */
   constructor(options) {
     this.sessionId = options.sessionId || null;
     this.reply = options.reply;
@@ -27,12 +46,19 @@ export class Turn {
     this.detached = false;
     this.stopQueued = false;
     this.stopSent = false;
+    /** @type {import("./api.js").ApiError | null} why the server refused the send, if it did */
+    this.refused = null;
+    /** @type {AbortController | null} the open request's, to drop it */
     this.connection = null;
     this.stallMs = options.stallMs || 45000;
     this.connections = 0;
   }
 
-  /** Start a new reply: POST /api/chat_stream with `body`. */
+  /**
+   * Start a new reply: POST /api/chat_stream with `body`.
+   * @param {Record<string, any>} body
+   * @returns {Promise<void>}
+   */
   async send(body) {
     let response;
     for (let attempt = 0; ; attempt++) {
@@ -45,7 +71,7 @@ export class Turn {
         // client_message_id is safe (the server attaches to the turn it already started);
         // anything else could answer twice, so it is reported instead.
         if (!body.client_message_id || !body.session || attempt >= 2) {
-          return this.fail(`could not reach the server (${err.message || err})`);
+          return this.fail(`could not reach the server (${err instanceof Error ? err.message : err})`);
         }
         this.reply.setStatus("reconnecting", "Reconnecting…");
         await sleep(500 * (attempt + 1));
@@ -61,11 +87,22 @@ export class Turn {
     return this.consume(response);
   }
 
-  /** Attach to the session's running run from the start of its log (after a reload or a switch). */
+  /**
+   * Attach to the session's running run from the start of its log (after a reload or a switch).
+   * @returns {Promise<void>}
+   */
   async attach() {
     return this.reconnect({ quiet: true });
   }
 
+  /**
+   * One request of this turn, abortable through `connection`; learns the session and run ids.
+   * @param {string} method
+   * @param {string} url
+   * @param {Record<string, any> | undefined} json
+   * @param {Record<string, string>} headers
+   * @returns {Promise<Response>}
+   */
   async open(method, url, json, headers) {
     const controller = new AbortController();
     this.connection = controller;
@@ -82,6 +119,10 @@ export class Turn {
     }
   }
 
+  /**
+   * Take the session and run ids from a response's headers; send a Stop that waited for the run id.
+   * @param {Response} response
+   */
   learnHeaders(response) {
     const session = response.headers.get("X-Odysseus-Session-Id");
     if (session && !this.sessionId) {
@@ -99,13 +140,18 @@ export class Turn {
     }
   }
 
-  /** Read one response; on a drop without a terminal event, reconnect from the cursor. */
+  /**
+   * Read one response; on a drop without a terminal event, reconnect from the cursor.
+   * @param {Response} response
+   * @returns {Promise<void>}
+   */
   async consume(response) {
     const controller = this.connection;
-    let timer = null;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
     const alive = () => {
       clearTimeout(timer);
-      timer = setTimeout(() => controller.abort(new DOMException("stalled", "AbortError")), this.stallMs);
+      timer = setTimeout(() => controller?.abort(new DOMException("stalled", "AbortError")), this.stallMs);
     };
     alive();
     try {
@@ -120,6 +166,11 @@ export class Turn {
     return this.reconnect();
   }
 
+  /**
+   * Apply one frame: advance the cursor, hand the event to the reply.
+   * @param {Frame} frame
+   * @returns {boolean} true to stop reading (an error frame)
+   */
   onFrame(frame) {
     if (frame.comment !== undefined) return false;
     if (frame.id !== null && frame.id !== undefined && /^\d+$/.test(frame.id)) this.lastId = Number(frame.id);
@@ -130,7 +181,11 @@ export class Turn {
     return event.type === "error"; // an error frame ends parsing of normal output
   }
 
-  /** stream_status, then resume after the cursor; fall back to the saved history. */
+  /**
+   * stream_status, then resume after the cursor; fall back to the saved history.
+   * @param {{quiet?: boolean}} [options] quiet: attaching, not recovering (no "Reconnecting…")
+   * @returns {Promise<void>}
+   */
   async reconnect({ quiet = false } = {}) {
     if (!quiet) this.reply.setStatus("reconnecting", "Reconnecting…");
     for (let attempt = 0; attempt < 12 && !this.detached; attempt++) {
@@ -138,7 +193,7 @@ export class Turn {
       if (this.detached) return;
       let status;
       try {
-        const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(this.sessionId)}`,
+        const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(this.sessionId || "")}`,
                                        { signal: AbortSignal.timeout(this.stallMs) });
         if (response.status === 404) return this.fromHistory();
         if (!response.ok) continue;
@@ -150,7 +205,7 @@ export class Turn {
       if (!this.runId) this.runId = status.run_id;
       let response;
       try {
-        response = await this.open("GET", `/api/chat/resume/${encodeURIComponent(this.sessionId)}?after=${this.lastId}`,
+        response = await this.open("GET", `/api/chat/resume/${encodeURIComponent(this.sessionId || "")}?after=${this.lastId}`,
                                     undefined, { Accept: "text/event-stream", "Last-Event-ID": String(this.lastId) });
       } catch (err) {
         continue;
@@ -160,7 +215,7 @@ export class Turn {
       const served = response.headers.get("X-Odysseus-Run-Id");
       if (served && served !== this.runId) {
         // A newer run took the session between the two requests: our cursor means nothing there.
-        this.connection.abort();
+        this.connection?.abort();
         return this.fromHistory();
       }
       if (this.reply.statusLine.dataset.kind === "reconnecting") this.reply.setStatus(null, null);
@@ -169,10 +224,14 @@ export class Turn {
     if (!this.detached) this.fail("the connection was lost; reload the page to see the saved reply");
   }
 
-  /** The run's log is gone: show the saved reply of this run instead, if there is one. */
+  /**
+   * The run's log is gone: show the saved reply of this run instead, if there is one.
+   * @returns {Promise<void>}
+   */
   async fromHistory() {
     try {
-      const response = await request("GET", `/api/sessions/${encodeURIComponent(this.sessionId)}/messages`);
+      const response = await request("GET", `/api/sessions/${encodeURIComponent(this.sessionId || "")}/messages`);
+      /** @type {{messages: Array<{role: string, run_id?: string}>}} */
       const data = response.ok ? await response.json() : { messages: [] };
       const saved = data.messages.find((m) => m.role === "assistant" && this.runId && m.run_id === this.runId);
       if (saved) {
@@ -185,11 +244,16 @@ export class Turn {
     return this.fail("the reply was interrupted and was not saved");
   }
 
+  /**
+   * End the turn as failed, with the reason on the reply.
+   * @param {string} message
+   */
   fail(message) {
     this.reply.finish("failed", message);
     return this.complete();
   }
 
+  /** End the turn (once): render what is pending and tell the page. */
   complete() {
     if (this.finished) return;
     this.finished = true;
@@ -208,11 +272,12 @@ export class Turn {
     this.sendStop();
   }
 
+  /** POST the stop for this turn's run (its id is known by now). */
   async sendStop() {
     this.stopSent = true;
     try {
-      await request("POST", `/api/chat/stop/${encodeURIComponent(this.sessionId)}`,
-                    { headers: { "X-Odysseus-Run-Id": this.runId } });
+      await request("POST", `/api/chat/stop/${encodeURIComponent(this.sessionId || "")}`,
+                    { headers: { "X-Odysseus-Run-Id": this.runId || "" } });
     } catch (err) {
       /* the stream's own terminal event tells the outcome */
     }
