@@ -1,12 +1,15 @@
-// The page: sessions, the chat/agent/compare switch, the message list and the composer, and sending.
-// Streaming rules live in stream.js, rendering in render.js / exhibits.js, requests in api.js; the
-// chrome around the conversation (model picker, phone sidebar, theme, account, settings) in page_chrome.js.
+// The page wiring: which element is which, the sessions (open, new, history), the chat/agent/compare
+// switch, and how the parts are connected. The state lives in chat_state.js; sending, approvals and
+// branches in turn_controller.js; streaming rules in stream.js, rendering in render.js / exhibits.js,
+// requests in api.js; the chrome around the conversation (model picker, phone sidebar, theme,
+// account, settings) in page_chrome.js.
 
 import { api, request } from "./api.js";
 import { DocumentPanel } from "./documents.js";
 import { Attachments, showChips } from "./attachments.js";
 import { ComposerInput } from "./composer_input.js";
-import { addBranchPager, cutFrom, selectBranch } from "./branches.js";
+import { addBranchPager } from "./branches.js";
+import { ChatState } from "./chat_state.js";
 import { Compare } from "./compare.js";
 import { ContextControls } from "./context_controls.js";
 import { openEditForm } from "./edit_form.js";
@@ -17,7 +20,7 @@ import { CodeToolsNotice, checkStreamingOnce } from "./page_notices.js";
 import { openResearchList, researchToggle } from "./research.js";
 import { Search } from "./search.js";
 import { Sidebar } from "./sidebar.js";
-import { Turn } from "./stream.js";
+import { TurnController } from "./turn_controller.js";
 import { applyUiControl } from "./ui_control.js";
 import { Workflows } from "./workflows.js";
 import { ContextMeter, summaryDivider } from "./window_render.js";
@@ -42,8 +45,7 @@ const ui = {
   codeNotice: $("code-tools-notice"),
 };
 
-// answered: approval ids answered anywhere in the loaded history (older pages render after newer ones)
-const state = { sessionId: null, turn: null, loadToken: 0, answered: new Set(), status: null, models: [] };
+const state = new ChatState();
 const MAX_CHARS = Number(document.body.dataset.maxMessageChars) || 200000;
 const meter = new ContextMeter($("context-meter")); // the model's window (window_render.js)
 // Compare mode (compare.js): side-by-side replies; `ctx` is read when a pane is made
@@ -79,6 +81,11 @@ ui.messages.addEventListener("scroll", () => { stick = nearBottom(); });
 function grow() {
   if (stick) ui.messages.scrollTop = ui.messages.scrollHeight;
 }
+/** Follow the list to its end again (a message was sent or a session opened). */
+function scrollToEnd() {
+  stick = true;
+  grow();
+}
 
 function mode() {
   const checked = /** @type {HTMLInputElement | null} */ (document.querySelector('input[name="mode"]:checked'));
@@ -111,13 +118,7 @@ ui.researchList.addEventListener("click", () => openResearchList({
   openModal, closeModal: () => ui.modal.close(), openSession: (id) => openSession(id), toast,
 }));
 
-function newClientId() {
-  return (crypto.randomUUID && crypto.randomUUID()) || `c${Date.now()}${Math.random().toString(16).slice(2)}`;
-}
-
-function running() {
-  return !!(state.turn && !state.turn.finished) || compare.running();
-}
+const running = () => turns.running();
 
 function updateComposer() {
   const busy = running();
@@ -144,6 +145,7 @@ function showEmpty() {
 
 // ---- views and what their buttons do ---------------------------------------------------------
 
+/** @type {import("./render.js").ViewContext & Record<string, any>} */
 const ctx = {
   onGrow: grow,
   onChoice: (text) => send(text),
@@ -162,7 +164,7 @@ const ctx = {
   uiControl,
   onEdit: editMessage,
   onDelete: deleteMessage,
-  onRegenerate: regenerateReply,
+  onRegenerate: (view) => turns.regenerateReply(view),
   documents,
   onWorkspaceRejected: (path) => controls.rejected(path),
 };
@@ -188,46 +190,7 @@ function uiControl(data) {
 }
 
 function editMessage(view) {
-  openEditForm(view, { resend: resendEdited, toast });
-}
-
-// ---- branches (branches.js): regenerate / retry, edit and resend, the `< 2/3 >` pager -------------
-
-function busyForBranch() {
-  if (!running()) return false;
-  toast("Wait for the reply to finish, or press Stop, first.");
-  return true;
-}
-
-/** Answer the reply's user message again; the reply stays as an alternative. */
-function regenerateReply(view) {
-  if (busyForBranch() || view.id === null) return false;
-  cutFrom(view.el);
-  return send("Regenerate", { showUser: false, extra: { regenerate_of: view.id }, branch: true });
-}
-
-/** Send `text` as an edited version of `view`'s message; what followed stays as the earlier branch. */
-function resendEdited(view, text) {
-  if (busyForBranch() || view.id === null) return false;
-  if (text.length > MAX_CHARS) {
-    toast(`The edited message is over the ${MAX_CHARS.toLocaleString()} character limit.`);
-    return false;
-  }
-  cutFrom(view.el);
-  return send(text, { extra: { edit_of: view.id }, branch: true });
-}
-
-/** Show the alternative `messageId` (and the newest messages below it), stored for reloads and the model. */
-async function showBranch(messageId) {
-  const sessionId = state.sessionId;
-  if (!sessionId || busyForBranch()) return;
-  try {
-    await selectBranch(sessionId, messageId);
-  } catch (err) {
-    toast(`Could not switch: ${err.message}`);
-    return;
-  }
-  if (state.sessionId === sessionId) await openSession(sessionId);
+  openEditForm(view, { resend: (edited, text) => turns.resendEdited(edited, text), toast });
 }
 
 async function deleteMessage(view) {
@@ -269,7 +232,7 @@ function detachTurn() {
 }
 
 function newChat() {
-  state.loadToken += 1;
+  state.beginLoad();
   detachTurn();
   state.sessionId = null;
   setUrl(null);
@@ -285,7 +248,7 @@ function newChat() {
 
 /** Show a session: its history, then attach to its run if one is going (rendered once). */
 async function openSession(sessionId) {
-  const token = ++state.loadToken;
+  const token = state.beginLoad();
   detachTurn();
   state.sessionId = sessionId;
   setUrl(sessionId);
@@ -303,27 +266,26 @@ async function openSession(sessionId) {
     const response = await request("GET", `/api/chat/stream_status/${encodeURIComponent(sessionId)}`);
     if (response.ok) status = await response.json();
     data = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages?limit=${PAGE_SIZE}`);
-    if (token === state.loadToken) await documents.loadSession(sessionId); // its active document, if any
+    if (state.isCurrent(token)) await documents.loadSession(sessionId); // its active document, if any
   } catch (err) {
-    if (token !== state.loadToken) return;
+    if (!state.isCurrent(token)) return;
     ui.messages.removeAttribute("aria-busy");
     toast(`Could not open the session: ${err.message}`);
     if (err.status === 404) newChat();
     return;
   }
-  if (token !== state.loadToken) return;
+  if (!state.isCurrent(token)) return;
   ui.messages.removeAttribute("aria-busy");
   const live = status && status.status === "running" && status.resumable ? status : null;
   renderHistory(data.messages.filter((m) => !(live && m.role === "assistant" && m.run_id === live.run_id)));
   meter.refresh(sessionId, ui.model.value);
   pager.reset(sessionId, data);
   showEmpty();
-  stick = true;
-  grow();
+  scrollToEnd();
   if (live) {
     const reply = new ReplyView(ctx);
     ui.messages.appendChild(reply.el);
-    state.turn = makeTurn({ sessionId, runId: live.run_id, reply });
+    state.turn = turns.makeTurn({ sessionId, runId: live.run_id, reply });
     updateComposer();
     sidebar.setRunning(sessionId, true);
     state.turn.attach();
@@ -370,140 +332,22 @@ const pager = new HistoryPager(ui.messages, {
   onError: (err) => toast(`Could not load earlier messages: ${err.message}`),
 });
 
-/** A new message settles the choices and Continue buttons of the replies above it. */
-function settleReplies(text) {
-  for (const node of ui.messages.querySelectorAll(".msg.assistant")) {
-    /** @type {Element & {replyView?: ReplyView}} */ (node).replyView?.settle(text); // set by ReplyView
-  }
-}
+// ---- sending, approvals and branches (turn_controller.js) -----------------------------------------
 
-// ---- sending ---------------------------------------------------------------------------------
+const turns = new TurnController({
+  state, messages: ui.messages, ctx: () => ctx, mode, maxChars: MAX_CHARS, compare, attachments, controls, research,
+  documents, workflows, sidebar, composer: () => composer, input: ui.input, modelPicker: ui.model, note: ui.note, toast,
+  showEmpty, scrollToEnd, updateComposer, setUrl, openSession,
+  refreshMeter: (sessionId) => meter.refresh(sessionId, ui.model.value),
+  watchTitle: (sessionId) => watchTitle(sessionId),
+});
+const send = (text, options) => turns.send(text, options);
+const showBranch = (messageId) => turns.showBranch(messageId);
 
-/**
- * A Turn (stream.js) with what the page keeps on it while it runs.
- * @typedef {Turn & {userView?: UserView | null, text?: string, branch?: boolean, newSession?: boolean}} PageTurn
- */
-
-/** @returns {PageTurn} */
-function makeTurn(options) {
-  return new Turn({
-    ...options,
-    stallMs: Number(document.body.dataset.stallMs) || 45000,
-    onSession: (sessionId, turn) => {
-      if (state.turn === turn && !state.sessionId) {
-        state.sessionId = sessionId;
-        setUrl(sessionId);
-      }
-      sidebar.setRunning(sessionId, true);
-      refreshSessions();
-    },
-    /** @type {(error: Error, turn: PageTurn) => void} */
-    onRefused: (error, turn) => {
-      // Nothing was stored: take the optimistic bubbles away and give the text back with the reason.
-      turn.userView?.el.remove();
-      turn.reply.el.remove();
-      showEmpty();
-      if (!ui.input.value.trim() && turn.text) {
-        ui.input.value = turn.text;
-        composer.autosize();
-        composer.updateCount();
-      }
-      composer.note(`Not sent: ${error.message}. Your message is back in the box.`, "error");
-      ui.note.dataset.reason = "refused";
-    },
-    onReplaced: (saved, turn) => {
-      const view = ReplyView.fromMessage(saved, ctx);
-      turn.reply.el.replaceWith(view.el);
-      turn.reply = view;
-    },
-    /** @type {(turn: PageTurn) => void} */
-    onFinish: (turn) => {
-      if (state.turn === turn) updateComposer();
-      sidebar.setRunning(turn.sessionId, false); // also reloads the list (titles, order, runs)
-      if (turn.sessionId === state.sessionId) assignIds(turn);
-      if (turn.sessionId === state.sessionId) meter.refresh(turn.sessionId, ui.model.value);
-      if (turn.newSession && turn.sessionId && !turn.refused) watchTitle(turn.sessionId);
-      // a regenerate or resend made a branch: show the session again, with its `< 2/2 >` pager
-      if (turn.branch && turn.sessionId === state.sessionId && !turn.detached) openSession(turn.sessionId);
-    },
-  });
-}
-
-/** Give freshly sent user messages their database ids, so edit and delete work at once. */
-async function assignIds(turn) {
-  if (!turn.userView || turn.userView.id !== null) return;
-  try {
-    const data = await api("GET", `/api/sessions/${encodeURIComponent(turn.sessionId)}/messages`);
-    const row = data.messages.find((m) => m.role === "user" && m.client_message_id === turn.userView.clientId);
-    if (row) turn.userView.setMessageId(row.id);
-  } catch (err) {
-    /* edit/delete appear after the next load */
-  }
-}
-
-/**
- * Send `text` as the next message (or an approval answer when showUser is false).
- * @param {string} text
- * @param {{mode?: string, extra?: Record<string, any>, showUser?: boolean, branch?: boolean}} [options]
- */
-function send(text, { mode: sendMode = mode(), extra = {}, showUser = true, branch = false } = {}) {
-  if (!text.trim()) return false;
-  if (running()) {
-    toast("Wait for the reply to finish, or press Stop, before sending.");
-    return false;
-  }
-  if (sendMode === "compare" && showUser && !branch) { // side by side (compare.js); nothing stored until Keep
-    settleReplies(text);
-    const started = compare.start(text);
-    if (started) { stick = true; showEmpty(); grow(); updateComposer(); }
-    return started;
-  }
-  if (showUser && attachments.busy) {
-    toast("Wait for the uploads to finish before sending.");
-    return false;
-  }
-  settleReplies(text);
-  const clientId = newClientId();
-  let userView = null;
-  const files = showUser && !branch ? attachments.take() : [];
-  if (files.length) extra = { ...extra, attachments: files.map((f) => f.id) };
-  if (showUser) {
-    userView = new UserView(text, ctx, { clientId });
-    showChips(userView.el, files);
-    ui.messages.appendChild(userView.el);
-  }
-  const reply = new ReplyView(ctx);
-  ui.messages.appendChild(reply.el);
-  showEmpty();
-  stick = true;
-  grow();
-  const turn = makeTurn({ sessionId: state.sessionId, reply });
-  turn.userView = userView;
-  turn.text = branch && !showUser ? "" : text; // a refused regenerate puts no word in the box
-  turn.branch = branch;
-  turn.newSession = !state.sessionId;
-  state.turn = turn;
-  updateComposer();
-  /** @type {Record<string, any>} */
-  const body = { message: text, mode: sendMode, client_message_id: clientId, ...controls.turnFields(sendMode), ...extra };
-  if (showUser && research.on() && !extra.continue) body.use_research = true;
-  if (state.sessionId) {
-    body.session = state.sessionId;
-    sidebar.setRunning(state.sessionId, true);
-  }
-  if (ui.model.value) body.model = ui.model.value;
-  const docId = documents.activeDocId(); // an open document goes with the turn
-  if (docId) body.active_doc_id = docId;
-  if (workflows.value() && body.mode === "agent") body.workflow_id = workflows.value();
-  turn.send(body);
-  return true;
-}
-
-/** A line under the composer: why a send did not happen (the text stays in the box). */
 // The composer's text box (composer_input.js): Send/Stop, Enter, the character count and its notes.
 const composer = new ComposerInput({
   form: ui.composer, input: ui.input, note: ui.note, charCount: ui.charCount, maxChars: MAX_CHARS, running,
-  stop: () => { if (compare.running()) compare.stop(); else state.turn.stop(); },
+  stop: () => turns.stop(),
   send: (text) => send(text),
 });
 
