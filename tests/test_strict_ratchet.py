@@ -25,6 +25,8 @@ STRICT = {
     "odysseus.turns.start",
     "odysseus.runs",
     "odysseus.runs.engine",
+    "odysseus.openai_api",
+    "odysseus.openai_api.responses_wire",
 }
 
 #: page modules made strict so far (issue 39); add to this list, never remove from it

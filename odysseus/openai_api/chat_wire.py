@@ -16,10 +16,16 @@ from ..events import AGENT_TERMINAL, CHAT_TERMINAL, DELTA, FUNCTION_CALL, RUN_ST
 from .head import ResponseHead
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_decode_str = json.JSONDecoder().decode
+_decode_json = json.JSONDecoder().decode
 
 
-def chat_usage(usage: Optional[dict]) -> Optional[dict]:
+def _decode_str(literal: str) -> str:
+    """The text of a JSON string literal (parts already JSON-escaped, joined between quotes)."""
+    text: str = _decode_json(literal)
+    return text
+
+
+def chat_usage(usage: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """Our normalised usage -> the Chat Completions ``usage`` object."""
     if not usage:
         return None
@@ -28,7 +34,7 @@ def chat_usage(usage: Optional[dict]) -> Optional[dict]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def run_error(record: dict) -> Optional[Dict[str, Any]]:
+def run_error(record: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The OpenAI error object of a run that did not succeed (None when it did), with its HTTP status."""
     status = record.get("status")
     if status == "done":
@@ -56,9 +62,9 @@ class ChatFold:
         self.emit = emit
         self.parts: List[str] = []  # JSON-encoded text fragments
         self.reasoning: List[str] = []
-        self.tool_calls: List[dict] = []
-        self.usage: Optional[dict] = None
-        self.record: Optional[dict] = None
+        self.tool_calls: List[Dict[str, Any]] = []
+        self.usage: Optional[Dict[str, Any]] = None
+        self.record: Optional[Dict[str, Any]] = None
         created = int(head.created_at)
         self._prefix = (
             f'data: {{"id":"{head.id}","object":"chat.completion.chunk","created":{created},'
@@ -99,7 +105,7 @@ class ChatFold:
             return self._end(event.data.get("data") or {})
         return None
 
-    def _call(self, data: dict) -> dict:
+    def _call(self, data: Dict[str, Any]) -> Dict[str, Any]:
         arguments = data.get("arguments")
         arguments = arguments if isinstance(arguments, str) else _dumps(arguments)
         call = {
@@ -110,7 +116,7 @@ class ChatFold:
         self.tool_calls.append(call)
         return call
 
-    def _end(self, record: dict) -> Optional[str]:
+    def _end(self, record: Dict[str, Any]) -> Optional[str]:
         self.record = record
         if record.get("usage"):
             self.usage = dict(record["usage"])
@@ -153,7 +159,7 @@ class ChatFold:
         """The reply's text so far."""
         return _decode_str('"' + "".join(part[1:-1] for part in self.parts) + '"')
 
-    def completion(self) -> dict:
+    def completion(self) -> Dict[str, Any]:
         """The non-streamed ``chat.completion`` object."""
         text = self.text()
         message: Dict[str, Any] = {

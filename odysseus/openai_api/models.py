@@ -15,7 +15,9 @@ def _model(model_id: str, owned_by: str, created: int, **extra: Any) -> Dict[str
     return {"id": model_id, "object": "model", "created": created, "owned_by": owned_by, **extra}
 
 
-def model_list(listing: dict, agents: Iterable[dict], workflows: Iterable[dict]) -> List[Dict[str, Any]]:
+def model_list(
+    listing: Dict[str, Any], agents: Iterable[Dict[str, Any]], workflows: Iterable[Dict[str, Any]]
+) -> List[Dict[str, Any]]:
     """The ``data`` of ``/v1/models`` from the page's listing (``meta_routes.model_listing``) and the caller's
     agents and workflows; each id once."""
     out: List[Dict[str, Any]] = []

@@ -167,7 +167,7 @@ def _call_arguments(value: Any, where: str) -> str:
     return value
 
 
-def _add_call(messages: List[dict], call: dict) -> None:
+def _add_call(messages: List[Dict[str, Any]], call: Dict[str, Any]) -> None:
     """A function call joins the assistant message just before it (the chat shape has one per turn)."""
     last = messages[-1] if messages else None
     if last is not None and last["role"] == "assistant":
@@ -176,7 +176,7 @@ def _add_call(messages: List[dict], call: dict) -> None:
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
 
 
-def responses_input(value: Any, limit: int) -> Tuple[List[dict], Optional[Tuple[str, bool]]]:
+def responses_input(value: Any, limit: int) -> Tuple[List[Dict[str, Any]], Optional[Tuple[str, bool]]]:
     """Responses ``input`` -> chat messages, and an ``mcp_approval_response`` if there is one."""
     if isinstance(value, str):
         if not value.strip():
@@ -188,7 +188,7 @@ def responses_input(value: Any, limit: int) -> Tuple[List[dict], Optional[Tuple[
         raise InvalidParam("'input' must be a non-empty string or a non-empty list of items", "input", "empty_input")
     if len(value) > MAX_ITEMS:
         raise InvalidParam(f"'input' has more than {MAX_ITEMS} items", "input")
-    messages: List[dict] = []
+    messages: List[Dict[str, Any]] = []
     approval: Optional[Tuple[str, bool]] = None
     for n, item in enumerate(value):
         where = f"input[{n}]"
@@ -230,13 +230,13 @@ def responses_input(value: Any, limit: int) -> Tuple[List[dict], Optional[Tuple[
     return messages, approval
 
 
-def chat_messages(value: Any, limit: int) -> List[dict]:
+def chat_messages(value: Any, limit: int) -> List[Dict[str, Any]]:
     """Chat Completions ``messages`` -> provider chat messages (checked, text only)."""
     if not isinstance(value, list) or not value:
         raise InvalidParam("'messages' must be a non-empty list", "messages", "empty_array")
     if len(value) > MAX_ITEMS:
         raise InvalidParam(f"'messages' has more than {MAX_ITEMS} items", "messages")
-    out: List[dict] = []
+    out: List[Dict[str, Any]] = []
     for n, item in enumerate(value):
         where = f"messages[{n}]"
         if not isinstance(item, dict):
@@ -273,11 +273,11 @@ def chat_messages(value: Any, limit: int) -> List[dict]:
     return out
 
 
-def display_text(messages: List[dict], approval: Optional[Tuple[str, bool]]) -> str:
+def display_text(messages: List[Dict[str, Any]], approval: Optional[Tuple[str, bool]]) -> str:
     """What the user message shows in history: the newest user text, else what the input carried."""
     for message in reversed(messages):
         if message["role"] == "user" and message["content"].strip():
-            return message["content"]
+            return str(message["content"])
     outputs = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     if outputs:
         return "Tool results: " + ", ".join(outputs)
@@ -287,7 +287,7 @@ def display_text(messages: List[dict], approval: Optional[Tuple[str, bool]]) -> 
 
 
 # ---------------------------------------------------------------------- tools
-def _schema(value: Any, where: str) -> Optional[dict]:
+def _schema(value: Any, where: str) -> Optional[Dict[str, Any]]:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -295,7 +295,7 @@ def _schema(value: Any, where: str) -> Optional[dict]:
     return value
 
 
-def responses_tools(value: Any) -> Tuple[List[dict], List[dict]]:
+def responses_tools(value: Any) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
     """Responses ``tools`` (function tools only) -> (as given, as the provider wants them)."""
     if value is None:
         return [], []
@@ -330,7 +330,7 @@ def responses_tools(value: Any) -> Tuple[List[dict], List[dict]]:
     return given, provider
 
 
-def chat_tools(value: Any) -> List[dict]:
+def chat_tools(value: Any) -> List[Dict[str, Any]]:
     """Chat Completions ``tools`` (function tools only), checked."""
     if value is None:
         return []

@@ -65,7 +65,7 @@ def frame(event: Dict[str, Any]) -> str:
     return f"event: {event['type']}\ndata: {_dumps(event)}\n\n"
 
 
-def response_status(record: dict) -> Tuple[str, Optional[dict], Optional[dict]]:
+def response_status(record: Dict[str, Any]) -> Tuple[str, Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
     """(status, error, incomplete_details) of a response from its run's terminal record."""
     status = record.get("status")
     if status == "done":
@@ -81,7 +81,7 @@ def response_status(record: dict) -> Tuple[str, Optional[dict], Optional[dict]]:
     return "failed", {"code": code, "message": message}, None
 
 
-def usage_object(usage: Optional[dict]) -> Optional[dict]:
+def usage_object(usage: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """Our normalised usage -> the Responses ``usage`` object (None when the provider sent none)."""
     if not usage:
         return None
@@ -106,7 +106,7 @@ class _Item:
 
     __slots__ = ("kind", "index", "id", "fields", "parts", "encoded", "text", "open", "shape", "delta_head", "json")
 
-    def __init__(self, kind: str, index: int, item_id: str, fields: dict, start: int = 0):
+    def __init__(self, kind: str, index: int, item_id: str, fields: Dict[str, Any], start: int = 0):
         self.kind = kind
         self.index = index
         self.id = item_id
@@ -118,7 +118,7 @@ class _Item:
         self.json: Optional[str] = None  # a closed text item's JSON, made once for its done events
         #: the item in the saved reply's output shape: text items as offsets into its content (message)
         #: or thinking (reasoning), the others whole
-        self.shape: dict = (
+        self.shape: Dict[str, Any] = (
             {"type": kind, "start": start, "end": start}
             if kind in ("message", "reasoning")
             else {"type": kind, "id": item_id, **fields}
@@ -175,15 +175,15 @@ class ResponseFold:
         self.items: List[_Item] = []
         self.current: Optional[_Item] = None  # the open message or reasoning item text goes to
         self.tools: Dict[str, _Item] = {}  # open mcp_call items by call id
-        self.usage: Optional[dict] = None
+        self.usage: Optional[Dict[str, Any]] = None
         self.status = "in_progress"
-        self.error: Optional[dict] = None
-        self.incomplete: Optional[dict] = None
+        self.error: Optional[Dict[str, Any]] = None
+        self.incomplete: Optional[Dict[str, Any]] = None
         self.completed_at: Optional[float] = None
         self.content_chars = 0  # offsets into the saved reply's content and thinking (the skeleton)
         self.thinking_chars = 0
         #: the output's shape, kept up to date as events are folded (``odysseus.openai_api.turn.recorded``)
-        self.shape: List[dict] = []
+        self.shape: List[Dict[str, Any]] = []
         self._opening: Optional[str] = None  # the created object's JSON, sent by both opening events
         self._out: List[str] = []
 
@@ -252,7 +252,7 @@ class ResponseFold:
     def _item_id(self, prefix: str, index: int) -> str:
         return f"{prefix}_{self.head.suffix}_{index}"
 
-    def _open(self, kind: str, prefix: str, fields: dict, start: int = 0) -> _Item:
+    def _open(self, kind: str, prefix: str, fields: Dict[str, Any], start: int = 0) -> _Item:
         index = len(self.items)
         item = _Item(kind, index, self._item_id(prefix, index), fields, start)
         self.items.append(item)
@@ -338,7 +338,7 @@ class ResponseFold:
         )
         self._out.extend(frames[max(0, self.after + 1 - first) :])  # a resume inside these three
 
-    def _function_call(self, data: dict) -> None:
+    def _function_call(self, data: Dict[str, Any]) -> None:
         self._close_current()
         arguments = data.get("arguments")
         arguments = arguments if isinstance(arguments, str) else _dumps(arguments)
@@ -358,7 +358,7 @@ class ResponseFold:
         self._emit({"type": "response.function_call_arguments.done", **base, "arguments": arguments})
         self._emit({"type": "response.output_item.done", "output_index": item.index, "item": self._view(item)})
 
-    def _tool_start(self, data: dict) -> None:
+    def _tool_start(self, data: Dict[str, Any]) -> None:
         self._close_current()
         call_id = str(data.get("call_id") or data.get("server_id") or len(self.items))
         item = self._open(
@@ -379,14 +379,14 @@ class ResponseFold:
         self._emit({"type": "response.output_item.added", "output_index": item.index, "item": self._view(item)})
         self._emit({"type": "response.mcp_call.in_progress", "item_id": item.id, "output_index": item.index})
 
-    def _tool_output(self, data: dict) -> None:
+    def _tool_output(self, data: Dict[str, Any]) -> None:
         call_id = str(data.get("call_id") or data.get("server_id") or "")
         item = self.tools.pop(call_id, None)
         if item is None:
             return
         self._end_tool(item, data)
 
-    def _end_tool(self, item: _Item, data: Optional[dict]) -> None:
+    def _end_tool(self, item: _Item, data: Optional[Dict[str, Any]]) -> None:
         item.open = False
         output = (data or {}).get("output")
         output = output if isinstance(output, str) or output is None else _dumps(output)
@@ -403,7 +403,7 @@ class ResponseFold:
         self._emit({"type": name, "item_id": item.id, "output_index": item.index})
         self._emit({"type": "response.output_item.done", "output_index": item.index, "item": self._view(item)})
 
-    def _approval_request(self, data: dict) -> None:
+    def _approval_request(self, data: Dict[str, Any]) -> None:
         if data.get("kind") != "tool_approval":
             return
         self._close_current()
@@ -437,7 +437,7 @@ class ResponseFold:
             f'event: {name}\ndata: {{"type":"{name}","response":{self._opening},"sequence_number":{self.seq}}}\n\n'
         )
 
-    def _terminal(self, record: dict) -> None:
+    def _terminal(self, record: Dict[str, Any]) -> None:
         status, error, incomplete = response_status(record)
         ended = "completed" if status == "completed" else "incomplete"
         self._close_current(ended)
@@ -467,13 +467,13 @@ class ResponseFold:
         return _dumps(body)[:-1] + ',"output":[' + items + "]}"
 
     # ------------------------------------------------------------------ views
-    def _view(self, item: _Item) -> dict:
+    def _view(self, item: _Item) -> Dict[str, Any]:
         if item.kind in ("message", "reasoning"):
             status = "in_progress" if item.open else item.fields.get("status", "completed")
             return text_item(item.kind, item.id, item.full_text(), status, with_text=not item.open)
         return {"id": item.id, "type": item.kind, **item.fields}
 
-    def output(self) -> List[dict]:
+    def output(self) -> List[Dict[str, Any]]:
         """The output items as the response object lists them (open text items with their text so far)."""
         views = []
         for item in self.items:
@@ -483,7 +483,7 @@ class ResponseFold:
                 views.append(self._view(item))
         return views
 
-    def snapshot(self, output: bool = True) -> dict:
+    def snapshot(self, output: bool = True) -> Dict[str, Any]:
         """The response object as of the events folded so far."""
         body = self.head.response(self.status)
         body.update(
@@ -496,7 +496,7 @@ class ResponseFold:
         return body
 
 
-def text_item(kind: str, item_id: str, text: str, status: str, with_text: bool = True) -> dict:
+def text_item(kind: str, item_id: str, text: str, status: str, with_text: bool = True) -> Dict[str, Any]:
     """A ``message`` or ``reasoning`` output item (``with_text=False``: as first announced, empty)."""
     if kind == "message":
         return {
@@ -515,5 +515,5 @@ def approval_item_id(approval_id: str) -> str:
     return f"mcpr_{approval_id}"
 
 
-def _output_text(text: str) -> dict:
+def _output_text(text: str) -> Dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}

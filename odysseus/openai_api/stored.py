@@ -10,7 +10,7 @@ from its metadata. So the object is the same from every source.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..events import Event
 from ..runs.durable import as_entry, read_events
@@ -23,16 +23,17 @@ from .turn import META
 Entry = Tuple[Event, Optional[str]]
 
 
-def head_of(row: dict) -> ResponseHead:
+def head_of(row: Dict[str, Any]) -> ResponseHead:
     """The head stored with a response's row."""
     return ResponseHead.from_json(row["head"])
 
 
-def log_entries(engine: Any, row: dict) -> Optional[Iterable[Entry]]:
+def log_entries(engine: Any, row: Dict[str, Any]) -> Optional[Iterable[Entry]]:
     """The run's log from its first event: from memory while held here, else durable; None when neither is."""
     run = engine.get(row["owner"], row["run_id"])
     if run is not None and not run.log.released:
-        return run.log.read_after(run.log.base)
+        held: List[Entry] = run.log.read_after(run.log.base)
+        return held
     if durable_available(row) and row.get("first_seq"):
         return _durable(engine.store, row["run_id"], int(row["first_seq"]) - 1)
     return None
@@ -49,7 +50,7 @@ def _durable(store: Any, run_id: str, after: int) -> Iterable[Entry]:
         after = rows[-1][0]
 
 
-def record_of(meta: dict) -> dict:
+def record_of(meta: Dict[str, Any]) -> Dict[str, Any]:
     """A saved reply's outcome in the shape of its run's terminal record (what the folds read)."""
     return {
         "status": meta.get("status") or "done",
@@ -61,14 +62,14 @@ def record_of(meta: dict) -> dict:
     }
 
 
-def rebuild(head: ResponseHead, message: dict) -> dict:
+def rebuild(head: ResponseHead, message: Dict[str, Any]) -> Dict[str, Any]:
     """The response object from a saved reply (after the replay window, or a restart that lost the log)."""
     meta = message.get("metadata") or {}
     record = record_of(meta)
     status, error, incomplete = response_status(record)
     ended = "completed" if status == "completed" else "incomplete"
     content, thinking = message.get("content") or "", message.get("thinking") or ""
-    shape: List[dict] = (meta.get(META) or {}).get("output") or _plain_shape(content, thinking)
+    shape: List[Dict[str, Any]] = (meta.get(META) or {}).get("output") or _plain_shape(content, thinking)
     output = []
     for index, entry in enumerate(shape):
         kind = entry.get("type")
@@ -96,7 +97,7 @@ def rebuild(head: ResponseHead, message: dict) -> dict:
     return body
 
 
-def _plain_shape(content: str, thinking: str) -> List[dict]:
+def _plain_shape(content: str, thinking: str) -> List[Dict[str, Any]]:
     """The shape of a reply saved without one (a run recovered after its worker died): reasoning, then text."""
     shape = []
     if thinking:
@@ -106,7 +107,7 @@ def _plain_shape(content: str, thinking: str) -> List[dict]:
     return shape
 
 
-def response_object(engine: Any, row: dict) -> dict:
+def response_object(engine: Any, row: Dict[str, Any]) -> Dict[str, Any]:
     """The response object of ``row`` (an ``OpenAIResponseRepo.find`` row), from the best source."""
     head = head_of(row)
     entries = log_entries(engine, row)
@@ -122,7 +123,7 @@ def response_object(engine: Any, row: dict) -> dict:
     return head.response("in_progress" if row.get("status") == "running" else "failed")
 
 
-def chat_fold(engine: Any, row: dict) -> Optional[ChatFold]:
+def chat_fold(engine: Any, row: Dict[str, Any]) -> Optional[ChatFold]:
     """A chat completion's run folded from its log (``completion()``, ``record``); None when the log is gone."""
     head = head_of(row)
     assert head.kind == CHAT_COMPLETION
@@ -135,7 +136,7 @@ def chat_fold(engine: Any, row: dict) -> Optional[ChatFold]:
     return fold
 
 
-def terminal_sequence(store: Any, row: dict) -> Optional[int]:
+def terminal_sequence(store: Any, row: Dict[str, Any]) -> Optional[int]:
     """The ``sequence_number`` a response's terminal event had, from its saved reply (None without one).
 
     Two lifecycle events (created, in progress), the events the turn's own events made (counted by
@@ -153,10 +154,11 @@ def terminal_sequence(store: Any, row: dict) -> Optional[int]:
     return 2 + int(meta["events"]) + closing
 
 
-def _reply(store: Any, row: dict) -> Optional[dict]:
+def _reply(store: Any, row: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     if not row.get("message_id"):
         return None
     try:
-        return store.messages.get(row["owner"], row["message_id"])
+        reply: Dict[str, Any] = store.messages.get(row["owner"], row["message_id"])
+        return reply
     except Exception:  # noqa: BLE001 - deleted from history since: no reply to show
         return None

@@ -25,10 +25,10 @@ from .responses_wire import ResponseFold
 META = "openai"
 
 
-def conversation(history: List[dict], instructions: Optional[str]) -> List[dict]:
+def conversation(history: List[Dict[str, Any]], instructions: Optional[str]) -> List[Dict[str, Any]]:
     """The provider messages of a /v1 session: each stored user message's input items as the client sent
     them, each reply with the function calls it made, the instructions first (never carried over)."""
-    messages: List[dict] = [{"role": "system", "content": instructions}] if instructions else []
+    messages: List[Dict[str, Any]] = [{"role": "system", "content": instructions}] if instructions else []
     for row in history:
         role, meta = row["role"], (row.get("metadata") or {}).get(META) or {}
         if role == "user" and isinstance(meta.get("input"), list):
@@ -55,16 +55,16 @@ def conversation(history: List[dict], instructions: Optional[str]) -> List[dict]
 
 def api_turn(
     candidates: List[Candidate],
-    history: List[dict],
+    history: List[Dict[str, Any]],
     head: ResponseHead,
-    provider_tools: Optional[List[dict]],
+    provider_tools: Optional[List[Dict[str, Any]]],
     extra: Dict[str, Any],
 ) -> Turn:
     """The turn generator of a chat-model /v1 request (Responses or Chat Completions)."""
     messages = conversation(history, head.instructions)
 
     def turn(context: RunContext) -> Iterator[Event]:
-        calls: List[dict] = []
+        calls: List[Dict[str, Any]] = []
         context.metadata.setdefault(META, {})["function_calls"] = calls
         request = ChatRequest(
             model=candidates[0].model,
