@@ -198,7 +198,7 @@ def _check_same_origin() -> None:
         source = request.headers.get("Referer")
     if source is not None:
         if not _same_origin(source):
-            raise Forbidden("cross-site request refused")
+            raise Forbidden(_cross_site_reason(source))
         return
     if g.odysseus_auth == "cookie":
         raise Forbidden(f"cookie-authenticated writes need the {CSRF_HEADER} header (or an Origin header)")
@@ -225,6 +225,21 @@ def _same_origin(source: str) -> bool:
         return True
     # Compare host:port only: behind a TLS-terminating proxy without TRUST_PROXY the scheme we see is http.
     return _netloc(parts.netloc, parts.scheme) == _netloc(request.host, parts.scheme)
+
+
+def _cross_site_reason(source: str) -> str:
+    """Why a write was refused; names the likely proxy mistake when only the port differs."""
+    parts = urlsplit(source.strip())
+    seen = request.host.lower()
+    if parts.hostname and parts.port and seen == parts.hostname.lower():
+        # The page was loaded from host:port, but the Host that reached us has no port: a proxy
+        # dropped it (nginx `proxy_set_header Host $host`). Another port is another origin, so the
+        # write stays refused; the message says how to fix the proxy.
+        return (
+            f"cross-site request refused: the page is at {parts.hostname}:{parts.port} but this server was "
+            f"reached as {seen}; a reverse proxy must forward the port (nginx: proxy_set_header Host $http_host)"
+        )
+    return "cross-site request refused"
 
 
 def _check_single_user_host() -> None:
