@@ -11,7 +11,19 @@ import os
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import backends, concurrency, durable, memory, openai_api, overhead, resume, stack_floor, targets, throughput
+from . import (
+    backends,
+    concurrency,
+    durable,
+    memory,
+    openai_api,
+    overhead,
+    page_load,
+    resume,
+    stack_floor,
+    targets,
+    throughput,
+)
 from .common import ROOT, machine
 
 BENCHMARKS: List[Tuple[str, str, Callable]] = [
@@ -25,6 +37,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("targets", "8. Issue 22's targets against the model server itself", targets.run),
     ("floor", "10. The stack's floor: the same turn from a bare Flask app", stack_floor.run),
     ("openai", "11. The OpenAI-compatible API (/v1) against /api/chat_stream", openai_api.run),
+    ("page", "14. The page's load in headless Chromium: bytes, requests, time to a usable composer", page_load.run),
 ]
 RESULTS_DIR = os.path.join(ROOT, "bench", "results")
 

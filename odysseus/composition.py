@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 from flask import Flask
 
 from . import config as config_module
-from . import context, core, openai_api
+from . import context, core, openai_api, static_assets
 from .context import memories, web_sources, workspace
 from .routes import (
     agent_routes,
@@ -87,6 +87,7 @@ def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
         source.init_app(app)
     # 3. HTTP: the path converter (before any rule uses <digits:...>), blueprints, who is asking.
     app.url_map.converters["digits"] = AsciiIntConverter
+    static_assets.init_app(app)  # /static: fingerprinted URLs, immutable caching, gzip
     for module in BLUEPRINTS:
         app.register_blueprint(module.bp)
     auth.init_app(app)

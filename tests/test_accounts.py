@@ -465,7 +465,7 @@ def test_admin_creates_users(papp):
 def test_login_and_setup_pages_render(papp):
     client = papp.test_client()
     page = client.get("/setup")
-    assert page.status_code == 200 and b"/api/auth/setup" in page.data and b"js/auth.js" in page.data
+    assert page.status_code == 200 and b"/api/auth/setup" in page.data and b"js/auth." in page.data
     setup_admin(client)
     page = papp.test_client().get("/login?next=/chat")
     assert page.status_code == 200 and b'data-next="/chat"' in page.data

@@ -9,7 +9,7 @@ def test_index_serves_the_page(client):
     assert response.mimetype == "text/html"
     assert response.headers["Cache-Control"] == "no-cache"
     html = response.get_data(as_text=True)
-    assert '<script type="module" src="/static/js/chat.js">' in html
+    assert re.search(r'<script type="module" src="/static/js/chat\.[0-9a-f]{12}\.js">', html)  # fingerprinted
     for tag in ('id="composer"', 'id="session-list"', 'id="model-picker"', 'name="mode" value="agent"'):
         assert tag in html
 

@@ -27,8 +27,9 @@ def chat_stream():
     check_stream_slot(owner)  # 429 before anything starts
     # regenerate_of / edit_of, use_research: true (a research job), the owner's defaults: turns/parse.py
     turn = turns().parse(body(), CHAT_STREAM)
-    if turn.mode == "compare":  # one model straight from the provider; nothing is stored (turns/compare.py)
-        return sse_response(_frames(start_compare(turns(), owner, turn)))
+    if turn.mode == "compare":  # one model straight from the provider; its reply saved once (turns/compare.py)
+        pane = start_compare(turns(), owner, turn)
+        return sse_response(_frames(pane.events), pane.headers)
     # a retry (same client_message_id) with Last-Event-ID attaches after that cursor
     return stream_started_turn(owner, turns().start_turn(owner, turn), chat_frame, CHAT_TERMINAL, after=cursor())
 

@@ -3,6 +3,7 @@
 // add types without breaking this page. Everything is built with textContent or sanitised HTML.
 
 import { el } from "./dom.js";
+import { assetUrl } from "./lazy_assets.js";
 import { safeUrl } from "./markdown.js";
 
 let mermaidLoading = null;
@@ -14,7 +15,7 @@ export function loadMermaid() {
   if (!mermaidLoading) {
     mermaidLoading = new Promise((resolve, reject) => {
       const script = document.createElement("script");
-      script.src = "/static/vendor/mermaid.min.js";
+      script.src = assetUrl("vendor/mermaid.min.js"); // fingerprinted, cached for good
       script.onload = () => (window.mermaid ? resolve(window.mermaid) : reject(new Error("mermaid missing")));
       script.onerror = () => reject(new Error("mermaid failed to load"));
       document.head.appendChild(script);

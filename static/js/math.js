@@ -1,7 +1,10 @@
 // LaTeX in replies: $...$, $$...$$, \(...\) and \[...\] rendered with KaTeX (vendored). Math is
 // lifted out of the markdown source before marked sees it (so markdown cannot eat its \ _ * ^), and
 // code spans and fenced code blocks are skipped, so code is never touched. The rendered math goes
-// back in before sanitising: KaTeX's HTML passes through DOMPurify like everything else.
+// back in before sanitising: KaTeX's HTML passes through DOMPurify like everything else. KaTeX is
+// loaded on the first formula (lazy_assets.js); until it runs the formula shows as its source.
+
+import { loadScript, loadStyle } from "./lazy_assets.js";
 
 /** @type {Array<[string, string, boolean]>} */
 const OPENERS = [["$$", "$$", true], ["\\[", "\\]", true], ["\\(", "\\)", false]];
@@ -110,10 +113,45 @@ export function extractMath(source) {
   return { text: out, math, token };
 }
 
+/** @type {"idle" | "loading" | "failed"} */
+let katexState = "idle";
+
+/** Load KaTeX on first use (it is large and most replies have no math), then render waiting formulas. */
+function loadKatex() {
+  if (katexState !== "idle") return;
+  katexState = "loading";
+  Promise.all([loadScript("vendor/katex/katex.min.js"), loadStyle("vendor/katex/katex.min.css")]).then(() => {
+    katexState = "idle";
+    upgradePending();
+  }, () => {
+    katexState = "failed"; // formulas stay as their escaped source
+  });
+}
+
+function escapeText(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c] || c));
+}
+
+/** Replace each formula shown as source while KaTeX loaded with its rendering (sanitised, as always). */
+function upgradePending() {
+  const purify = window.DOMPurify;
+  if (!purify || typeof purify.sanitize !== "function") return;
+  for (const node of document.querySelectorAll("span.math-pending")) {
+    if (!(node instanceof HTMLElement)) continue;
+    const html = renderOne({ tex: node.dataset.tex || "", display: node.dataset.display === "1" }, escapeText);
+    node.outerHTML = purify.sanitize(html, { USE_PROFILES: { html: true }, FORBID_TAGS: ["style", "form", "input"] });
+  }
+}
+
 /** KaTeX HTML for one formula (the source, escaped, when KaTeX is missing or the TeX is invalid). */
 function renderOne(item, escapeHtml) {
   const katex = window.katex;
-  if (!katex || typeof katex.renderToString !== "function") return escapeHtml(item.display ? `$$${item.tex}$$` : `$${item.tex}$`);
+  if (!katex || typeof katex.renderToString !== "function") {
+    const source = escapeHtml(item.display ? `$$${item.tex}$$` : `$${item.tex}$`);
+    if (katexState === "failed") return source;
+    loadKatex();
+    return `<span class="math-pending" data-tex="${escapeHtml(item.tex)}" data-display="${item.display ? 1 : 0}">${source}</span>`;
+  }
   try {
     return katex.renderToString(item.tex, { displayMode: item.display, throwOnError: false, output: "html", trust: false,
                                             strict: "ignore", maxSize: 50, maxExpand: 1000 });

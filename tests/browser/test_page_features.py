@@ -58,6 +58,7 @@ def test_demo_reply_shows_markdown_code_table_math_and_copy_copies_the_source(fa
     send(page, "show me")
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
     reply = page.locator(".msg.assistant")
+    page.wait_for_selector(".msg.assistant .katex")  # KaTeX loads on the first formula
     assert reply.locator("pre code.language-python").count() == 1
     assert reply.locator("table tr").count() == 5
     assert reply.locator(".katex").count() == 1  # $e^{i\pi} + 1 = 0$ in the table
@@ -92,6 +93,7 @@ def test_latex_renders_with_katex_and_code_is_untouched(fast, page):
     send(page, "math please")
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
     body = page.locator(".msg.assistant .segment")
+    page.wait_for_selector(".msg.assistant .segment .katex")  # KaTeX loads on the first formula
     assert body.locator(".katex").count() == 4
     assert body.locator(".katex-display").count() == 2
     assert body.locator("em").count() == 0  # markdown did not eat a_1 + b_1 as emphasis
