@@ -34,6 +34,7 @@ def test_plain_turn_event_order(live):
     done = frames[-2]["data"]
     assert done["task_id"] == run_id and done["session_id"] == stream.headers["X-Odysseus-Session-Id"]
     assert done["thinking"] and done["total_time_ms"] > 0
+    assert done["completion"] == "complete" and done["paused"] is False and "approval_id" not in done
     assert frames[-1]["data"] == {}
     assert all(f["id"] is not None for f in frames)
     assert names.count("close") == 1
@@ -103,7 +104,13 @@ def test_cancel_mid_stream_twice_and_after_finish(live):
     second = requests.post(f"{live.url}/api/agent/chat/runs/{run_id}/cancel", timeout=10).json()
     assert second["cancel_requested"] is False and second["status"] == "stopped"
     rest = stream.events()
-    assert _names(rest)[-1] == "close" and "done" not in _names(rest)
+    assert _names(rest)[-2:] == ["cancelled", "close"] and "done" not in _names(rest)
+    said = rest[-2]["data"]  # the agent projection says the run was cancelled before close (issue 38 item 10)
+    assert said == {
+        "task_id": run_id,
+        "stop_reason": "cancelled",
+        "session_id": stream.headers["X-Odysseus-Session-Id"],
+    }
     finished = _agent_stream(live, "finish first")
     finished.events()
     final = requests.post(f"{live.url}/api/agent/chat/runs/{finished.headers['X-Odysseus-Run-Id']}/cancel").json()
