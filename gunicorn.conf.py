@@ -15,7 +15,8 @@ import os
 import signal
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '5000')}"
-worker_class = "gevent"
+# gunicorn's gevent worker, whose keep-alive connections end with the worker (odysseus/gunicorn_worker.py)
+worker_class = "odysseus.gunicorn_worker.DrainingGeventWorker"
 
 
 def _workers() -> int:

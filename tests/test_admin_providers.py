@@ -503,3 +503,32 @@ def test_a_server_echoing_the_refused_key_never_gets_it_to_the_client(setup, cap
     admin.assert_never(KEY)
     bob.assert_never(KEY)
     assert KEY not in caplog.text and KEY[:-4] not in caplog.text
+
+
+def test_a_stored_key_is_never_sent_to_a_new_base_url(setup, model_server):
+    """Test and Save with a changed base_url and no key: 400, nothing sent, nothing stored (issue 38 item 6)."""
+    app, admin, _ = setup
+    saved = admin.post(
+        "/api/admin/providers",
+        json={"name": "lab", "kind": "openai", "base_url": model_server.url + "/v1", "api_key": KEY},
+    ).get_json()
+    with FakeProvider(default=Reply(chunks=openai_text("stolen"))) as elsewhere:
+        moved = {"kind": "openai", "base_url": elsewhere.url + "/v1", "default_model": "m1", "id": saved["id"]}
+        tested = admin.post("/api/admin/providers/test", json=moved)
+        assert tested.status_code == 400 and "enter the API key again" in tested.get_json()["error"]
+        patched = admin.patch(f"/api/admin/providers/{saved['id']}", json={"base_url": elsewhere.url + "/v1"})
+        assert patched.status_code == 400 and "enter the API key again" in patched.get_json()["error"]
+        assert (
+            app.extensions["odysseus.store"].provider_connections.get(saved["id"])["base_url"]
+            == model_server.url + "/v1"
+        )
+        assert admin.post(f"/api/admin/providers/{saved['id']}/test", json={}).get_json()["ok"] is True  # still its URL
+        assert elsewhere.posts == []  # the key never left for the new URL
+        # with the key entered again, the move is the admin's own decision
+        moved_with_key = admin.patch(
+            f"/api/admin/providers/{saved['id']}", json={"base_url": elsewhere.url + "/v1", "api_key": KEY}
+        )
+        assert moved_with_key.status_code == 200
+    # unchanged URL, other fields: the stored key stays and goes where it went before
+    assert admin.patch(f"/api/admin/providers/{saved['id']}", json={"default_model": "m2"}).status_code == 200
+    admin.assert_never(KEY)

@@ -12,6 +12,7 @@ import requests
 from scripted_model import ScriptedModel, reply, tool
 from sseclient import open_stream, post_chat, types_of
 
+from odysseus.context import workspace
 from odysseus.context.workspace import browse, judge
 
 
@@ -63,6 +64,31 @@ def test_workspace_validation_table(tree, path, why):
         assert reason is None and resolved == str(tree / "projects" / "odyssey")
     else:
         assert resolved is None and why in reason
+
+
+def test_the_server_s_own_files_and_homes_are_refused(tree, monkeypatch):
+    """The checkout, the virtualenv, the database file wherever DATABASE points, homes (issue 38 item 6)."""
+    code, venv, homes = tree / "srv" / "odysseus-checkout", tree / "srv" / "venv", tree / "homes"
+    for folder in (code / "odysseus", venv / "bin", homes / "alice" / ".ssh", homes / "alice" / "notes", tree / "db"):
+        folder.mkdir(parents=True)
+    monkeypatch.setattr(workspace, "CODE_DIR", str(code))
+    monkeypatch.setattr(workspace.sys, "prefix", str(venv))
+    monkeypatch.setattr(workspace, "_homes", lambda: [str(homes / "alice")])
+    database = str(tree / "db" / "odysseus.db")
+    cases = {
+        code: "server's own code",
+        code / "odysseus": "server's own code",
+        tree / "srv": "server's own code",  # contains the checkout (and the virtualenv)
+        venv / "bin": "Python environment",
+        tree / "db": "database file",  # DATABASE outside DATA_DIR: its folder would expose it
+        homes / "alice": "home directory",
+        homes: "home directory",
+    }
+    for path, why in cases.items():
+        resolved, reason = judge(str(path), str(tree / "data"), database)
+        assert resolved is None and why in reason, (path, reason)
+    # inside a home, away from its dot-folders: a project folder is fine
+    assert judge(str(homes / "alice" / "notes"), str(tree / "data"), database) == (str(homes / "alice" / "notes"), None)
 
 
 def test_browse_lists_directories_only_and_marks_what_may_be_chosen(tree):

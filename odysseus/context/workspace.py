@@ -7,6 +7,10 @@ the field is ignored silently, so nobody can probe which host paths exist. The p
 
 - a filesystem root (``/``);
 - the data directory, inside it, or a directory containing it (the database lives there);
+- a directory containing the database file, wherever ``DATABASE`` points;
+- the server's own code (the checkout or installed package), its virtualenv, inside either or a
+  directory containing either;
+- a home directory or a directory containing one (its dot-folders: ``~/.ssh``, ``~/.config``, ...);
 - inside ``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/boot`` or ``/run``;
 - a dot-directory or inside one (``~/.ssh``, ``~/.config``, ...).
 
@@ -20,6 +24,8 @@ not followed.
 from __future__ import annotations
 
 import os
+import pwd
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..events import WORKSPACE_REJECTED, Event
@@ -34,8 +40,45 @@ def _inside(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip(os.sep) + os.sep)
 
 
-def judge(path: Any, data_dir: str) -> Tuple[Optional[str], Optional[str]]:
-    """(resolved directory, None) when ``path`` may be a workspace, else (None, why not)."""
+#: the server's own code: the directory holding the ``odysseus`` package (the checkout, or site-packages)
+CODE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def _homes() -> List[str]:
+    """Home directories of this machine's accounts (and the server's own), resolved; never ``/``."""
+    found = {os.path.expanduser("~")}
+    try:
+        found |= {entry.pw_dir for entry in pwd.getpwall()}
+    except OSError:  # no passwd database (a minimal container): the server's own home still counts
+        pass
+    homes = []
+    for home in found:
+        resolved = os.path.realpath(home) if home else ""
+        if resolved and os.path.dirname(resolved) != resolved and os.path.isdir(resolved):
+            homes.append(resolved)
+    return homes
+
+
+def _protected(resolved: str, database: Optional[str]) -> Optional[str]:
+    """Why ``resolved`` touches the server's own files or an account's home, else None."""
+    code = os.path.realpath(CODE_DIR)
+    if _inside(resolved, code) or _inside(code, resolved):
+        return "the workspace may not contain or be inside the server's own code"
+    venv = os.path.realpath(sys.prefix)
+    if os.path.dirname(venv) != venv and (_inside(resolved, venv) or _inside(venv, resolved)):
+        return "the workspace may not contain or be inside the server's Python environment"
+    if database and _inside(os.path.realpath(database), resolved):
+        return "the workspace may not contain the database file"
+    for home in _homes():
+        if _inside(home, resolved):
+            return "the workspace may not be or contain a home directory (its dot-folders hold keys and settings)"
+    return None
+
+
+def judge(path: Any, data_dir: str, database: Optional[str] = None) -> Tuple[Optional[str], Optional[str]]:
+    """(resolved directory, None) when ``path`` may be a workspace, else (None, why not).
+
+    ``database`` is the SQLite file's path when ``DATABASE`` puts it outside ``data_dir``."""
     if not isinstance(path, str) or not path.strip():
         return None, "the workspace must be a non-empty path"
     if len(path) > MAX_PATH or "\x00" in path:
@@ -57,6 +100,9 @@ def judge(path: Any, data_dir: str) -> Tuple[Optional[str], Optional[str]]:
             return None, f"the workspace may not be inside {sensitive}"
     if any(part.startswith(".") for part in resolved.split(os.sep) if part):
         return None, "the workspace may not be a dot-directory or inside one"
+    why = _protected(resolved, database)
+    if why:
+        return None, why
     return resolved, None
 
 
@@ -73,8 +119,13 @@ def chosen_workspace(metadata: Dict[str, Any], config: dict) -> str:
     path = metadata.get(SOURCE)
     if not path:
         return ""
-    resolved, _ = judge(path, config["DATA_DIR"])
+    resolved, _ = judge(path, config["DATA_DIR"], database_file(config))
     return resolved or ""
+
+
+def database_file(config: Any) -> str:
+    """The SQLite file's path (``DATABASE``, else ``DATA_DIR/odysseus.db``), as the store opens it."""
+    return str(config.get("DATABASE") or os.path.join(config["DATA_DIR"], "odysseus.db"))
 
 
 class WorkspaceSource:
@@ -97,7 +148,7 @@ class WorkspaceSource:
             return []
         if not may_choose(self.store, self.config, request.owner):
             return []  # silently: nobody else learns which host paths exist
-        resolved, why = judge(requested, self.config["DATA_DIR"])
+        resolved, why = judge(requested, self.config["DATA_DIR"], database_file(self.config))
         if resolved is None:
             shown = requested if isinstance(requested, str) else str(requested)
             message = f"The workspace was not used ({why}); the session workspace is used instead."
@@ -112,7 +163,7 @@ class WorkspaceSource:
         return [Injection(SOURCE, metadata={SOURCE: resolved})]
 
 
-def browse(path: str, data_dir: str, limit: int) -> dict:
+def browse(path: str, data_dir: str, limit: int, database: Optional[str] = None) -> dict:
     """The sub-directories of ``path`` for the page's picker, each marked ``selectable`` (judge)."""
     resolved = os.path.realpath(path)
     entries: List[dict] = []
@@ -130,10 +181,10 @@ def browse(path: str, data_dir: str, limit: int) -> dict:
                 truncated = True
                 break
             full = os.path.join(resolved, entry.name)
-            ok, _ = judge(full, data_dir)
+            ok, _ = judge(full, data_dir, database)
             entries.append({"name": entry.name, "path": full, "selectable": ok is not None})
     parent = os.path.dirname(resolved)
-    here, _ = judge(resolved, data_dir)
+    here, _ = judge(resolved, data_dir, database)
     return {
         "path": resolved,
         "parent": parent if parent != resolved else None,

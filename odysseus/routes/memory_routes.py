@@ -7,7 +7,7 @@ import os
 from flask import Blueprint, current_app, jsonify, request
 
 from ..context.memories import settings_changes
-from ..context.workspace import browse, may_choose
+from ..context.workspace import browse, database_file, may_choose
 from ..errors import BadRequest, Forbidden, NotFound
 from ..store.memories import clean_memory
 from .auth import current_owner
@@ -107,7 +107,8 @@ def browse_workspace():
     if not os.path.isdir(path):
         raise NotFound("no such directory")
     try:
-        listing = browse(path, current_app.config["DATA_DIR"], int(current_app.config["WORKSPACE_BROWSE_LIMIT"]))
+        config = current_app.config
+        listing = browse(path, config["DATA_DIR"], int(config["WORKSPACE_BROWSE_LIMIT"]), database_file(config))
     except PermissionError:
         raise Forbidden("the server may not read that directory") from None
     except OSError as exc:

@@ -7,7 +7,7 @@ carries a key: views show ``api_key_last4`` only, and probe errors are scrubbed 
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from flask import Blueprint, current_app, jsonify, request
 
@@ -118,7 +118,9 @@ def update_provider(provider_id: str):
         raise Conflict("this provider comes from the configuration (environment or TOML) and is read-only here")
     changes = validate(_body(), partial=True)
     store = _store()
-    store.provider_connections.get(provider_id)  # 404 before anything else
+    saved = store.provider_connections.get(provider_id)  # 404 before anything else
+    if "api_key" not in changes:
+        _refuse_key_to_new_url(saved, changes.get("base_url", saved.get("base_url")))
     if "name" in changes:
         _refuse_config_name(changes["name"])
     row = store.provider_connections.update(provider_id, changes)
@@ -163,7 +165,18 @@ def test_unsaved_provider():
     fields = validate({"name": "test", **data})
     if "api_key" not in data and isinstance(data.get("id"), str):
         try:
-            fields["api_key"] = _store().provider_connections.get(data["id"]).get("api_key") or ""
+            saved = _store().provider_connections.get(data["id"])
         except NotFound:
             raise NotFound("provider not found") from None
+        _refuse_key_to_new_url(saved, fields.get("base_url"))
+        fields["api_key"] = saved.get("api_key") or ""
     return jsonify(probe(to_config(fields), current_app.config, _model(data)))
+
+
+def _refuse_key_to_new_url(saved: dict, base_url: Optional[str]) -> None:
+    """A stored key goes only to the URL it was entered for: a new base_url needs the key again.
+
+    Otherwise an admin session (or a stolen one) could send the stored key to any server by
+    changing the URL and pressing Test or Save, and read it there."""
+    if saved.get("api_key") and (base_url or "") != (saved.get("base_url") or ""):
+        raise BadRequest("the base URL changed: enter the API key again (a stored key is sent only to its own URL)")

@@ -3,12 +3,18 @@
 The image comes back as base64 (or a URL we download from the configured endpoint's
 answer); it is handed to ``ctx.save_image``, which stores it and returns our own URL,
 so the browser never loads images from the provider and the owner check applies.
+
+A URL in the answer is followed only on the endpoint's own origin or through the web tools'
+SSRF guard (``tools/web.py``: every hop must reach a public address, unless the admin allowed a
+network), and every download is read at most ``MAX_IMAGE_BYTES`` + 1 bytes: the answer of an image
+service cannot make the server fetch its own private network, nor fill its memory.
 """
 
 from __future__ import annotations
 
 import base64
 from typing import List
+from urllib.parse import urlsplit
 
 import requests
 
@@ -63,10 +69,7 @@ def generate_image(args: dict, ctx: ToolContext) -> ToolResult:
         if item.get("b64_json"):
             data = base64.b64decode(item["b64_json"])
         elif item.get("url"):
-            fetched = session.get(item["url"], timeout=timeout)
-            if fetched.status_code != 200:
-                raise ToolError(f"downloading the image failed (HTTP {fetched.status_code})")
-            data = fetched.content
+            data = _download(str(item["url"]), base, session, timeout, ctx)
         else:
             raise ToolError("the image endpoint returned no image")
     except requests.RequestException as exc:
@@ -84,6 +87,36 @@ def generate_image(args: dict, ctx: ToolContext) -> ToolResult:
     return ToolResult(
         f"Image generated and shown to the user at {url}.", events=[Event(GENERATED_IMAGE, event)], meta={"url": url}
     )
+
+
+def _origin(url: str) -> tuple:
+    parts = urlsplit(url)
+    return (parts.scheme, (parts.hostname or "").lower(), parts.port or (443 if parts.scheme == "https" else 80))
+
+
+def _download(url: str, base: str, session: requests.Session, timeout: float, ctx: ToolContext) -> bytes:
+    """The image at ``url``, capped while reading: from the endpoint itself, or through the SSRF guard."""
+    if _origin(url) == _origin(base):
+        response = session.get(url, timeout=timeout, stream=True, allow_redirects=False)
+        try:
+            if response.status_code != 200:
+                raise ToolError(f"downloading the image failed (HTTP {response.status_code})")
+            data = b""
+            for chunk in response.iter_content(chunk_size=65536):
+                data += chunk
+                if len(data) > MAX_IMAGE_BYTES:
+                    raise ToolError("the generated image is too large")
+            return data
+        finally:
+            response.close()
+    from .web import fetch  # the guarded fetch of fetch_url: public addresses only, each redirect checked
+
+    _, response, data = fetch(url, ctx, limit=MAX_IMAGE_BYTES + 1, accept="image/*")
+    if response.status_code != 200:
+        raise ToolError(f"downloading the image failed (HTTP {response.status_code})")
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ToolError("the generated image is too large")
+    return bytes(data)
 
 
 def image_tools(config: dict) -> List[Tool]:

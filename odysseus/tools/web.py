@@ -145,11 +145,13 @@ def _read_capped(response: requests.Response, limit: int, guard: _Guard, ctx: To
     return b"".join(chunks)[:limit]
 
 
-def fetch(url: str, ctx: ToolContext) -> tuple:
-    """GET ``url`` following redirects by hand (each hop checked); return (final_url, response, body)."""
+def fetch(url: str, ctx: ToolContext, limit: Optional[int] = None, accept: str = "text/html,text/plain,*/*") -> tuple:
+    """GET ``url`` following redirects by hand (each hop checked); return (final_url, response, body).
+
+    The body is read up to ``limit`` bytes (``FETCH_MAX_BYTES`` by default) and cut there."""
     config = ctx.config
     timeout = float(config.get("FETCH_TIMEOUT", 15.0))
-    limit = int(config.get("FETCH_MAX_BYTES", 2_000_000))
+    limit = int(config.get("FETCH_MAX_BYTES", 2_000_000)) if limit is None else limit
     guard = _Guard(config)
     session = guarded_session(guard)
     timer = threading.Timer(timeout, guard.abort, args=("timeout",))
@@ -165,7 +167,7 @@ def fetch(url: str, ctx: ToolContext) -> tuple:
                     stream=True,
                     allow_redirects=False,
                     timeout=(min(timeout, 10), timeout),
-                    headers={"User-Agent": USER_AGENT, "Accept": "text/html,text/plain,*/*"},
+                    headers={"User-Agent": USER_AGENT, "Accept": accept},
                 )
             except requests.RequestException as exc:
                 if guard.refused:
