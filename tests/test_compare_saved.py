@@ -263,3 +263,23 @@ def test_a_bad_pane_is_refused(two_users):
         if m["content"] == "plain"
     ]
     assert alice.post("/api/chat_stream", json=dict(pane, compare_of=plain[0]["id"])).status_code == 404
+
+
+def test_a_pane_refused_before_it_streamed_can_be_opened_again(two_users):
+    from odysseus.store import compare_replies
+
+    app, (alice, _), ids = two_users
+    started = alice.post("/api/compare/start", json={"message": "q", "models": ids}).json
+    session, question = started["session_id"], started["message_id"]
+    store = app.extensions["odysseus.store"]
+    with store.locked.read() as db:
+        owner = db.execute("select owner from sessions where id = ?", [session]).fetchone()[0]
+    opened = compare_replies.open_pane(store.locked, owner, session, question, ids[0])
+    compare_replies.discard_pane(store.locked, owner, opened["reply_id"])  # what a 429 on the response does
+    assert [m["content"] for m in alice.get(f"/api/sessions/{session}/messages").json["messages"]] == ["q"]
+    again = compare_replies.open_pane(store.locked, owner, session, question, ids[0])
+    assert again["reply_id"]  # no 409: the refused one is gone
+    # a reply that streamed something is never discarded
+    compare_replies.save_pane(store.locked, owner, again["reply_id"], ids[0], "partial", "", "stopped")
+    compare_replies.discard_pane(store.locked, owner, again["reply_id"])
+    assert [m["content"] for m in alice.get(f"/api/sessions/{session}/messages").json["messages"]] == ["q", "partial"]
