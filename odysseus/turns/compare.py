@@ -87,8 +87,12 @@ def start_compare(turns: "TurnService", owner: str, request: TurnRequest) -> Com
     session_id: str = request.session_id or ""
     model = request.model or candidates[0].route_id
     opened = compare_replies.open_pane(turns.store.locked, owner, session_id, question_id, model)
-    # The question as stored answers; the conversation up to it is the model's history.
+    # The question as stored answers, with its attachments; the conversation up to it is the history.
     request = _with_message(request, opened["question"])
+    if not request.context.attachments:
+        chips = opened["question_metadata"].get("attachments") or []
+        ids = tuple(str(c["id"]) for c in chips if isinstance(c, dict) and c.get("id"))
+        request = replace(request, context=replace(request.context, attachments=ids))
     history = turns.store.messages.recent(owner, session_id, newest, head=question_id)
     saver = _Saver(turns, owner, opened["reply_id"], model)
     pane = ComparePane(_events(turns, owner, request, candidates, history, saver), opened["reply_id"], session_id)
