@@ -69,7 +69,10 @@ def test_question_and_each_reply_are_saved_once_as_alternatives(live_app, provid
     base, (m1, m2) = live_app.url, live_app.ids
     requests.patch(base + "/api/user/settings", json={"system_prompt": "Answer like a pirate."}, timeout=10)
     requests.post(base + "/api/memory", json={"text": "The user's cat is called Biscuit", "pinned": True}, timeout=10)
-    started = _start(base, "which is best?", [m1, m2])
+    upload = requests.post(
+        base + "/api/upload", files=[("files", ("notes.txt", b"The secret word is PAPAYA.", "text/plain"))], timeout=10
+    ).json()["files"][0]
+    started = _start(base, "which is best?", [m1, m2], attachments=[upload["id"]])
     session, question = started["session_id"], started["message_id"]
     texts = {}
     for model in (m1, m2):
@@ -90,11 +93,13 @@ def test_question_and_each_reply_are_saved_once_as_alternatives(live_app, provid
     for post in _chat_posts(provider):
         sent = post.body["messages"]
         assert sent[0] == {"role": "system", "content": "Answer like a pirate."}
-        assert "Biscuit" in " ".join(str(m.get("content")) for m in sent)
+        assert "Biscuit" in " ".join(str(m.get("content")) for m in sent)  # the memory
+        assert "PAPAYA" in " ".join(str(m.get("content")) for m in sent)  # the question's attachment
         assert sent[-1]["content"] == "which is best?"
     rows = _messages(base, session)
     user = [m for m in rows if m["role"] == "user"]
     assert [m["content"] for m in user] == ["which is best?"] and user[0]["id"] == question
+    assert [c["name"] for c in user[0]["metadata"]["attachments"]] == ["notes.txt"]  # the chip, once
     replies = [m for m in rows if m["role"] == "assistant"]
     assert len(replies) == 1  # the selected branch shows one of them...
     assert replies[0]["branch"]["count"] == 2  # ...with the other as its alternative: the `< i/n >` pager
@@ -263,3 +268,23 @@ def test_a_bad_pane_is_refused(two_users):
         if m["content"] == "plain"
     ]
     assert alice.post("/api/chat_stream", json=dict(pane, compare_of=plain[0]["id"])).status_code == 404
+
+
+def test_a_pane_refused_before_it_streamed_can_be_opened_again(two_users):
+    from odysseus.store import compare_replies
+
+    app, (alice, _), ids = two_users
+    started = alice.post("/api/compare/start", json={"message": "q", "models": ids}).json
+    session, question = started["session_id"], started["message_id"]
+    store = app.extensions["odysseus.store"]
+    with store.locked.read() as db:
+        owner = db.execute("select owner from sessions where id = ?", [session]).fetchone()[0]
+    opened = compare_replies.open_pane(store.locked, owner, session, question, ids[0])
+    compare_replies.discard_pane(store.locked, owner, opened["reply_id"])  # what a 429 on the response does
+    assert [m["content"] for m in alice.get(f"/api/sessions/{session}/messages").json["messages"]] == ["q"]
+    again = compare_replies.open_pane(store.locked, owner, session, question, ids[0])
+    assert again["reply_id"]  # no 409: the refused one is gone
+    # a reply that streamed something is never discarded
+    compare_replies.save_pane(store.locked, owner, again["reply_id"], ids[0], "partial", "", "stopped")
+    compare_replies.discard_pane(store.locked, owner, again["reply_id"])
+    assert [m["content"] for m in alice.get(f"/api/sessions/{session}/messages").json["messages"]] == ["q", "partial"]

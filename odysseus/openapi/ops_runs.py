@@ -92,6 +92,26 @@ RUN_OPERATIONS: List[Op] = [
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
     Op(
         "POST",
+        "/api/compare/start",
+        "Store a comparison's question once; each pane then streams with compare_of and saves its reply.",
+        "chat",
+        {
+            **{
+                k: TURN[k]
+                for k in ("message", "session", "session_id", "attachments", "use_rag", "use_memory", "use_web")
+            },
+            "models": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                "minItems": 2,
+                "maxItems": 8,
+            },
+        },
+        ("message", "models"),
+        status=201,
+    ),
+    Op(
+        "POST",
         "/api/compare/keep",
         "Save the chosen reply of a compare with the user's message.",
         "chat",

@@ -60,6 +60,8 @@ CHAT_TURN = {
     # branches: answer a user message again (message not needed), or resend an edited one
     "regenerate_of": {"type": "integer", "minimum": 1},
     "edit_of": {"type": "integer", "minimum": 1},
+    # compare mode: the stored question (POST /api/compare/start) this pane answers; its reply is saved
+    "compare_of": {"type": "integer", "minimum": 1},
 }
 AGENT_TURN = {**TURN, "target_agent_id": ID, "agent_profile_id": ID, "profile_id": ID, "workflow_id": ID}
 PROFILE = {

@@ -29,7 +29,11 @@ def chat_stream():
     turn = turns().parse(body(), CHAT_STREAM)
     if turn.mode == "compare":  # one model straight from the provider; its reply saved once (turns/compare.py)
         pane = start_compare(turns(), owner, turn)
-        return sse_response(_frames(pane.events), pane.headers)
+        try:
+            return sse_response(_frames(pane.events), pane.headers)
+        except Exception:
+            pane.discard()  # refused before it streamed (429): a retry opens the reply again
+            raise
     # a retry (same client_message_id) with Last-Event-ID attaches after that cursor
     return stream_started_turn(owner, turns().start_turn(owner, turn), chat_frame, CHAT_TERMINAL, after=cursor())
 

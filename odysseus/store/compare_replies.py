@@ -106,6 +106,20 @@ def save_pane(
         )
 
 
+def discard_pane(locked: Locked, owner: str, reply_id: int) -> None:
+    """Remove a pane's reply that never streamed (its response was refused, e.g. 429), so a retry may open it."""
+    with locked.tx() as db:
+        row = db.execute(
+            "select session_id, parent_id from messages where id = ? and owner = ? and role = 'assistant'"
+            " and content = '' and thinking = ''",
+            [reply_id, owner],
+        ).fetchone()
+        if row is None:
+            return
+        db.execute("delete from messages where id = ?", [reply_id])
+        db.execute("update sessions set branch_head = ? where id = ? and branch_head = ?", [row[1], row[0], reply_id])
+
+
 def _reply_meta(model: str, status: str) -> Dict[str, Any]:
     return {
         "model_info": {"model": model, "label": model},

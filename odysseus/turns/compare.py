@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from ..cancel import CancelToken
 from ..errors import BadRequest
@@ -44,6 +44,7 @@ class ComparePane:
     reply_id: Optional[int] = None
     session_id: Optional[str] = None
     headers: Dict[str, str] = field(default_factory=dict)
+    discard: Callable[[], None] = lambda: None
 
 
 def start_question(turns: "TurnService", owner: str, request: TurnRequest, models: List[str]) -> Dict[str, Any]:
@@ -86,12 +87,18 @@ def start_compare(turns: "TurnService", owner: str, request: TurnRequest) -> Com
     session_id: str = request.session_id or ""
     model = request.model or candidates[0].route_id
     opened = compare_replies.open_pane(turns.store.locked, owner, session_id, question_id, model)
-    # The question as stored answers; the conversation up to it is the model's history.
+    # The question as stored answers, with its attachments; the conversation up to it is the history.
     request = _with_message(request, opened["question"])
+    if not request.context.attachments:
+        chips = opened["question_metadata"].get("attachments") or []
+        ids = tuple(str(c["id"]) for c in chips if isinstance(c, dict) and c.get("id"))
+        request = replace(request, context=replace(request.context, attachments=ids))
     history = turns.store.messages.recent(owner, session_id, newest, head=question_id)
     saver = _Saver(turns, owner, opened["reply_id"], model)
     pane = ComparePane(_events(turns, owner, request, candidates, history, saver), opened["reply_id"], session_id)
     pane.headers = {"X-Odysseus-Message-Id": str(opened["reply_id"]), "X-Odysseus-Session-Id": session_id}
+    # the response refused before it streamed (no free stream slot): the empty reply goes again
+    pane.discard = lambda: compare_replies.discard_pane(turns.store.locked, owner, opened["reply_id"])
     return pane
 
 

@@ -52,6 +52,12 @@ const meter = new ContextMeter($("context-meter")); // the model's window (windo
 const compare = new Compare({
   picker: $("compare-picker"), messages: ui.messages, ctx: () => ctx,
   models: () => state.models, sessionId: () => state.sessionId, onChange: () => updateComposer(),
+  onSession: (sessionId) => { // the comparison's question created the session: a reload comes back to it
+    if (state.sessionId) return;
+    state.sessionId = sessionId;
+    setUrl(sessionId);
+    refreshSessions();
+  },
   onKept: async (sessionId) => { await refreshSessions(); await openSession(sessionId); },
   toast: (text) => toast(text),
 });

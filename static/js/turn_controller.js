@@ -153,9 +153,14 @@ export class TurnController {
       hooks.toast("Wait for the reply to finish, or press Stop, before sending.");
       return false;
     }
-    if (sendMode === "compare" && showUser && !branch) { // side by side (compare.js); nothing stored until Keep
+    if (sendMode === "compare" && showUser && !branch) { // side by side (compare.js); each reply saved as an alternative
+      if (attachments.busy) {
+        hooks.toast("Wait for the uploads to finish before sending.");
+        return false;
+      }
       this.settleReplies(text);
-      const started = compare.start(text);
+      // The panes get what a chat turn gets: its context switches and the attachments.
+      const started = compare.start(text, { fields: hooks.controls.turnFields("chat"), files: attachments.take() });
       if (started) { hooks.showEmpty(); hooks.scrollToEnd(); hooks.updateComposer(); }
       return started;
     }
