@@ -181,6 +181,29 @@ def test_routing_priority_and_unknown_ids(live):
     assert messages[0]["metadata"]["agent"] == {"profile_id": profile["id"], "routed_by": "profile_id"}
     _, messages = routed()
     assert messages[0]["metadata"]["agent"] == {"profile_id": default["id"], "routed_by": "default"}
+
+    # /api/chat_stream in agent mode routes the same way (issue 38 item 9): it used to ignore the ids
+    def page_routed(**fields):  # (not streamed: requests reads the whole reply, so the turn is saved)
+        response = requests.post(f"{base}/api/chat_stream", json={"message": "route", "mode": "agent", **fields})
+        return response
+
+    for fields in (
+        {"target_agent_id": "nobody_here"},
+        {"profile_id": "prof_missing"},
+        {"agent_profile_id": "prof_missing"},
+    ):
+        refused = page_routed(**fields)
+        assert refused.status_code == 404 and "not found" in refused.json()["error"], fields
+    for fields, record in (
+        ({"target_agent_id": agent["agent_id"], "profile_id": default["id"]}, "target_agent_id"),
+        ({"agent_profile_id": profile["id"]}, "profile_id"),
+        ({}, "default"),
+    ):
+        answered = page_routed(**fields)
+        assert answered.status_code == 200
+        session = answered.headers["X-Odysseus-Session-Id"]
+        stored = requests.get(f"{base}/api/sessions/{session}/messages").json()["messages"]
+        assert stored[0]["metadata"]["agent"]["routed_by"] == record, (fields, stored[0]["metadata"])
     listing = requests.get(f"{base}/api/agents").json()["agents"]
     assert {a["agent_id"] for a in listing} >= {agent["agent_id"], "named_tester"}
 
