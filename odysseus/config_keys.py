@@ -62,6 +62,11 @@ KEYS: List[Key] = [
         "general",
         ("DATA_DIR", "instance", "where the SQLite file (`odysseus.db`), the secret and workspaces live"),
         ("DATABASE", "", "path of the SQLite file; empty = `DATA_DIR/odysseus.db`"),
+        (
+            "REQUEST_WRITE_WAIT",
+            2.0,
+            "seconds a request's write waits for a database another process locked; then a 503 with `Retry-After`",
+        ),
         ("MAX_BODY_BYTES", 1 * MiB, "largest request body"),
         (
             "MAX_MESSAGE_CHARS",

@@ -12,6 +12,7 @@
     ├── RateLimited (429)         too many failed sign-ins; carries ``retry_after``
     ├── Conflict (409)
     ├── CapacityError (503)       run engine is full
+    │   └── DatabaseBusy (503)    another process holds the database's write lock
     └── ProviderError             a model provider failed (status from the failure)
         ├── ProviderUnavailable (503)   connection refused
         ├── ProviderTimeout (504)       connect / first-token / idle timeout
@@ -107,6 +108,13 @@ class CapacityError(OdysseusError):
 
     status = 503
     retry_after = 2
+
+
+class DatabaseBusy(CapacityError):
+    """The database's write lock stayed taken (by another process) for longer than the caller may wait:
+    answered 503 with ``Retry-After``, nothing written."""
+
+    retry_after = 5
 
 
 class ProviderError(OdysseusError):

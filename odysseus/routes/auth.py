@@ -28,10 +28,14 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from ..bind import bind_host, is_loopback_host, single_user_refusal
 from ..errors import Conflict, Forbidden, OdysseusError, RateLimited, Unauthorized
+from ..store.database import limit_write_wait
 
 CSRF_HEADER = "X-Odysseus-CSRF"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PUBLIC_ENDPOINTS = {"static", "meta.health"}
+#: endpoints that need no caller at all: they never read the database on the hub (a database locked
+#: by another process must not stall the page's files or the liveness check)
+CALLERLESS_ENDPOINTS = {"static", "meta.health"}
 AUTH_MODES = ("password", "none")
 
 
@@ -166,6 +170,11 @@ def _is_public(endpoint: Optional[str]) -> bool:
 def _resolve_caller():
     """before_request: identify the caller, refuse the unidentified and cross-site writes."""
     _set_caller(None, None, None)
+    limit_write_wait(float(current_app.config["REQUEST_WRITE_WAIT"]))  # this request's writes give up fast
+    if request.endpoint in CALLERLESS_ENDPOINTS and request.method in SAFE_METHODS:
+        if current_app.config["AUTH"] == "none":
+            _check_single_user_host()
+        return None
     accounts = current_app.extensions["odysseus.accounts"]
     if current_app.config["AUTH"] == "none":
         _check_single_user_host()

@@ -8,7 +8,10 @@ Invariants:
   block is committed together or rolled back together.
 - The gevent hub never sits in SQLite's busy wait for the write lock: ``BEGIN IMMEDIATE`` is
   tried with a busy timeout of 0 and retried with a cooperative sleep between attempts while
-  another connection (the durable writer, another process) holds the write lock. The
+  another connection (the durable writer, another process) holds the write lock, and the
+  ``Locked`` lock is let go during each sleep, so the other greenlets' reads go on meanwhile. A
+  write inside an HTTP request waits at most ``REQUEST_WRITE_WAIT`` (``limit_write_wait``) and then
+  raises ``DatabaseBusy`` (a 503 with ``Retry-After``); other writers wait ``WRITE_LOCK_WAIT``. The
   request-path connection's short busy timeout (``HUB_BUSY_MS``) is left for its other
   statements. Reads in
   WAL mode never wait for writers. Bulk writes (the run event log) use their own
@@ -26,10 +29,12 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Callable, Iterator, List, Optional, Protocol, Sequence
 
 from sqlite_utils import Database
 
+from ..errors import DatabaseBusy
 from .migrations import migrate
 
 #: busy timeout of the request-path connection: the longest the hub can sit in one SQLite call
@@ -51,8 +56,16 @@ class Executes(Protocol):
         ...
 
 
-class DatabaseBusy(Exception):
-    """The write lock stayed taken for longer than the caller may wait."""
+#: how long a write may wait for the lock in this greenlet (None: the Locked's own ``write_wait``)
+_WRITE_WAIT: ContextVar[Optional[float]] = ContextVar("odysseus_write_wait", default=None)
+
+
+def limit_write_wait(seconds: Optional[float]) -> None:
+    """Let this greenlet's writes wait at most ``seconds`` for an outside lock (an HTTP request's, so a
+    locked database answers a quick 503 instead of holding the request); None: the default again.
+
+    A greenlet spawned later (a run, a job) starts with its own empty context, so it keeps the default."""
+    _WRITE_WAIT.set(seconds)
 
 
 def connect(path: str, busy_ms: int) -> sqlite3.Connection:
@@ -68,6 +81,18 @@ def connect(path: str, busy_ms: int) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def try_begin_immediate(conn: sqlite3.Connection) -> bool:
+    """One ``BEGIN IMMEDIATE`` attempt with no busy wait: True when this connection now holds the write lock."""
+    conn.execute("PRAGMA busy_timeout=0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        return True
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        return False
 
 
 def begin_immediate(conn: sqlite3.Connection, wait: float, sleep=time.sleep, busy_ms: Optional[int] = None) -> None:
@@ -157,7 +182,8 @@ class Locked:
     @contextmanager
     def tx(self) -> Iterator[Database]:
         """Hold the lock and run inside one real transaction (nested calls join the outer one)."""
-        with self.lock:
+        self._acquire_for_write()
+        try:
             if self._depth:
                 self._depth += 1
                 try:
@@ -166,7 +192,6 @@ class Locked:
                     self._depth -= 1
                 return
             conn = self.db.conn
-            begin_immediate(conn, self.write_wait, busy_ms=self.busy_ms)
             self._depth = 1
             try:
                 yield self.db
@@ -179,6 +204,35 @@ class Locked:
             if not conn.in_transaction:
                 raise RuntimeError("a statement ended the transaction early; nothing after it is atomic")
             conn.execute("COMMIT")
+        finally:
+            self.lock.release()
+
+    def _acquire_for_write(self) -> None:
+        """Take the lock, and (outermost) the database's write lock with ``BEGIN IMMEDIATE``.
+
+        While another connection holds the write lock, each attempt lets go of ``self.lock`` before
+        sleeping, so reads of other greenlets are not held behind a wait that may last seconds.
+        Raises DatabaseBusy past this greenlet's write wait (``limit_write_wait``)."""
+        wait = _WRITE_WAIT.get()
+        deadline = time.monotonic() + (self.write_wait if wait is None else wait)
+        pause = 0.001
+        while True:
+            self.lock.acquire()
+            if self._depth:  # nested: the outer tx already holds the write lock
+                return
+            try:
+                if try_begin_immediate(self.db.conn):
+                    return
+            except BaseException:
+                self.lock.release()
+                raise
+            finally:
+                self.db.conn.execute(f"PRAGMA busy_timeout={int(self.busy_ms)}")
+            self.lock.release()
+            if time.monotonic() >= deadline:
+                raise DatabaseBusy("the database is locked by another process; try again shortly")
+            time.sleep(pause)  # gevent's sleep under the monkey patch: the hub serves others
+            pause = min(pause * 2, 0.05)
 
     @contextmanager
     def read(self) -> Iterator[Database]:
