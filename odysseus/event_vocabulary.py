@@ -117,9 +117,18 @@ SPECS: List[EventSpec] = [
     ),
     _spec(
         ev.DONE,
-        "success",
-        "task_id: the run id; thinking: the reasoning text; total_time_ms: elapsed; session_id: the session",
+        "success: the turn ended without an error (it finished, or it paused and says why)",
+        "task_id: the run id; thinking: the reasoning text; total_time_ms: elapsed; session_id: the session; "
+        "completion?: an agent turn's end, complete or why it paused (awaiting_approval, rounds_exhausted, "
+        "budget_exceeded, loop_breaker_triggered, intent_nudge_exhausted); paused?: true when it paused; "
+        "approval_id?: the approval a paused turn waits for",
         BOTH,
+    ),
+    _spec(
+        ev.CANCELLED,
+        "the run was stopped before it finished (a cancel or a Stop); its partial reply is saved",
+        "task_id: the run id; stop_reason: why (cancelled, user, ...); session_id: the session",
+        (AGENT,),
     ),
     _spec(
         ev.ERROR,

@@ -34,6 +34,8 @@ RUN_STARTED = "run_started"
 START = "start"
 DELTA = "delta"
 DONE = "done"
+#: the agent projection's word that a run was stopped before it finished (a cancel or a Stop)
+CANCELLED = "cancelled"
 ERROR = "error"
 CLOSE = "close"
 CHAT_TERMINAL = "chat_terminal"

@@ -34,6 +34,7 @@ def test_plain_turn_event_order(live):
     done = frames[-2]["data"]
     assert done["task_id"] == run_id and done["session_id"] == stream.headers["X-Odysseus-Session-Id"]
     assert done["thinking"] and done["total_time_ms"] > 0
+    assert done["completion"] == "complete" and done["paused"] is False and "approval_id" not in done
     assert frames[-1]["data"] == {}
     assert all(f["id"] is not None for f in frames)
     assert names.count("close") == 1
@@ -103,7 +104,13 @@ def test_cancel_mid_stream_twice_and_after_finish(live):
     second = requests.post(f"{live.url}/api/agent/chat/runs/{run_id}/cancel", timeout=10).json()
     assert second["cancel_requested"] is False and second["status"] == "stopped"
     rest = stream.events()
-    assert _names(rest)[-1] == "close" and "done" not in _names(rest)
+    assert _names(rest)[-2:] == ["cancelled", "close"] and "done" not in _names(rest)
+    said = rest[-2]["data"]  # the agent projection says the run was cancelled before close (issue 38 item 10)
+    assert said == {
+        "task_id": run_id,
+        "stop_reason": "cancelled",
+        "session_id": stream.headers["X-Odysseus-Session-Id"],
+    }
     finished = _agent_stream(live, "finish first")
     finished.events()
     final = requests.post(f"{live.url}/api/agent/chat/runs/{finished.headers['X-Odysseus-Run-Id']}/cancel").json()
@@ -174,6 +181,29 @@ def test_routing_priority_and_unknown_ids(live):
     assert messages[0]["metadata"]["agent"] == {"profile_id": profile["id"], "routed_by": "profile_id"}
     _, messages = routed()
     assert messages[0]["metadata"]["agent"] == {"profile_id": default["id"], "routed_by": "default"}
+
+    # /api/chat_stream in agent mode routes the same way (issue 38 item 9): it used to ignore the ids
+    def page_routed(**fields):  # (not streamed: requests reads the whole reply, so the turn is saved)
+        response = requests.post(f"{base}/api/chat_stream", json={"message": "route", "mode": "agent", **fields})
+        return response
+
+    for fields in (
+        {"target_agent_id": "nobody_here"},
+        {"profile_id": "prof_missing"},
+        {"agent_profile_id": "prof_missing"},
+    ):
+        refused = page_routed(**fields)
+        assert refused.status_code == 404 and "not found" in refused.json()["error"], fields
+    for fields, record in (
+        ({"target_agent_id": agent["agent_id"], "profile_id": default["id"]}, "target_agent_id"),
+        ({"agent_profile_id": profile["id"]}, "profile_id"),
+        ({}, "default"),
+    ):
+        answered = page_routed(**fields)
+        assert answered.status_code == 200
+        session = answered.headers["X-Odysseus-Session-Id"]
+        stored = requests.get(f"{base}/api/sessions/{session}/messages").json()["messages"]
+        assert stored[0]["metadata"]["agent"]["routed_by"] == record, (fields, stored[0]["metadata"])
     listing = requests.get(f"{base}/api/agents").json()["agents"]
     assert {a["agent_id"] for a in listing} >= {agent["agent_id"], "named_tester"}
 

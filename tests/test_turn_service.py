@@ -52,8 +52,10 @@ def test_every_field_is_typed_and_the_rest_is_extra(app):
     assert request.resume is True and request.workflow_id == "team" and request.active_doc_id == "doc_1"
     assert request.research == {"max_rounds": 3} and request.max_tokens == 300
     assert request.branch == BranchAsk("edit", 7) and request.owner_defaults is True
-    assert request.route is None  # only the agent API routes
-    assert request.extra == {"agent_profile_id": "planner", "probe": {"for": "a source outside the package"}}
+    assert request.route == AgentChoice(profile_id="planner")  # an agent turn is routed on every entry point
+    assert request.extra == {"probe": {"for": "a source outside the package"}}
+    chat = turns.parse({**FULL_BODY, "mode": "chat"}, CHAT_STREAM)
+    assert chat.route is None and chat.extra["agent_profile_id"] == "planner"  # a chat turn is not routed
     routed = turns.parse(FULL_BODY, AGENT_API)
     assert routed.route == AgentChoice(profile_id="planner") and routed.branch is None
     assert "edit_of" in routed.extra and "agent_profile_id" not in routed.extra

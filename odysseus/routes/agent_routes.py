@@ -6,10 +6,13 @@
 
 from __future__ import annotations
 
+from typing import Any, Dict, Optional
+
 from flask import Blueprint, jsonify, request
 
 from ..errors import BadRequest, NotFound
 from ..events import AGENT_TERMINAL
+from ..runs.outcome import pause_fields
 from ..runs.views import run_view
 from ..sse import agent_frame
 from ..turns.parse import AGENT_API
@@ -57,9 +60,21 @@ def agent_chat():
         "thinking": message["thinking"] if message else "",
         "total_time_ms": (message or {}).get("metadata", {}).get("total_time_ms"),
     }
+    if view["status"] == "done":
+        result.update(pause_fields(_completion_of(message)))  # paused (and for which approval), or complete
     if view.get("error"):
         result["error"] = view["error"]
     return jsonify(result), 200
+
+
+def _completion_of(message: Optional[dict]) -> Dict[str, Any]:
+    """How an agent turn ended, from its saved reply (metadata.agent), as its terminal record says it."""
+    agent = ((message or {}).get("metadata") or {}).get("agent") or {}
+    waiting = agent.get("awaiting_approval") or {}
+    if waiting.get("approval_id"):
+        return {"completion": "awaiting_approval", "approval_id": waiting["approval_id"]}
+    guard = (agent.get("guard") or {}).get("type")
+    return {"completion": guard or "complete"} if agent else {}
 
 
 @bp.get("/api/agent/chat/stream/attach")

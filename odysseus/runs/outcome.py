@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..events import CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, Event
+from ..events import CANCELLED, CHAT_TERMINAL, CLOSE, DONE, ERROR, MESSAGE_SAVED, Event
 from .run import Outcome, Run
 
 
@@ -97,6 +97,23 @@ def failed_save_tail(run: Run) -> List[Event]:
     return events
 
 
+#: an agent turn's ``completion`` values that are not a pause (the terminal record, agent/agent_loop.py)
+NOT_PAUSED = ("complete", "running", "stopped", "failed")
+
+
+def pause_fields(terminal: Dict[str, Any]) -> Dict[str, Any]:
+    """What the ``done`` event says of an agent turn's end: its completion, whether it paused, for which approval.
+
+    Empty for a run without a completion (chat, research): its ``done`` stays as it was."""
+    completion = terminal.get("completion")
+    if not completion:
+        return {}
+    fields: Dict[str, Any] = {"completion": completion, "paused": completion not in NOT_PAUSED}
+    if terminal.get("approval_id"):
+        fields["approval_id"] = terminal["approval_id"]
+    return fields
+
+
 def tail_events(
     terminal_type: str,
     run_id: str,
@@ -110,17 +127,17 @@ def tail_events(
     http_status: Optional[int],
     retry_after: Optional[float] = None,
 ) -> List[Event]:
-    """The events that end every run: message_saved, the terminal record, done or error, close."""
+    """The events that end every run: message_saved, the terminal record, done, cancelled or error, close."""
     events = [
         Event(MESSAGE_SAVED, {"message_id": message_id, "session_id": session_id, "role": "assistant"}),
         Event(terminal_type, {"data": terminal}),
     ]
     if status == "done":
-        events.append(
-            Event(
-                DONE, {"task_id": run_id, "thinking": thinking, "total_time_ms": elapsed_ms, "session_id": session_id}
-            )
-        )
+        done = {"task_id": run_id, "thinking": thinking, "total_time_ms": elapsed_ms, "session_id": session_id}
+        events.append(Event(DONE, {**done, **pause_fields(terminal)}))
+    elif status == "stopped":
+        stopped = {"task_id": run_id, "stop_reason": terminal.get("stop_reason"), "session_id": session_id}
+        events.append(Event(CANCELLED, stopped))
     elif status in ("error", "interrupted"):
         body: Dict[str, Any] = {"error": error, "status": http_status}
         if retry_after is not None:

@@ -34,7 +34,8 @@ class EntryRules:
     branches: bool = False
     #: ``use_research: true`` makes the turn a research job
     research_switch: bool = False
-    #: ``target_agent_id`` / ``agent_profile_id`` pick the agent (else the owner's default profile)
+    #: ``target_agent_id`` / ``agent_profile_id`` pick the agent (else the owner's default profile);
+    #: an agent-mode turn is routed on every entry point, this routes the entry point's other modes too
     routing: bool = False
     #: the owner's settings fill the system prompt and temperature the body leaves out
     owner_defaults: bool = False
@@ -109,7 +110,8 @@ def parse_turn_request(
         active_doc_id=optional_str(body, "active_doc_id", 200),
         research=requested_limits(body),
         branch=branch,
-        route=_route(body) if rules.routing else None,
+        # every agent turn is routed alike, whichever entry point: workflow > agent > profile > default
+        route=_route(body) if rules.routing or mode == "agent" else None,
         owner_defaults=rules.owner_defaults,
         extra=body.unread(),
     )

@@ -1,0 +1,83 @@
+"""The agent projection tells a paused turn from a finished one (issue 38, item 10).
+
+A turn that stopped for an approval, or at the round limit, used to end with the same ``done`` as a
+finished one, and ``POST /api/agent/chat`` answered ``status: "done"`` with no approval id: an API
+client could not tell that the task waits for it, nor what to answer. Now ``done`` (and the JSON
+answer) carry ``completion``, ``paused`` and the ``approval_id`` the task waits for.
+"""
+
+from __future__ import annotations
+
+import json
+
+from agent_fakes import calls, say, use_script
+from apphelpers import close_app
+
+from odysseus import create_app
+
+
+def named_events(raw: bytes) -> list:
+    """(event name, data) of each named SSE frame."""
+    out = []
+    for block in raw.decode().split("\n\n"):
+        name = data = None
+        for line in block.splitlines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                data = json.loads(line[6:])
+        if name:
+            out.append((name, data))
+    return out
+
+
+def _stream(client, **body):
+    response = client.post("/api/agent/chat/stream", json={"message": "make a file", **body})
+    assert response.status_code == 200
+    return named_events(response.get_data())
+
+
+def test_a_turn_paused_for_an_approval_says_so_and_names_the_approval(agent_app):
+    use_script(agent_app, [calls(("c1", "shell", {"command": "touch made.txt"}))])
+    events = _stream(agent_app.test_client())
+    asked = [data for name, data in events if name == "ask_user"][0]["data"]
+    names = [name for name, _ in events]
+    assert names[-2:] == ["done", "close"]
+    done = events[-2][1]
+    assert done["paused"] is True and done["completion"] == "awaiting_approval"
+    assert done["approval_id"] == asked["approval_id"]
+
+    use_script(agent_app, [calls(("c2", "shell", {"command": "touch other.txt"}))])
+    answer = agent_app.test_client().post("/api/agent/chat", json={"message": "make another file"}).get_json()
+    assert answer["status"] == "done" and answer["paused"] is True
+    assert answer["completion"] == "awaiting_approval" and answer["approval_id"].startswith("apr_")
+
+
+def test_a_finished_turn_is_complete_and_not_paused(agent_app):
+    use_script(agent_app, [say("All done.")])
+    done = _stream(agent_app.test_client())[-2][1]
+    assert done["completion"] == "complete" and done["paused"] is False and "approval_id" not in done
+    use_script(agent_app, [say("Done again.")])
+    answer = agent_app.test_client().post("/api/agent/chat", json={"message": "hi"}).get_json()
+    assert answer["paused"] is False and answer["completion"] == "complete" and "approval_id" not in answer
+
+
+def test_a_turn_paused_at_the_round_limit_says_why(tmp_path):
+    app = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "update_plan",
+            "AGENT_MAX_ROUNDS": 1,
+        }
+    )
+    try:
+        plan = ("p1", "update_plan", {"plan": [{"step": "think", "status": "in_progress"}]})
+        use_script(app, [calls(plan), calls(plan)])
+        events = _stream(app.test_client())
+        done = events[-2][1]  # (rounds_exhausted itself is a chat-projection event)
+        assert events[-2][0] == "done" and done["paused"] is True and done["completion"] == "rounds_exhausted"
+        assert "approval_id" not in done
+    finally:
+        close_app(app)
