@@ -54,10 +54,11 @@ export class Compare {
   /**
    * Send `text` to every chosen model; false (nothing sent) when fewer than two are chosen.
    * @param {string} text
-   * @param {{fields?: Record<string, any>, files?: Array<{id: string}>}} [context] the chat turn's
-   *   context switches and attachments: they apply to every pane
+   * @param {{fields?: Record<string, any>, files?: Array<{id: string}>, onRefused?: (error: Error) => void}} [context]
+   *   the chat turn's context switches and attachments (they apply to every pane), and what to do
+   *   when the server refuses the question (nothing was stored)
    */
-  start(text, { fields = {}, files = [] } = {}) {
+  start(text, { fields = {}, files = [], onRefused = () => {} } = {}) {
     const models = this.chosen();
     if (models.length < 2) {
       this.o.toast("Pick two or more models to compare.");
@@ -67,9 +68,10 @@ export class Compare {
     this.text = text;
     this.sessionId = null;
     const user = new UserView(text, this.o.ctx());
-    this.set = el("section", "compare-set");
-    this.set.setAttribute("aria-label", "Replies side by side");
-    this.o.messages.append(user.el, this.set);
+    const set = el("section", "compare-set");
+    this.set = set;
+    set.setAttribute("aria-label", "Replies side by side");
+    this.o.messages.append(user.el, set);
     this.user = user;
     /** @type {Record<string, any>} */
     const ask = { message: text, models, ...fields };
@@ -81,6 +83,13 @@ export class Compare {
       this.sessionId = started.session_id;
       if (!session) this.o.onSession(started.session_id);
       return started;
+    });
+    question.catch((err) => { // refused (a bad attachment, a foreign session): nothing stored, nothing shown
+      if (this.user !== user) return;
+      user.el.remove();
+      set.remove();
+      if (this.set === set) this.set = null;
+      onRefused(err);
     });
     this.panes = models.map((model) => this.startPane(model, text, question, fields));
     this.o.onChange();
