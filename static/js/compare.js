@@ -80,6 +80,7 @@ export class Compare {
     if (session) ask.session = session;
     // The question is stored once, before any pane streams; every pane waits for it.
     const question = api("POST", "/api/compare/start", ask).then((started) => {
+      if (this.user !== user) return started; // left for another session meanwhile: stay there
       this.sessionId = started.session_id;
       if (!session) this.o.onSession(started.session_id);
       return started;
@@ -151,6 +152,7 @@ export class Compare {
     for (const node of this.o.messages.querySelectorAll(".compare-set")) node.remove();
     this.set = null;
     this.sessionId = null;
+    this.user = null;
   }
 
   /** Continue the conversation from `pane`'s reply: select its branch (it is saved already). */
