@@ -250,6 +250,60 @@ def test_login_logout_and_cookie_flags(papp):
     assert client.get("/api/sessions").status_code == 401
 
 
+def _cookie_of(response) -> str:
+    """The session cookie's name=value from a Set-Cookie header."""
+    return response.headers["Set-Cookie"].split(";", 1)[0]
+
+
+def test_a_copied_cookie_answers_401_after_sign_out(papp):
+    """Sign-out deletes the sign-in on the server (issue 38 item 4): a copy taken before stops working."""
+    setup_admin(papp.test_client())
+    browser = papp.test_client()
+    response = browser.post("/api/auth/login", json={"username": "alice", "password": PASSWORD})
+    name, _, value = _cookie_of(response).partition("=")
+    thief = papp.test_client()
+    thief.set_cookie(name, value)
+    assert thief.get("/api/sessions").status_code == 200  # the copy works...
+    assert browser.post("/api/auth/logout", json={}, headers={CSRF: response.json["csrf_token"]}).status_code == 200
+    assert thief.get("/api/sessions").status_code == 401  # ...until sign-out
+    # another browser of the same account is not signed out by it
+    other = papp.test_client()
+    login(other, "alice")
+    again = papp.test_client()
+    token = login(again, "alice")
+    assert again.post("/api/auth/logout", json={}, headers={CSRF: token}).status_code == 200
+    assert other.get("/api/sessions").status_code == 200
+
+
+def test_a_password_change_revokes_the_account_s_tokens_unless_asked_not_to(papp):
+    client = papp.test_client()
+    csrf = setup_admin(client)
+    made = client.post("/api/auth/tokens", json={"name": "script"}, headers={CSRF: csrf}).json
+    bearer = {"Authorization": f"Bearer {made['token']}"}
+    assert papp.test_client().get("/api/sessions", headers=bearer).status_code == 200
+    kept = client.post(
+        "/api/auth/password",
+        json={"current_password": PASSWORD, "new_password": "new password 1", "keep_tokens": True},
+        headers={CSRF: csrf},
+    )
+    assert kept.status_code == 200 and kept.json["tokens_revoked"] == 0
+    assert papp.test_client().get("/api/sessions", headers=bearer).status_code == 200
+    changed = client.post(
+        "/api/auth/password",
+        json={"current_password": "new password 1", "new_password": "new password 2"},
+        headers={CSRF: kept.json["csrf_token"]},
+    )
+    assert changed.status_code == 200 and changed.json["tokens_revoked"] == 1
+    assert papp.test_client().get("/api/sessions", headers=bearer).status_code == 401
+    assert client.get("/api/sessions").status_code == 200  # this browser stays signed in
+    bad = client.post(
+        "/api/auth/password",
+        json={"current_password": "new password 2", "new_password": "new password 3", "keep_tokens": "yes"},
+        headers={CSRF: changed.json["csrf_token"]},
+    )
+    assert bad.status_code == 400
+
+
 def test_cookie_is_secure_over_https_only_behind_a_trusted_proxy(make_app):
     app = make_app(TRUST_PROXY=True)
     client = app.test_client()

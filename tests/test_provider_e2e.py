@@ -45,6 +45,32 @@ def error_frames(frames):
     return [f["data"] for f in frames if f.get("event") == "error"]
 
 
+def test_a_few_bad_lines_do_not_end_the_reply(env_server, openai_fake):
+    """Three non-JSON data lines, then valid tokens: one notice, every token streamed and saved (issue 38 item 5)."""
+    good = openai_text("Hello", " there", " friend")
+    bad = ["data: <html>proxy hiccup</html>\n\n", "data: {not json\n\n", "data: [1, 2\n\n"]
+    openai_fake.script(Reply(chunks=good[:2] + bad + good[2:]))
+    stream = post_chat(env_server.url, "hi")
+    frames = stream.events()
+    kinds = types_of(frames)
+    assert text_of(frames) == "Hello there friend" and kinds[-1] == "[DONE]"
+    notices = [f["data"] for f in frames if types_of([f]) == ["notice"]]
+    assert len(notices) == 1 and notices[0]["source"] == "provider" and "not JSON" in notices[0]["message"]
+    saved = messages_of(env_server.url, stream.headers["X-Odysseus-Session-Id"])[-1]
+    assert saved["content"] == "Hello there friend" and saved["metadata"]["status"] == "done"
+
+
+def test_a_stream_of_bad_lines_fails_past_the_threshold(env_server, openai_fake):
+    good = openai_text("Kept", " text", " lost")
+    openai_fake.script(Reply(chunks=good[:3] + ["data: nonsense\n\n"] * 11 + good[3:]))
+    stream = post_chat(env_server.url, "hi")
+    frames = stream.events()
+    assert text_of(frames) == "Kept text" and error_frames(frames)
+    assert "11 unparseable lines" in error_frames(frames)[0]["error"]
+    saved = messages_of(env_server.url, stream.headers["X-Odysseus-Session-Id"])[-1]
+    assert saved["content"] == "Kept text"  # the partial reply, saved once
+
+
 def test_streams_text_reasoning_and_usage(env_server, openai_fake):
     openai_fake.script(Reply(chunks=openai_text("<think>hm", "m</think>Hello", " there", usage=USAGE)))
     stream = post_chat(env_server.url, "hi")

@@ -13,12 +13,13 @@ rejects it is asked again without it, and remembered.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Dict, Iterator, List, Optional
 from urllib.parse import urlsplit
 
 from ..cancel import CancelToken
 from ..errors import ProviderHTTPError, ProviderNetworkError, ProviderProtocolError
-from ..events import Event, delta, finish, tool_call, tool_call_delta, usage
+from ..events import NOTICE, Event, delta, finish, tool_call, tool_call_delta, usage
 from .adapter import HTTPProvider, arguments_json, image_parts, new_call_id, normalise_finish, parse_arguments, text_of
 from .base import ChatRequest, ProviderConfig
 from .content_deltas import ContentDeltas
@@ -27,6 +28,10 @@ from .plain_chunks import KNOWN_DELTA_KEYS, PlainContent
 from .stream_reader import sse_batches
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: unparseable ``data:`` lines one reply may carry before it fails: a few (a proxy's comment, a keep-alive
+#: line in a home-made format) are skipped, a stream of them is a broken provider
+MAX_BAD_LINES = 10
+log = logging.getLogger("odysseus.llm")
 KNOWN_CHUNK_KEYS = {
     "id",
     "object",
@@ -158,6 +163,7 @@ class OpenAICompatProvider(HTTPProvider):
         first = True
         plain = PlainContent()
         done = False
+        bad_lines: List[ProviderProtocolError] = []
         for batch in sse_batches(response.chunks()):  # the events of one read: a plain loop over a list
             for _name, data in batch:
                 content = plain.content(data)  # the common token chunk: no JSON decoding (see plain_chunks)
@@ -173,9 +179,16 @@ class OpenAICompatProvider(HTTPProvider):
                     reason = reason or "stop"
                     done = True
                     break
-                chunk = parse_json(data, self.name)
-                if not isinstance(chunk, dict):
-                    raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
+                try:
+                    chunk = parse_json(data, self.name)
+                    if not isinstance(chunk, dict):
+                        raise ProviderProtocolError(f"Malformed chunk from provider {self.name}: {data[:200]!r}")
+                except ProviderProtocolError as exc:
+                    bad_lines.append(exc)
+                    notice = self._bad_line(exc, len(bad_lines))
+                    if notice is not None:
+                        yield notice
+                    continue
                 if chunk.get("error"):
                     raise _in_stream_error(self.name, chunk["error"])
                 # the common chunk carries only known keys: no dict built (a set-view comparison in C)
@@ -224,12 +237,28 @@ class OpenAICompatProvider(HTTPProvider):
             if done:
                 break
         if reason is None:  # neither [DONE] nor a finish_reason: the stream was cut
+            if bad_lines:  # ... after lines it could not read: that is what went wrong
+                raise bad_lines[-1]
             raise ProviderNetworkError(f"Provider {self.name} ended the stream before it was done", provider=self.name)
         yield from contents.flush()
         yield from tools.drain()
         if last_usage:
             yield _usage_event(last_usage)
         yield finish(normalise_finish(reason, tools.emitted))
+
+    def _bad_line(self, error: ProviderProtocolError, count: int) -> Optional[Event]:
+        """Skip one unparseable line (logged); the first gets a notice, one past MAX_BAD_LINES fails the reply."""
+        log.warning("skipped an unparseable line from provider %s (%d in this reply): %s", self.name, count, error)
+        if count > MAX_BAD_LINES:
+            raise ProviderProtocolError(
+                f"{error.message} ({count} unparseable lines: the provider's stream is broken)", provider=self.name
+            )
+        if count > 1:
+            return None
+        return Event(
+            NOTICE,
+            {"message": f"Provider {self.name} sent a line that is not JSON; it was skipped.", "source": "provider"},
+        )
 
     def _list_remote(self) -> List[str]:
         doc = self.transport.get_json(self.root + "/models", self.list_timeout)

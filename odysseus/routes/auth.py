@@ -128,16 +128,26 @@ def csrf_token() -> Optional[str]:
 
 
 def sign_in(user: dict) -> None:
-    """Start a cookie session for ``user`` (a fresh CSRF token each time)."""
+    """Start a cookie session for ``user`` (a fresh CSRF token each time), held on the server as a sign-in."""
+    sign_ins = current_app.extensions["odysseus.accounts"].store.sign_ins
+    sign_ins.end(session.get("sid"))  # this browser's previous sign-in, if any
+    lifetime = current_app.permanent_session_lifetime.total_seconds()
     session.clear()
     session.permanent = True
-    session.update(uid=user["id"], sv=user["session_version"], csrf=secrets.token_urlsafe(32))
+    sid = sign_ins.create(user["id"], lifetime)
+    session.update(uid=user["id"], sv=user["session_version"], sid=sid, csrf=secrets.token_urlsafe(32))
     _set_caller(user, user["id"], "cookie")
 
 
 def sign_out() -> None:
-    """End this browser's session."""
+    """End this browser's session: its sign-in is deleted, so a copy of the cookie no longer works."""
+    current_app.extensions["odysseus.accounts"].store.sign_ins.end(session.get("sid"))
     session.clear()
+
+
+def current_sign_in() -> Optional[str]:
+    """The id of this browser's sign-in (cookie callers), else None."""
+    return session.get("sid") if g.get("odysseus_auth") == "cookie" else None
 
 
 # ---------------------------------------------------------------- the resolver
@@ -172,7 +182,11 @@ def _resolve_caller():
                 raise Unauthorized("invalid or revoked API token")
         elif session.get("uid"):
             user = accounts.store.users.get(session["uid"])
-            if user is not None and session.get("sv") == user["session_version"]:
+            if (
+                user is not None
+                and session.get("sv") == user["session_version"]
+                and accounts.store.sign_ins.live(user["id"], session.get("sid"))  # not signed out since
+            ):
                 _set_caller(user, user["id"], "cookie")
             else:
                 session.clear()  # signed out elsewhere or password changed: drop the stale cookie

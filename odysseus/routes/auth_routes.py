@@ -7,7 +7,7 @@ from flask import Blueprint, current_app, g, jsonify, redirect, render_template,
 from ..errors import BadRequest, Forbidden
 from ..store.tokens import public_token
 from ..store.users import public_user
-from .auth import CSRF_HEADER, auth_method, csrf_token, current_user, public, sign_in, sign_out
+from .auth import CSRF_HEADER, auth_method, csrf_token, current_sign_in, current_user, public, sign_in, sign_out
 from .params import body
 from .safe_next import local_target
 
@@ -99,19 +99,27 @@ def logout():
     data = body()
     if data.get("everywhere") is True and auth_method() == "cookie":
         _accounts().store.users.bump_session_version(current_user()["id"])
+        _accounts().store.sign_ins.end_all(current_user()["id"])
     sign_out()
     return jsonify({"signed_out": True})
 
 
 @bp.post("/api/auth/password")
 def change_password():
-    """Change the caller's password; every other browser session of the account ends."""
+    """Change the caller's password: every other browser session of the account ends, and its API tokens
+    are revoked unless ``keep_tokens: true`` (the answer's ``tokens_revoked`` says how many were)."""
     user = current_user()
     data = body()
+    keep_tokens = data.get("keep_tokens", False)
+    if not isinstance(keep_tokens, bool):
+        raise BadRequest("keep_tokens must be true or false")
+    store = _accounts().store
     version = _accounts().change_password(user, data.get("current_password"), data.get("new_password"), _address())
+    store.sign_ins.end_all(user["id"], keep=current_sign_in())
+    revoked = 0 if keep_tokens else store.tokens.revoke_all(user["id"])
     if auth_method() == "cookie":
         sign_in(dict(user, session_version=version))  # keep this browser signed in
-    return jsonify({"changed": True, "csrf_token": csrf_token()})
+    return jsonify({"changed": True, "csrf_token": csrf_token(), "tokens_revoked": revoked})
 
 
 @bp.get("/api/auth/tokens")

@@ -22,6 +22,7 @@ from .research import ResearchRepo
 from .runs import RunRepo
 from .search import SearchRepo
 from .sessions import SessionRepo, new_id
+from .sign_ins import SignInRepo
 from .tokens import TokenRepo
 from .uploads import UploadRepo
 from .user_admin import UserAdminRepo
@@ -51,6 +52,7 @@ class Store:
         self.agents = AgentRepo(self.locked)
         self.users = UserRepo(self.locked)
         self.tokens = TokenRepo(self.locked)
+        self.sign_ins = SignInRepo(self.locked)
         self.settings = SettingsRepo(self.locked)
         self.documents = DocumentRepo(self.locked)
         self.uploads = UploadRepo(self.locked)

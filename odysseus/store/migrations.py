@@ -560,3 +560,13 @@ def m220_openai_api(db: Database) -> None:
     db.table("sessions").add_column("origin", str)
     db.execute("create index if not exists idx_sessions_owner_origin_updated on sessions (owner, origin, updated_at)")
     db.execute("drop index if exists idx_sessions_owner_updated_at")
+
+
+@migration
+def m305_sign_ins(db: Database) -> None:
+    """[issue 38] Browser sign-ins held on the server: the session cookie names one row, and signing out
+    deletes it, so a copied cookie stops working (a signed cookie alone stayed valid for SESSION_DAYS).
+    Cookies from before this migration name no row: their browsers sign in once more."""
+    db.execute("create table if not exists sign_ins (id text primary key, owner text not null, created_at real)")
+    db.execute("create index if not exists idx_sign_ins_owner on sign_ins (owner)")
+    db.execute("create index if not exists idx_sign_ins_created_at on sign_ins (created_at)")

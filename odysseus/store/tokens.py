@@ -70,6 +70,14 @@ class TokenRepo:
                 for r in db["api_tokens"].rows_where(where, [owner], order_by="created_at desc, rowid desc")
             ]
 
+    def revoke_all(self, owner: str) -> int:
+        """Revoke every live token of ``owner`` (a password change); answers how many."""
+        with self._l.tx() as db:
+            cursor = db.execute(
+                "update api_tokens set revoked_at = ? where owner = ? and revoked_at is null", [time.time(), owner]
+            )
+            return int(cursor.rowcount)
+
     def revoke(self, owner: str, token_id: str) -> dict:
         """Revoke the owner's live token (NotFound for unknown, foreign or already revoked ids)."""
         with self._l.tx() as db:

@@ -71,18 +71,21 @@ function password() {
   const next = input("password", "new_password");
   current.autocomplete = "current-password";
   next.autocomplete = "new-password";
+  const keep = input("checkbox", "keep_tokens"); // unchecked: a new password revokes the account's API tokens
   const out = el("span", "result");
   const change = button("Change password", "change-password", async () => {
     try {
-      await api("POST", "/api/auth/password", { current_password: current.value, new_password: next.value });
+      const answer = await api("POST", "/api/auth/password",
+                               { current_password: current.value, new_password: next.value, keep_tokens: keep.checked });
       current.value = next.value = "";
-      result("ok", "Password changed; other browsers are signed out.", out);
+      const revoked = answer.tokens_revoked ? ` ${answer.tokens_revoked} API token(s) revoked.` : "";
+      result("ok", `Password changed; other browsers are signed out.${revoked}`, out);
     } catch (err) {
       result("error", err.message, out);
     }
   });
   box.append(field("Current password", current), field("New password (8 characters or more)", next),
-             el("div", "row"));
+             field(" Keep my API tokens (they are revoked otherwise)", keep, true), el("div", "row"));
   box.lastChild.append(change, out);
   return box;
 }
