@@ -27,6 +27,11 @@ def test_the_page_references_fingerprinted_urls_and_maps_every_module(client):
     assert imports["/static/js/chat.js"] in urls
     for name in ("render.js", "markdown.js", "lazy_assets.js", "compare.js"):
         assert re.fullmatch(rf"/static/js/{name[:-3]}\.[0-9a-f]{{12}}\.js", imports[f"/static/js/{name}"])
+    # Every module chat.js imports, directly or not, is preloaded by its fingerprinted URL.
+    preloads = re.findall(r'<link rel="modulepreload" href="([^"]+)">', html)
+    for name in ("render.js", "markdown.js", "math.js", "lazy_assets.js", "compare.js", "api.js"):
+        assert imports[f"/static/js/{name}"] in preloads, name
+    assert imports["/static/js/chat.js"] not in preloads and imports["/static/js/auth.js"] not in preloads
     # The map comes before any module script (a module loaded before it would ignore it).
     assert html.index('type="importmap"') < html.index('type="module"')
 
@@ -119,3 +124,27 @@ def test_fingerprint_follows_the_content(tmp_path):
     assert "url(data:image/png;base64,AA)" in css and "url(/abs.png)" in css  # left alone
     assert assets.url("missing.js") == "/static/missing.js"
     assert set(assets.import_map()["imports"]) == {"/static/js/a.js", "/static/s.css"}
+
+
+def test_module_preloads_follow_static_imports_and_their_changes(tmp_path):
+    js = tmp_path / "js"
+    js.mkdir()
+    (js / "main.js").write_text(
+        'import { a } from "./a.js";\nexport { b } from "./sub/b.js";\nconst c = import("./c.js");\n'
+    )
+    (js / "a.js").write_text('import "./a.js";\nimport x from "../../outside.js";\nexport const a = 1;\n')
+    (js / "sub").mkdir()
+    (js / "sub" / "b.js").write_text('import { a } from "../a.js";\nexport const b = a;\n')
+    (js / "c.js").write_text("export const c = 1;\n")
+    assets = AssetManifest(str(tmp_path))
+    urls = assets.module_preloads("js/main.js")
+    assert [re.sub(r"\.[0-9a-f]{12}\.js$", ".js", u) for u in urls] == ["/static/js/a.js", "/static/js/sub/b.js"]
+    (js / "c.js").write_text("export const c = 2;\n")  # a dynamic import is never preloaded
+    (js / "a.js").write_text('import "./c.js";\nexport const a = 1;\n')
+    os.utime(js / "a.js", ns=(2, 2))
+    urls = assets.module_preloads("js/main.js")
+    assert [re.sub(r"\.[0-9a-f]{12}\.js$", ".js", u) for u in urls] == [
+        "/static/js/a.js",
+        "/static/js/sub/b.js",
+        "/static/js/c.js",
+    ]

@@ -54,10 +54,11 @@ export class Compare {
   /**
    * Send `text` to every chosen model; false (nothing sent) when fewer than two are chosen.
    * @param {string} text
-   * @param {{fields?: Record<string, any>, files?: Array<{id: string}>}} [context] the chat turn's
-   *   context switches and attachments: they apply to every pane
+   * @param {{fields?: Record<string, any>, files?: Array<{id: string}>, onRefused?: (error: Error) => void}} [context]
+   *   the chat turn's context switches and attachments (they apply to every pane), and what to do
+   *   when the server refuses the question (nothing was stored)
    */
-  start(text, { fields = {}, files = [] } = {}) {
+  start(text, { fields = {}, files = [], onRefused = () => {} } = {}) {
     const models = this.chosen();
     if (models.length < 2) {
       this.o.toast("Pick two or more models to compare.");
@@ -67,9 +68,10 @@ export class Compare {
     this.text = text;
     this.sessionId = null;
     const user = new UserView(text, this.o.ctx());
-    this.set = el("section", "compare-set");
-    this.set.setAttribute("aria-label", "Replies side by side");
-    this.o.messages.append(user.el, this.set);
+    const set = el("section", "compare-set");
+    this.set = set;
+    set.setAttribute("aria-label", "Replies side by side");
+    this.o.messages.append(user.el, set);
     this.user = user;
     /** @type {Record<string, any>} */
     const ask = { message: text, models, ...fields };
@@ -78,9 +80,17 @@ export class Compare {
     if (session) ask.session = session;
     // The question is stored once, before any pane streams; every pane waits for it.
     const question = api("POST", "/api/compare/start", ask).then((started) => {
+      if (this.user !== user) return started; // left for another session meanwhile: stay there
       this.sessionId = started.session_id;
       if (!session) this.o.onSession(started.session_id);
       return started;
+    });
+    question.catch((err) => { // refused (a bad attachment, a foreign session): nothing stored, nothing shown
+      if (this.user !== user) return;
+      user.el.remove();
+      set.remove();
+      if (this.set === set) this.set = null;
+      onRefused(err);
     });
     this.panes = models.map((model) => this.startPane(model, text, question, fields));
     this.o.onChange();
@@ -142,6 +152,7 @@ export class Compare {
     for (const node of this.o.messages.querySelectorAll(".compare-set")) node.remove();
     this.set = null;
     this.sessionId = null;
+    this.user = null;
   }
 
   /** Continue the conversation from `pane`'s reply: select its branch (it is saved already). */

@@ -83,15 +83,7 @@ export class TurnController {
         // Nothing was stored: take the optimistic bubbles away and give the text back with the reason.
         turn.userView?.el.remove();
         turn.reply.el.remove();
-        hooks.showEmpty();
-        const composer = hooks.composer();
-        if (!hooks.input.value.trim() && turn.text) {
-          hooks.input.value = turn.text;
-          composer.autosize();
-          composer.updateCount();
-        }
-        composer.note(`Not sent: ${error.message}. Your message is back in the box.`, "error");
-        hooks.note.dataset.reason = "refused";
+        this.giveBack(turn.text, error);
       },
       onReplaced: (saved, turn) => {
         const view = ReplyView.fromMessage(saved, hooks.ctx());
@@ -140,6 +132,24 @@ export class TurnController {
   }
 
   /**
+   * A send the server refused (nothing stored): the text goes back in the box, with the reason.
+   * @param {string} text
+   * @param {Error} error
+   */
+  giveBack(text, error) {
+    const hooks = this.hooks;
+    hooks.showEmpty();
+    const composer = hooks.composer();
+    if (!hooks.input.value.trim() && text) {
+      hooks.input.value = text;
+      composer.autosize();
+      composer.updateCount();
+    }
+    composer.note(`Not sent: ${error.message}. Your message is back in the box.`, "error");
+    hooks.note.dataset.reason = "refused";
+  }
+
+  /**
    * Send `text` as the next message (or an approval answer when showUser is false).
    * @param {string} text
    * @param {{mode?: string, extra?: Record<string, any>, showUser?: boolean, branch?: boolean}} [options]
@@ -160,7 +170,10 @@ export class TurnController {
       }
       this.settleReplies(text);
       // The panes get what a chat turn gets: its context switches and the attachments.
-      const started = compare.start(text, { fields: hooks.controls.turnFields("chat"), files: attachments.take() });
+      const started = compare.start(text, {
+        fields: hooks.controls.turnFields("chat"), files: attachments.take(),
+        onRefused: (/** @type {Error} */ error) => this.giveBack(text, error),
+      });
       if (started) { hooks.showEmpty(); hooks.scrollToEnd(); hooks.updateComposer(); }
       return started;
     }

@@ -174,3 +174,19 @@ def test_after_a_comparison_ends_every_reply_is_an_alternative(url, models, page
     seen.append(page.evaluate("document.querySelector('.msg.assistant').replyView.text"))
     assert sorted(seen) == texts
     assert page.locator("#messages .msg.user").count() == 1
+
+
+def test_a_refused_question_gives_the_text_back_and_starts_no_pane(url, models, page):
+    open_app(page, url)
+    page.route(
+        "**/api/compare/start",
+        lambda route: route.fulfill(status=404, content_type="application/json", body='{"error": "upload not found"}'),
+    )
+    start_compare(page, url, "refuse me")
+    page.wait_for_function("() => document.querySelector('#input').value === 'refuse me'")
+    page.wait_for_selector("#composer-note:has-text('upload not found')")
+    page.wait_for_function(
+        "() => !document.querySelector('.compare-set') && !document.querySelector('#messages .msg.user')"
+    )
+    assert chat_posts(models) == []  # no pane streamed
+    assert page.get_attribute("#send", "data-state") == "send"
