@@ -18,7 +18,7 @@ from typing import Optional, Tuple
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from .errors import BadRequest, Conflict, Forbidden, RateLimited, Unauthorized
-from .runs.native import offload
+from .runs.native import NativeWorker
 from .throttle import LoginThrottle
 
 log = logging.getLogger(__name__)
@@ -44,14 +44,27 @@ def check_new_password(raw: object) -> str:
     return raw
 
 
+#: the threads password hashing runs on: its own small pool, so sign-ins never queue behind other work
+#: (file parsing, page extraction) in gevent's shared thread pool; made on first use (after the patch)
+_PASSWORD_THREADS: Optional[NativeWorker] = None
+PASSWORD_POOL_SIZE = 2
+
+
+def _password_threads() -> NativeWorker:
+    global _PASSWORD_THREADS
+    if _PASSWORD_THREADS is None:
+        _PASSWORD_THREADS = NativeWorker("odysseus-passwords", PASSWORD_POOL_SIZE)
+    return _PASSWORD_THREADS
+
+
 def hash_password(password: str) -> str:
     """A salted scrypt hash of ``password`` (computed off the gevent hub: scrypt is CPU- and memory-heavy)."""
-    return offload(generate_password_hash, password, HASH_METHOD)
+    return _password_threads().call(generate_password_hash, password, HASH_METHOD)
 
 
 def verify_password(password_hash: str, password: str) -> bool:
-    """True when ``password`` matches ``password_hash`` (checked off the gevent hub)."""
-    return offload(check_password_hash, password_hash, password)
+    """True when ``password`` matches ``password_hash`` (checked off the gevent hub, on the password pool)."""
+    return _password_threads().call(check_password_hash, password_hash, password)
 
 
 def new_token() -> str:

@@ -72,6 +72,33 @@ def pdf(*pages: str) -> bytes:
     return out
 
 
+def pdf_bomb(inflated_bytes: int = 10 * 1024 * 1024) -> bytes:
+    """A small PDF whose one page inflates (FlateDecode) to ``inflated_bytes`` of text operators: tens of
+    kilobytes on disk, many seconds of CPU for a text extractor."""
+    import zlib
+
+    operation = b"BT /F1 12 Tf 72 720 Td (x) Tj ET\n"
+    stream = zlib.compress(operation * (inflated_bytes // len(operation)), 9)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+        b"/Resources << /Font << /F1 3 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return out
+
+
 ELF = b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 56
 PE = b"MZ\x90\x00\x03\x00\x00\x00\x04\x00" + b"\x00" * 50
 MACHO = b"\xcf\xfa\xed\xfe\x07\x00\x00\x01" + b"\x00" * 24

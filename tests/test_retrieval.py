@@ -200,10 +200,12 @@ def test_unfinished_indexing_resumes_after_a_restart(tmp_path, fake):
 
 
 def test_an_unreadable_pdf_fails_visibly(app):
+    """Kept, and marked: its text was not extracted, and why; the indexer leaves it alone."""
     client = app.test_client()
     ids = upload_all(app, client, {"broken.pdf": b"%PDF-1.4\nthis is not really a pdf"})
     record = client.get(f"/api/upload/{ids['broken.pdf']}").get_json()
-    assert record["index_status"] == "failed" and "PDF" in record["index_error"]
+    assert record["text_status"] == "not_extracted" and "PDF could not be read" in record["text_note"]
+    assert record["index_status"] == "none"
 
 
 # ---------------------------------------------------------------- embeddings

@@ -49,8 +49,9 @@ def test_a_missing_bwrap_means_no_code_tools_and_the_reason_is_reported(tmp_path
     )
     try:
         client = app.test_client()
-        health = client.get("/api/health").get_json()["code_tools"]
+        health = client.get("/api/code-tools").get_json()  # the caller's view; /api/health has the same status
         assert health["available"] is False and health["allowed"] is False and health["sandbox"] == "off"
+        assert client.get("/api/health").get_json()["code_tools"]["sandbox"] == "off"
         assert "bubblewrap not found" in health["reason"] and "no-bwrap" in health["reason"]
         provider = use_script(app, [calls(("c1", "shell", {"command": "id"})), say("ok")])
         response, frames = post(client, message="run id")

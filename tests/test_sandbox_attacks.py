@@ -168,7 +168,7 @@ def rss_kib(pid: int) -> int:
 # ------------------------------------------------------------------------------------------ access
 def test_a_new_non_admin_user_is_not_offered_the_code_tools_until_the_admin_allows(server, model, admin):
     bob = sign_up(server, admin, "carol")
-    health = bob.call("GET", "/api/health").json()["code_tools"]
+    health = bob.call("GET", "/api/code-tools").json()
     assert health["available"] is True and health["sandbox"] == "bubblewrap"
     assert health["allowed"] is False and "admin" in health["reason"]
     frames, _ = turn(server, bob, model, [tool("x1", "shell", command="id")])
@@ -185,7 +185,7 @@ def test_a_new_non_admin_user_is_not_offered_the_code_tools_until_the_admin_allo
     assert ok.json() == {"user_id": bob.id, "code_tools": True}
     listing = admin.call("GET", "/api/admin/code-tools").json()
     assert {u["username"]: u["code_tools"] for u in listing["users"]}["carol"] is True
-    assert bob.call("GET", "/api/health").json()["code_tools"]["allowed"] is True
+    assert bob.call("GET", "/api/code-tools").json()["allowed"] is True
     frames, _ = turn(server, bob, model, [tool("x2", "shell", command="id -u; pwd")])
     assert {"shell", "run_python"} <= set(offered(model))
     uid, cwd = outputs(frames)["x2"]["output"].split()

@@ -36,8 +36,9 @@ def send(client, *files, **extra):
 
 
 def stored_files(app):
+    """The uploads' stored bytes (their extracted text, ``<id>.txt`` beside them, is not an upload)."""
     folder = os.path.join(app.config["DATA_DIR"], "uploads")
-    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    return sorted(name for name in os.listdir(folder) if not name.endswith(".txt")) if os.path.isdir(folder) else []
 
 
 def test_upload_records_sniffed_types_sizes_and_stores_by_id(app, client):

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional
 from ..errors import BadRequest
 from ..events import ATTACHMENTS, Event
 from . import ContextRequest, Injection, untrusted_block
-from .files import file_text, offload
+from .extract import NOT_EXTRACTED
 from .uploads import UploadService, valid_id
 
 CHIP_FIELDS = ("id", "name", "mime", "size", "width", "height")
@@ -107,10 +107,18 @@ class AttachmentSource:
                 used["omitted"].append(row["name"])
                 continue
             try:
-                text = offload(file_text, row["kind"], self.service.read_bytes(row["id"])).strip()
+                extracted = self.service.read_text(row)  # extracted once, at upload: never parsed here
             except Exception as exc:  # noqa: BLE001 - an unreadable file is a notice, not a failed turn
                 notices.append(f"{row['name']} could not be read ({getattr(exc, 'message', exc)})")
                 continue
+            if extracted.status == NOT_EXTRACTED:
+                notices.append(f"{row['name']}: text not extracted ({extracted.note})")
+                blocks.append(
+                    f"--- attached file: {row['name']} ({row['mime']}): text not extracted ({extracted.note}) ---"
+                )
+                used["inlined"].append(row["name"])
+                continue
+            text = extracted.text.strip()
             if not text:
                 text = "(no extractable text)"
             if len(text) > left:

@@ -4,7 +4,7 @@ The client's file name and Content-Type are only hints for *text* (``notes.md`` 
 the kind is decided by content:
 
 - images: PNG, JPEG, GIF and WebP by magic bytes, with width/height read from their headers;
-- PDF: ``%PDF-`` within the first KiB; its text is extracted with pypdf;
+- PDF: ``%PDF-`` within the first KiB; its text is extracted with pypdf, in a child process (``extract.py``);
 - text: valid UTF-8 (a BOM is dropped) or UTF-16 with a BOM, without NUL bytes and with few control
   characters; scripts with a ``#!`` line are *text* (they are never executed here, only read);
 - everything else is refused: executables (ELF, PE/MZ, Mach-O, Java class) by name, other binaries
@@ -15,9 +15,7 @@ Nothing here touches Flask or the database; the CPU-bound parts run in a thread 
 
 from __future__ import annotations
 
-import io
 import os
-import re
 import struct
 import unicodedata
 from dataclasses import dataclass
@@ -187,27 +185,3 @@ def _image(mime: str, size: Optional[Tuple[int, int]], name: str) -> Sniffed:
     if not size or not all(0 < v < 100_000 for v in size):
         raise BadRequest(f"{name}: the image header is damaged")
     return Sniffed("image", mime, size[0], size[1])
-
-
-def pdf_text(data: bytes) -> str:
-    """The text of a PDF's pages (pypdf), pages separated by blank lines; BadRequest when unreadable."""
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            reader.decrypt("")
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-    except (PdfReadError, ValueError, KeyError, TypeError, NotImplementedError) as exc:
-        raise BadRequest(f"the PDF could not be read ({exc})") from exc
-    return "\n\n".join(p for p in pages if p)
-
-
-def file_text(kind: str, data: bytes) -> str:
-    """The text of a stored text or PDF file ("" for images)."""
-    if kind == "pdf":
-        return pdf_text(data)
-    if kind == "text":
-        return re.sub(r"\r\n?", "\n", decode_text(data) or "")
-    return ""

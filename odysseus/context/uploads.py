@@ -19,6 +19,7 @@ from typing import List, Optional, Tuple
 from ..errors import BadRequest, PayloadTooLarge
 from ..store import new_id
 from ..store.uploads import public_upload
+from .extract import CUT, EXTRACTED, NOT_EXTRACTED, Extracted, ExtractLimits, extract, text_path
 from .files import Sniffed, offload, safe_name, sniff
 from .indexer import Indexer
 
@@ -56,7 +57,8 @@ class UploadService:
         self.max_bytes = int(config["UPLOAD_MAX_BYTES"])
         self.max_files = int(config["UPLOAD_MAX_FILES"])
         self.quota = int(config["UPLOAD_QUOTA_BYTES"])
-        self.indexer = indexer_factory(store, config, self.read_bytes, embedder)
+        self.limits = ExtractLimits.from_config(config)
+        self.indexer = indexer_factory(store, config, self.read_text, embedder)
 
     def path(self, upload_id: str) -> str:
         """Where an upload's bytes live."""
@@ -68,6 +70,30 @@ class UploadService:
         """The stored bytes of an upload (the caller checked the owner)."""
         with open(self.path(upload_id), "rb") as fh:
             return fh.read()
+
+    def read_text(self, row: dict) -> Extracted:
+        """An upload's stored text (extracted at upload; a record from before is extracted now, once)."""
+        status = row.get("text_status")
+        if status in (EXTRACTED, CUT):
+            try:
+                with open(text_path(self.path(row["id"])), encoding="utf-8") as fh:
+                    return Extracted(fh.read(), status, row.get("text_note"))
+            except OSError:
+                status = None  # the text file is gone: extract again
+        if status == NOT_EXTRACTED:
+            return Extracted("", NOT_EXTRACTED, row.get("text_note"))
+        return self._extract(row["id"], row["kind"])
+
+    def _extract(self, upload_id: str, kind: str) -> Extracted:
+        """Extract once (a child process for PDFs), keep the text beside the bytes, record the outcome."""
+        result = extract(kind, self.path(upload_id), self.limits)
+        if result.status != NOT_EXTRACTED:
+            tmp = text_path(os.path.join(self.folder, f".{upload_id}"))
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(result.text)
+            os.replace(tmp, text_path(self.path(upload_id)))
+        self.store.uploads.set_text(upload_id, result.status, result.note)
+        return result
 
     def accept(self, owner: str, files: List[Incoming]) -> List[dict]:
         """Check every file, then store the new ones; the public records in request order."""
@@ -102,6 +128,12 @@ class UploadService:
             fh.write(data)
         os.replace(tmp, self.path(upload_id))
         indexable = kind.kind in ("text", "pdf")
+        extracted = extract(kind.kind, self.path(upload_id), self.limits) if indexable else None
+        if extracted is not None and extracted.status != NOT_EXTRACTED:
+            with open(text_path(tmp), "w", encoding="utf-8") as fh:
+                fh.write(extracted.text)
+            os.replace(text_path(tmp), text_path(self.path(upload_id)))
+        indexable = indexable and extracted is not None and extracted.status != NOT_EXTRACTED
         row = self.store.uploads.add(
             {
                 "id": upload_id,
@@ -115,10 +147,12 @@ class UploadService:
                 "height": kind.height,
                 "index_status": "pending" if indexable else "none",
                 "chunk_count": 0,
+                "text_status": extracted.status if extracted is not None else None,
+                "text_note": extracted.note if extracted is not None else None,
             }
         )
         if indexable:
-            self.indexer.submit(upload_id)
+            self.indexer.submit(upload_id, owner)
         return public_upload(row, is_duplicate=False)
 
     def delete(self, owner: str, upload_id: str) -> dict:
@@ -126,4 +160,6 @@ class UploadService:
         row = self.store.uploads.delete(owner, upload_id)
         with contextlib.suppress(OSError, ValueError):
             os.remove(self.path(upload_id))
+        with contextlib.suppress(OSError, ValueError):
+            os.remove(text_path(self.path(upload_id)))
         return row

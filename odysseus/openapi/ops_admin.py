@@ -137,6 +137,7 @@ ADMIN_OPERATIONS: List[Op] = [
         public=True,
     ),
     # code tools: the sandbox status and who may use run_python / shell
+    Op("GET", "/api/code-tools", "The code sandbox's status and whether the caller may use the code tools.", "auth"),
     Op("GET", "/api/admin/code-tools", "The code sandbox's status and every code-tools setting (admin).", "auth"),
     Op(
         "PATCH",

@@ -2,6 +2,7 @@
 
 What a turn is offered is ``agent/toolbox.py`` (``decide``, ``offer``): no Flask there.
 
+- ``GET /api/code-tools``: the sandbox status and whether the caller may use the code tools (and why not).
 - ``GET /api/admin/code-tools``: the sandbox status, every user's setting, the profiles with one.
 - ``PATCH /api/admin/users/<user_id>/code-tools`` ``{"code_tools": bool}``.
 - ``PATCH /api/admin/profiles/<profile_id>/code-tools`` ``{"code_tools": bool|null, "network": bool}``.
@@ -32,15 +33,19 @@ def sandbox_status() -> dict:
 
 
 def health_info() -> dict:
-    """``/api/health``'s ``code_tools``: the sandbox status, plus for an identified caller whether they may."""
+    """``/api/health``'s ``code_tools``: the sandbox status (health names no caller and reads no database)."""
+    return sandbox_status()
+
+
+@bp.get("/api/code-tools")
+def caller_access():
+    """The sandbox status, plus whether the caller may use the code tools (``allowed``) and, if not, why."""
     info = sandbox_status()
-    owner = g.get("odysseus_owner")
-    if owner:
-        access = decide(_store(), current_app.config, owner, None)
-        info["allowed"] = bool(info["available"] and access.code_tools)
-        if info["available"] and not access.code_tools:
-            info["reason"] = access.reason
-    return info
+    access = decide(_store(), current_app.config, g.odysseus_owner, None)
+    info["allowed"] = bool(info["available"] and access.code_tools)
+    if info["available"] and not access.code_tools:
+        info["reason"] = access.reason
+    return jsonify(info)
 
 
 def _admin() -> dict:

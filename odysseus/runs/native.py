@@ -38,17 +38,17 @@ def hub_loop() -> Optional[Any]:
 
 
 class NativeWorker:
-    """One native thread that runs submitted functions in order."""
+    """Native threads of one's own (one by default: submitted functions run in order)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, threads: int = 1):
         self.name = name
         self._gevent = gevent_active()
         if self._gevent:
             from gevent.threadpool import ThreadPool
 
-            self._pool: Any = ThreadPool(1)
+            self._pool: Any = ThreadPool(threads)
         else:
-            self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+            self._pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=name)
 
     def submit(self, fn: Callable[..., T], *args: Any) -> "Pending[T]":
         """Run ``fn(*args)`` on the native thread; returns a handle to wait on."""

@@ -570,3 +570,12 @@ def m305_sign_ins(db: Database) -> None:
     db.execute("create table if not exists sign_ins (id text primary key, owner text not null, created_at real)")
     db.execute("create index if not exists idx_sign_ins_owner on sign_ins (owner)")
     db.execute("create index if not exists idx_sign_ins_created_at on sign_ins (created_at)")
+
+
+@migration
+def m306_upload_text(db: Database) -> None:
+    """[issue 38] An upload's text is extracted once, at upload (``context/extract.py``): whether that
+    worked (``text_status``: extracted, cut, not_extracted) and why not (``text_note``). Rows from before
+    have neither and are extracted the first time they are used."""
+    db.table("uploads").add_column("text_status", str)
+    db.table("uploads").add_column("text_note", str)

@@ -14,7 +14,19 @@ from ..errors import NotFound
 from .database import Locked
 
 #: the fields a client sees
-PUBLIC = ("id", "name", "mime", "size", "sha256", "uploaded_at", "width", "height", "index_status", "chunk_count")
+PUBLIC = (
+    "id",
+    "name",
+    "mime",
+    "size",
+    "sha256",
+    "uploaded_at",
+    "width",
+    "height",
+    "index_status",
+    "chunk_count",
+    "text_status",
+)
 
 
 def public_upload(row: dict, is_duplicate: Optional[bool] = None) -> dict:
@@ -22,6 +34,8 @@ def public_upload(row: dict, is_duplicate: Optional[bool] = None) -> dict:
     out = {key: row.get(key) for key in PUBLIC if not (key in ("width", "height") and row.get(key) is None)}
     if row.get("index_error"):
         out["index_error"] = row["index_error"]
+    if row.get("text_note"):
+        out["text_note"] = row["text_note"]
     if is_duplicate is not None:
         out["is_duplicate"] = is_duplicate
     return out
@@ -40,6 +54,11 @@ class UploadRepo:
         with self._l.tx() as db:
             db.table("uploads").insert(row)
         return row
+
+    def set_text(self, upload_id: str, status: str, note: Optional[str]) -> None:
+        """Record how the upload's text extraction went (``context/extract.py``)."""
+        with self._l.tx() as db:
+            db.execute("update uploads set text_status = ?, text_note = ? where id = ?", [status, note, upload_id])
 
     def by_hash(self, owner: str, sha256: str) -> Optional[dict]:
         """The owner's existing upload with these bytes, or None."""

@@ -33,7 +33,16 @@ export function chipFor(record) {
   chip.appendChild(el("span", "attach-name", record.name || "file"));
   const dims = record.width && record.height ? ` · ${record.width}×${record.height}` : "";
   chip.appendChild(el("span", "attach-size", sizeText(record.size) + dims));
+  markUnread(chip, record);
   return chip;
+}
+
+/** A file whose text could not be extracted (a limit, a damaged PDF) says so on its chip. */
+function markUnread(chip, record) {
+  if (record.text_status !== "not_extracted") return;
+  chip.classList.add("text-not-extracted");
+  chip.appendChild(el("span", "attach-note", "text not extracted"));
+  chip.title = `${record.name || "file"}: text not extracted (${record.text_note || "a limit was reached"})`;
 }
 
 /** Show `records` as chips under a user message element (replacing any it had). */
@@ -138,6 +147,7 @@ export class Attachments {
         chip.dataset.uploadId = record.id;
         bar.value = 1;
         bar.remove();
+        markUnread(chip, record);
       })
       .catch((err) => {
         if (!this.items.includes(item)) return; // removed meanwhile

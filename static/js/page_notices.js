@@ -1,5 +1,5 @@
 // Two notices above the composer: the streaming check's warning (a proxy that buffers the event
-// stream; selftest.js) and, in agent mode, why the code tools are off (from /api/health).
+// stream; selftest.js) and, in agent mode, why the code tools are off (from /api/code-tools).
 import { api } from "./api.js";
 import { button } from "./dom.js";
 import { runStreamCheck } from "./selftest.js";
@@ -34,7 +34,7 @@ export class CodeToolsNotice {
 
   async load() {
     try {
-      const info = (await api("GET", "/api/health")).code_tools || {};
+      const info = (await api("GET", "/api/code-tools")) || {};
       const off = info.sandbox !== "disabled" && (!info.available || info.allowed === false);
       this.off = off ? (info.reason || "unavailable") : "";
     } catch (err) {

@@ -1,4 +1,4 @@
-"""The page says, in agent mode, when the code tools are off and why (from /api/health)."""
+"""The page says, in agent mode, when the code tools are off and why (from /api/code-tools)."""
 
 from __future__ import annotations
 

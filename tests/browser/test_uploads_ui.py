@@ -133,3 +133,16 @@ def test_a_refused_file_shows_its_reason_and_is_not_sent(server, page):
     page.wait_for_selector(".msg.assistant[data-outcome=ok]", timeout=30000)
     assert [c[1] for c in context_snapshot(page)[0]["chips"]] == ["ok.txt"]
     assert [f["name"] for f in requests.get(server.url + "/api/upload", timeout=5).json()["files"]] == ["ok.txt"]
+
+
+def test_a_file_whose_text_is_not_extracted_says_so_on_its_chip(server, page):
+    """A damaged PDF is kept but unread (issue 38 item 1): its composer chip says so."""
+    open_app(page, server.url)
+    page.set_input_files(
+        "#attach-input",
+        files=[{"name": "broken.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.4\nnot really a pdf"}],
+    )
+    chip = page.locator("#attach-tray .attach-chip.ready.text-not-extracted")
+    chip.wait_for(timeout=30000)
+    assert chip.locator(".attach-note").inner_text() == "text not extracted"
+    assert "PDF could not be read" in chip.get_attribute("title")
