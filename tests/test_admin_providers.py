@@ -532,3 +532,20 @@ def test_a_stored_key_is_never_sent_to_a_new_base_url(setup, model_server):
     # unchanged URL, other fields: the stored key stays and goes where it went before
     assert admin.patch(f"/api/admin/providers/{saved['id']}", json={"default_model": "m2"}).status_code == 200
     admin.assert_never(KEY)
+
+
+def test_the_single_user_owner_manages_providers_without_an_account(tmp_path, model_server):
+    """AUTH=none with no account: the owner adds, tests and removes a provider (issues 35 and 37)."""
+    app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none", "PROVIDERS": []})
+    try:
+        owner = app.test_client()
+        made = owner.post(
+            "/api/admin/providers",
+            json={"name": "llama", "kind": "openai", "base_url": model_server.url + "/v1", "api_key": KEY},
+        )
+        assert made.status_code == 201, made.get_json()
+        assert owner.post(f"/api/admin/providers/{made.get_json()['id']}/test", json={}).get_json()["ok"] is True
+        assert [p["name"] for p in owner.get("/api/admin/providers").get_json()["providers"]] == ["llama"]
+        assert owner.delete(f"/api/admin/providers/{made.get_json()['id']}").status_code == 200
+    finally:
+        close_app(app)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, current_app, g, jsonify, request
 
 from ..errors import BadRequest, Conflict, Forbidden, NotFound
 from ..llm.base import ProviderConfig
 from ..llm.connections import probe, to_config, validate
 from ..store.provider_connections import key_last4, public_view
-from .auth import current_user
+from .auth import auth_method, current_user
 from .params import body
 
 bp = Blueprint("providers", __name__)
@@ -32,6 +32,10 @@ def _router():
 
 
 def _admin() -> dict:
+    """The admin managing providers: an admin account, or the owner in single-user mode (``AUTH=none``,
+    loopback only), who has no account to be an admin with and owns the whole install."""
+    if auth_method() == "none" and g.get("odysseus_user") is None:
+        return {"id": g.odysseus_owner, "is_admin": True}
     user = current_user()
     if not user["is_admin"]:
         raise Forbidden("only an admin may do this")

@@ -19,6 +19,7 @@ import { ReplyView, UserView } from "./render.js";
 import { CodeToolsNotice, checkStreamingOnce } from "./page_notices.js";
 import { openResearchList, researchToggle } from "./research.js";
 import { Search } from "./search.js";
+import { installShortcuts } from "./shortcuts.js";
 import { Sidebar } from "./sidebar.js";
 import { TurnController } from "./turn_controller.js";
 import { applyUiControl } from "./ui_control.js";
@@ -356,6 +357,8 @@ const composer = new ComposerInput({
   stop: () => turns.stop(),
   send: (text) => send(text),
 });
+// Esc stops the running reply, `?` lists the shortcuts (shortcuts.js).
+installShortcuts({ running, stop: () => turns.stop(), openModal, modal: ui.modal });
 
 // ---- the chrome: model picker, phone sidebar, theme, account, import, settings (page_chrome.js)
 

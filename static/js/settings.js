@@ -22,6 +22,7 @@ export async function openSettings(openModal, options) {
   }
   root.appendChild(streamCheck(options));
   if (user && user.is_admin) root.append(admin(user), providers(options));
+  else if (!user && options.status && options.status.mode === "none") root.append(providers(options)); // the owner
   openModal("Settings", root);
 }
 

@@ -255,3 +255,29 @@ def test_script_injection_reply_is_inert_text(server, page):
             page.reload()
             page.wait_for_selector("body[data-ready=true]")
             wait_outcome(page, "ok")
+
+
+def test_escape_stops_the_reply_and_question_mark_lists_the_shortcuts(server, page):
+    """Esc stops a running reply; `?` outside a text field opens the list (issue 35 item 4)."""
+    open_app(page, server.url)
+    send(page, "stop me with the keyboard")
+    wait_reply_chars(page, 30)
+    page.locator("#messages").click()  # focus off the message box: Esc works anywhere
+    page.keyboard.press("Escape")
+    wait_outcome(page, "stopped")
+    rows = requests.get(f"{server.url}/api/sessions/{session_of(page)}/messages", timeout=5).json()["messages"]
+    assert rows[-1]["metadata"]["status"] == "stopped"
+    page.keyboard.press("?")
+    dialog = page.locator("#modal[open] .shortcuts")
+    dialog.wait_for(timeout=5000)
+    assert "stop the reply" in dialog.inner_text()
+    page.keyboard.press("Escape")  # the dialog's own Esc closes it
+    page.locator("#modal[open]").wait_for(state="detached", timeout=5000)
+    page.fill("#input", "what is 2?")  # typed into the box, `?` is just a character
+    assert page.locator("#modal[open]").count() == 0
+
+
+def test_the_single_user_owner_sees_the_providers_section(server, page):
+    open_app(page, server.url)
+    page.click("#open-settings")
+    page.locator("#settings-providers").wait_for(timeout=10000)
