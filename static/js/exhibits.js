@@ -38,7 +38,8 @@ function sourceBlock(text) {
   return pre;
 }
 
-function renderMermaid(element) {
+/** A mermaid diagram (drawn when mermaid has loaded; its source below, opened when it cannot be drawn). */
+export function renderMermaid(element) {
   const box = el("figure", "exhibit-mermaid");
   if (element.title) box.appendChild(el("figcaption", null, element.title));
   const canvas = el("div", "mermaid-canvas", "Rendering diagram…");

@@ -2,6 +2,7 @@
 // touches innerHTML; when the sanitiser did not load, text is escaped instead (never raw HTML).
 // LaTeX is lifted out before markdown and rendered with KaTeX (math.js).
 
+import { upgradeCodeBlocks } from "./code_blocks.js";
 import { extractMath, restoreMath } from "./math.js";
 
 let hooked = false;
@@ -87,4 +88,5 @@ export function setMarkdown(el, text) {
     });
     pre.prepend(copy);
   }
+  upgradeCodeBlocks(el, text); // ```mermaid diagrams, ```html / ```svg previews (code_blocks.js)
 }

@@ -72,7 +72,8 @@ def page_factory(browser):
         if not stream_check:
             # The page runs its streaming self-test once per browser session; other tests skip it so its
             # stream never mixes with theirs (tests/browser/test_page_features.py runs it).
-            context.add_init_script("sessionStorage.setItem('odysseus-stream-checked', '1')")
+            # (guarded: the script runs in every frame, sandboxed previews included, which have no storage)
+            context.add_init_script("try { sessionStorage.setItem('odysseus-stream-checked', '1'); } catch (e) {}")
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.set_default_timeout(15000)
