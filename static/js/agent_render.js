@@ -48,6 +48,7 @@ export class AgentPart {
     this.view = view;
     /** @type {Array<{tool: string, callId: string | null, row: HTMLElement, output: HTMLElement, status: HTMLElement, open: boolean}>} */
     this.tools = [];
+    this.cardShown = false; // an approval card stands for the reply's waiting line
     /** @type {Map<string, HTMLElement>} exhibit id -> its card */
     this.exhibits = new Map();
     this.settled = false; // a later message answered this reply's choices
@@ -136,6 +137,9 @@ export class AgentPart {
 
   /** The approval card for an ask_user event or a saved awaiting_approval. */
   approvalCard(data) {
+    this.cardShown = true; // the reply's "[Waiting for your approval ...]" line is then the card's (render.js)
+    this.view.renderPending = true;
+    this.view.renderSegment();
     const card = el("section", "approval-card");
     card.dataset.approvalId = String(data.approval_id || "");
     const call = data.call || {};
@@ -295,6 +299,7 @@ export class AgentPart {
     for (const exhibit of Array.isArray(meta.exhibits) ? meta.exhibits : []) this.on_exhibit(exhibit, { live: false });
     if (agent.guard && agent.guard.type) this.guardBox(agent.guard.type, agent.guard);
     const waiting = agent.awaiting_approval;
+    if (waiting) this.cardShown = true; // answered since or not, the card (or its result) stands for the line
     if (waiting && !answered.has(waiting.approval_id)) this.approvalCard({ kind: "tool_approval", ...waiting });
   }
 }

@@ -61,6 +61,8 @@ export function metricsText(metrics) {
 }
 
 const FAILED = new Set(["error", "failed", "interrupted", "timeout", "run_timeout"]);
+/** The line a paused agent turn writes for text-only clients; the page shows the approval card instead. */
+const WAITING_LINE = /^\[Waiting for your approval\b[^\n]*\]\s*$/gm;
 
 /**
  * An error as one line of text, whatever shape it came in.
@@ -266,7 +268,7 @@ export class ReplyView {
   renderSegment() {
     if (!this.renderPending) return;
     this.renderPending = false;
-    setMarkdown(this.segment, this.text);
+    setMarkdown(this.segment, this.agent.cardShown ? this.text.replace(WAITING_LINE, "").trimEnd() : this.text);
     if (this.research.researchSources) this.research.linkCitations(); // a research report's [n] link to its sources
     this.ctx.onGrow?.();
   }
