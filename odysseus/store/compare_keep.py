@@ -7,7 +7,7 @@ from typing import Optional
 
 from .database import Locked
 from .messages import insert_message
-from .sessions import new_id
+from .sessions import session_in_tx
 
 
 def keep_compare_reply(
@@ -26,12 +26,7 @@ def keep_compare_reply(
     """
     now = time.time()
     with locked.tx() as db:
-        if session_id is None:
-            session_id = new_id("s_")
-            db.execute(
-                "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
-                [session_id, owner, title, now, now],
-            )
+        session_id = session_in_tx(db, owner, session_id, title, now)
         user_id = insert_message(db, owner, session_id, "user", message)
         reply_id = insert_message(
             db,

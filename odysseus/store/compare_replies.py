@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 from ..errors import BadRequest, Conflict, NotFound
 from .database import Locked
 from .messages import insert_message
-from .sessions import new_id
+from .sessions import session_in_tx
 
 #: how often a streaming pane's text is written (and once more at its end)
 FLUSH_SECONDS = 0.5
@@ -36,14 +36,7 @@ def store_question(
     """Save the question on the session's selected branch (``session_id`` None: a new session titled ``title``)."""
     now = time.time()
     with locked.tx() as db:
-        if session_id is None:
-            session_id = new_id("s_")
-            db.execute(
-                "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
-                [session_id, owner, title, now, now],
-            )
-        elif db.execute("select 1 from sessions where id = ? and owner = ?", [session_id, owner]).fetchone() is None:
-            raise NotFound("session not found")
+        session_id = session_in_tx(db, owner, session_id, title, now)
         meta = dict(metadata or {}, compare={"models": list(models)})
         message_id = insert_message(db, owner, session_id, "user", message, metadata=meta)
     return {"session_id": session_id, "message_id": message_id, "models": list(models)}

@@ -15,6 +15,20 @@ def new_id(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(16)
 
 
+def session_in_tx(db: Any, owner: str, session_id: Optional[str], title: str, now: float) -> str:
+    """Inside a write transaction: the owner's session ``session_id`` (NotFound for an unknown or another
+    user's), or with None a new session titled ``title``; answers its id."""
+    if session_id is None:
+        session_id = new_id("s_")
+        db.execute(
+            "insert into sessions (id, owner, title, created_at, updated_at) values (?, ?, ?, ?, ?)",
+            [session_id, owner, title, now, now],
+        )
+    elif db.execute("select 1 from sessions where id = ? and owner = ?", [session_id, owner]).fetchone() is None:
+        raise NotFound("session not found")
+    return session_id
+
+
 class SessionRepo:
     """CRUD for sessions."""
 
