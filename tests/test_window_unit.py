@@ -188,7 +188,16 @@ class _Reporting(BaseHTTPRequestHandler):
     def do_GET(self):
         self.hits.append(self.path)
         if self.path == "/v1/models":
-            self._send({"data": [{"id": "big", "max_model_len": 32768}, {"id": "plain"}]})
+            self._send(
+                {
+                    "data": [
+                        {"id": "big", "max_model_len": 32768},
+                        {"id": "plain"},
+                        # llama.cpp lists the training length only: the served /props n_ctx must win
+                        {"id": "trained", "meta": {"n_ctx_train": 32768}},
+                    ]
+                }
+            )
         elif self.path == "/props":
             self._send({"default_generation_settings": {"n_ctx": 4096}})
         else:
@@ -222,7 +231,7 @@ def test_window_from_config_then_provider_then_default(reporting, tmp_path):
 name = "vllm"
 kind = "openai"
 base_url = "{reporting}/v1"
-models = [{{name = "configured", context_length = 2048}}, "big", "plain"]
+models = [{{name = "configured", context_length = 2048}}, "big", "plain", "trained"]
 
 [[providers]]
 name = "ol"
@@ -236,12 +245,14 @@ api_key = "k"
 context_length = {{claude = 200000}}
 ''')
     config = load_config({"ODYSSEUS_CONFIG": str(config_file)})
-    assert config["PROVIDERS"][0].models == ["configured", "big", "plain"]
+    assert config["PROVIDERS"][0].models == ["configured", "big", "plain", "trained"]
     providers = {p.name: p for p in build_providers(config)}
     book = WindowBook(config)
     assert book.length(Candidate(providers["vllm"], "configured")) == (2048, "config")
     assert book.length(Candidate(providers["vllm"], "big")) == (32768, "provider")
     assert book.length(Candidate(providers["vllm"], "plain")) == (4096, "provider")  # llama.cpp /props
+    # the served context (/props) over the training length the listing states (issue 37, defect 5)
+    assert book.length(Candidate(providers["vllm"], "trained")) == (4096, "provider")
     assert book.length(Candidate(providers["ol"], "llama3")) == (16384, "provider")  # num_ctx wins
     assert book.length(Candidate(providers["ol"], "qwen")) == (32768, "provider")
     assert book.length(Candidate(providers["hosted"], "claude")) == (200000, "config")

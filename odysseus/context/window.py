@@ -8,8 +8,10 @@ The window of a (provider, model) pair comes from, in order:
 2. the provider's own report, asked once and cached for ``CONTEXT_WINDOW_CACHE_SECONDS``:
    Ollama ``POST /api/show`` (``model_info["<arch>.context_length"]``, or ``num_ctx`` in its
    parameters), an OpenAI-compatible ``/v1/models`` listing that carries it (``context_length``,
-   ``max_model_len`` of vLLM, ``context_window``, llama.cpp's ``meta.n_ctx_train``), and for a local
-   OpenAI-compatible server llama.cpp's ``/props`` (``default_generation_settings.n_ctx``);
+   ``max_model_len`` of vLLM, ``context_window``), for a local OpenAI-compatible server llama.cpp's
+   ``/props`` (``default_generation_settings.n_ctx``: the context each slot was started with), and
+   only then a listing's ``meta.n_ctx_train`` (the length the model was *trained* with: a server
+   started with a smaller ``--ctx-size`` refuses prompts past its own, so the served one wins);
 3. ``DEFAULT_CONTEXT_WINDOW`` (8192) for local providers (Ollama, loopback/private hosts, the demo
    model) or ``DEFAULT_CONTEXT_WINDOW_HOSTED`` (128000) for hosted ones.
 
@@ -78,18 +80,20 @@ def ollama_length(provider: Any, model: str, timeout: float) -> Optional[int]:
     return None
 
 
-def listing_length(provider: Any, model: str, timeout: float) -> Optional[int]:
-    """An OpenAI-compatible /v1/models entry for ``model`` that carries its window."""
+def listing_length(provider: Any, model: str, timeout: float) -> Tuple[Optional[int], Optional[int]]:
+    """An OpenAI-compatible /v1/models entry for ``model``: (the served window it states, its training length)."""
     doc = _get(provider, provider.root + "/models", timeout)
     items = doc.get("data", []) if isinstance(doc, dict) else doc
+    served: Optional[int] = None
+    trained: Optional[int] = None
     for item in items or []:
         if not isinstance(item, dict) or item.get("id") != model:
             continue
         for holder in (item, item.get("meta") or {}, item.get("top_provider") or {}):
-            for key in LISTING_KEYS + ("n_ctx_train",):
-                if _positive(holder.get(key)):
-                    return _positive(holder.get(key))
-    return None
+            for key in LISTING_KEYS:
+                served = served or _positive(holder.get(key))
+            trained = trained or _positive(holder.get("n_ctx_train"))
+    return served, trained
 
 
 def llamacpp_length(provider: Any, timeout: float) -> Optional[int]:
@@ -107,13 +111,13 @@ def reported_length(provider: Any, model: str, timeout: float) -> Optional[int]:
         if kind == "ollama":
             return ollama_length(provider, model, timeout)
         if hasattr(provider, "root") and hasattr(provider, "transport") and kind != "anthropic":
-            found = listing_length(provider, model, timeout)
+            found, trained = listing_length(provider, model, timeout)
             if found is None and is_local(provider):
                 try:
-                    found = llamacpp_length(provider, timeout)
+                    found = llamacpp_length(provider, timeout)  # the served context, before the trained one
                 except Exception:  # noqa: BLE001 - not llama.cpp
                     found = None
-            return found
+            return found or trained
     except Exception as exc:  # noqa: BLE001 - a report is optional; the default applies
         log.info("context window of %s/%s not reported: %s", getattr(provider, "name", "?"), model, exc)
     return None
