@@ -81,3 +81,25 @@ def test_a_turn_paused_at_the_round_limit_says_why(tmp_path):
         assert "approval_id" not in done
     finally:
         close_app(app)
+
+
+def test_every_round_carries_a_reply_budget_and_a_cut_reply_is_incomplete(agent_app):
+    """Issue 37 defect 1: an agent round asked for no max_tokens (a local server generated until its slot
+    was full) and a reply cut at the budget was reported complete."""
+    from odysseus.events import delta, finish, usage
+
+    cut = [delta("A long answer that the budget ended"), usage(10, 5), finish("length")]
+    provider = use_script(
+        agent_app, [calls(("p1", "update_plan", {"plan": [{"step": "go", "status": "pending"}]})), cut]
+    )
+    events = _stream(agent_app.test_client(), max_tokens=300)
+    assert [r.max_tokens for r in provider.requests] == [300, 300]  # every round carries the turn's budget
+    done = events[-2][1]
+    assert done["completion"] == "incomplete" and done["paused"] is False
+
+    provider = use_script(agent_app, [say("Short.")])
+    _stream(agent_app.test_client())
+    budget = provider.requests[0].max_tokens
+    # no max_tokens asked: what the window has left after the prompt and the tool schemas (the scripted
+    # provider gets the hosted default window, 128000)
+    assert budget is not None and 120_000 < budget < 128_000

@@ -97,9 +97,12 @@ class AgentLoop(ToolSteps, ApprovalSteps):
         ctx: RunContext,
         resolution: Optional[Resolution] = None,
         temperature: Optional[float] = None,
+        budget: Optional[Callable[[List[dict], Optional[List[dict]]], int]] = None,
     ):
         self.candidates, self.registry, self.settings, self.hooks = candidates, registry, settings, hooks
         self.temperature = temperature
+        #: the reply budget of each model request (TurnWindow.room): every round carries max_tokens
+        self.budget = budget
         self.state, self.ctx, self.resolution = state, ctx, resolution
         self.messages: List[dict] = state["messages"]
         self.loop = LoopBreaker(settings.loop_repeats, state.get("loop"))
@@ -211,7 +214,9 @@ class AgentLoop(ToolSteps, ApprovalSteps):
                     )
                     return
                 self.messages.append({"role": "assistant", "content": text})
-                self.term["completion"] = "complete"
+                # the model stopped at the reply budget, not at its own end: incomplete, and said so
+                stopped_at_budget = self.term["rounds"][-1].get("finish_reason") == "length"
+                self.term["completion"] = "incomplete" if stopped_at_budget else "complete"
                 return
             trigger = self.loop.observe(round_no, [call_signature(c["name"], c["arguments"]) for c in calls], text)
             if trigger is not None:
@@ -239,8 +244,13 @@ class AgentLoop(ToolSteps, ApprovalSteps):
         self.state["round"] += 1
         round_no = self.state["round"]
         yield Event(AGENT_STEP, {"round": round_no})
+        messages = list(self.messages)
         request = ChatRequest(
-            model=self.candidates[0].model, messages=list(self.messages), tools=tools, temperature=self.temperature
+            model=self.candidates[0].model,
+            messages=messages,
+            tools=tools,
+            temperature=self.temperature,
+            max_tokens=self.budget(messages, tools) if self.budget is not None else None,
         )
         parts: List[str] = []
         calls: List[dict] = []
@@ -368,10 +378,11 @@ def agent_turn(
     state: dict,
     resolution: Optional[Resolution] = None,
     temperature: Optional[float] = None,
+    budget: Optional[Callable[[List[dict], Optional[List[dict]]], int]] = None,
 ):
-    """Return a turn generator function for the run engine."""
+    """Return a turn generator function for the run engine (``budget``: each round's max_tokens)."""
 
     def turn(ctx: RunContext) -> Iterator[Event]:
-        yield from AgentLoop(candidates, registry, settings, hooks, state, ctx, resolution, temperature).run()
+        yield from AgentLoop(candidates, registry, settings, hooks, state, ctx, resolution, temperature, budget).run()
 
     return turn

@@ -25,6 +25,7 @@ prompt_tokens, messages_sent, messages_total}) and, when cut, ``context_trimmed`
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 from typing import Any, Callable, Iterator, List, Optional
@@ -107,6 +108,18 @@ class TurnWindow:
         self.candidates = candidates
         self.max_tokens = max_tokens
         self.summary_candidates = summary_candidates or candidates
+
+    def room(self, messages: List[dict], tools: Optional[List[dict]] = None) -> int:
+        """The reply budget of one model request of this turn: the request's ``max_tokens`` when it gave
+        one, and never more than what the window has left after ``messages`` and the tool schemas (by
+        estimate), so a request never asks for output the server cannot fit (at least 1)."""
+        length, _ = self.book.length(self.candidates[0])
+        counter = TokenCounter(getattr(self.candidates[0].provider, "kind", None))
+        used = counter.count(messages) + (
+            counter.count([{"role": "system", "content": json.dumps(tools)}]) if tools else 0
+        )
+        left = max(1, length - used)
+        return min(self.max_tokens, left) if self.max_tokens else left
 
     def prepare(
         self,

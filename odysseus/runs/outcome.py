@@ -98,7 +98,7 @@ def failed_save_tail(run: Run) -> List[Event]:
 
 
 #: an agent turn's ``completion`` values that are not a pause (the terminal record, agent/agent_loop.py)
-NOT_PAUSED = ("complete", "running", "stopped", "failed")
+NOT_PAUSED = ("complete", "incomplete", "running", "stopped", "failed")
 
 
 def pause_fields(terminal: Dict[str, Any]) -> Dict[str, Any]:

@@ -159,7 +159,9 @@ def _task(
         ) -> List[Dict[str, Any]]:  # the new task's messages from the rows the model sees (after a summary)
             return with_doc(model_messages(rows, settings.system_prompt))
 
-        turn = agent_turn(candidates, registry, settings, hooks, start, resolution, request.temperature)
+        turn = agent_turn(
+            candidates, registry, settings, hooks, start, resolution, request.temperature, budget=window.room
+        )
         # context pipeline (odysseus.context): attachments, retrieval, memories, workspace, ... gathered and
         # announced before the loop's first round (a continued task gathers nothing new)
         return with_context(turn, start, gather, window=window, history=history, build=build)
