@@ -294,3 +294,25 @@ def test_an_edited_base_url_is_asked_again_not_served_from_the_old_servers_cache
     moved = build_providers({"PROVIDERS": [ProviderConfig("lab", "openai", base_url=reporting + "/v1")]})[0]
     assert book.length(Candidate(moved, "big")) == (32768, "provider")
     assert book.length(Candidate(down, "big")) == (8192, "default")  # the old address keeps its own entry
+
+
+def test_a_summary_is_capped_to_its_share_of_the_window():
+    """Issue 37 defect 4: the summary request fits the window, and a longer answer is shortened."""
+    from odysseus.context.compaction import SHORTENED, Compactor
+    from odysseus.events import delta, finish
+    from odysseus.llm.llm_core import Candidate
+
+    asked = []
+
+    class Wordy:
+        kind, name = "scripted", "wordy"
+
+        def stream(self, request, cancel):
+            asked.append(request.max_tokens)
+            yield delta("word " * 2000)  # ignores max_tokens
+            yield finish("length")
+
+    compactor = Compactor(None, {})
+    summary, _ = compactor.summarize([Candidate(Wordy(), "m")], [{"role": "user", "content": "hello"}], 512)
+    assert asked == [128]  # a quarter of 512, not COMPACT_SUMMARY_TOKENS' 600
+    assert summary.endswith(SHORTENED) and len(summary) <= 128 * 3

@@ -29,6 +29,9 @@ from ..llm.llm_core import stream_route
 log = logging.getLogger(__name__)
 
 SUMMARY_PREFIX = "Summary of the earlier part of this conversation (older messages were compacted):\n"
+#: characters per token the summary's cap assumes (the conservative end of the estimate)
+CHARS_PER_TOKEN = 3.0
+SHORTENED = " [summary shortened to fit the model's window]"
 PROMPT = (
     "You compact chat transcripts. Summarise the conversation below so that it can replace it as "
     "context for continuing the chat: keep facts, names, numbers, decisions, open questions, the "
@@ -126,10 +129,14 @@ class Compactor:
     ) -> Tuple[str, str]:
         """``(summary, route)`` of ``rows``; CompactionFailed when it cannot be made in time."""
         budget = max(1000, min(self.input_chars, int(window * 3.5 * 0.5)))  # ~half the window in characters
+        # the summary takes at most a quarter of the window (it is sent with every later turn), and its
+        # request must fit the window too: a 600-token summary asked of a 512-token window came back cut
+        # and then made every next turn overflow (issue 37, defect 4)
+        summary_tokens = max(16, min(self.summary_tokens, window // 4))
         request = ChatRequest(
             model=candidates[0].model,
             temperature=0.2,
-            max_tokens=self.summary_tokens,
+            max_tokens=summary_tokens,
             messages=[
                 {"role": "system", "content": PROMPT},
                 {"role": "user", "content": transcript(rows, self.message_chars, budget)},
@@ -163,6 +170,11 @@ class Compactor:
         summary = "".join(parts).strip()
         if not summary:
             raise CompactionFailed("the summary failed: the model returned no text")
+        # a model that ignores max_tokens (or a tokenizer denser than the estimate) must not push the
+        # summary past its share of the window: shorten it, and say so in the summary itself
+        limit = int(summary_tokens * CHARS_PER_TOKEN)
+        if len(summary) > limit:
+            summary = summary[: max(0, limit - len(SHORTENED))].rstrip() + SHORTENED
         return summary, route
 
     def compact(
