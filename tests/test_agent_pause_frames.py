@@ -103,3 +103,26 @@ def test_every_round_carries_a_reply_budget_and_a_cut_reply_is_incomplete(agent_
     # no max_tokens asked: what the window has left after the prompt and the tool schemas (the scripted
     # provider gets the hosted default window, 128000)
     assert budget is not None and 120_000 < budget < 128_000
+
+
+def test_tools_that_do_not_fit_the_window_are_left_out_with_a_notice(agent_app):
+    """Issue 37 defect 2: tool schemas count in the window; on a small one the last-listed tools are
+    left out (a notice names them) and the request sent fits."""
+    book = agent_app.extensions["odysseus.turns"].parts["odysseus.window.book"]
+    provider = use_script(agent_app, [say("Fits.")])
+    _stream(agent_app.test_client())
+    full = provider.requests[0]
+    everything = [t["function"]["name"] for t in full.tools]
+    assert len(everything) >= 2
+    room_with_all = full.max_tokens  # what a 128000 window left: schemas + prompt = 128000 - this
+    needed = 128_000 - room_with_all
+    book.length = lambda candidate: (needed + 100, "config")  # room for 100: under the 256 a reply needs
+    provider = use_script(agent_app, [say("Fits without some tools.")])
+    events = _stream(agent_app.test_client())
+    sent = provider.requests[0]
+    kept = [t["function"]["name"] for t in sent.tools or []]
+    assert kept == everything[: len(kept)] and len(kept) < len(everything)  # the last listed went first
+    notices = [data for name, data in events if name == "notice"]
+    assert notices and "Left out to fit the model's window" in notices[0]["message"]
+    assert everything[-1] in notices[0]["message"]
+    assert sent.max_tokens >= 256  # what was sent fits with room for a reply

@@ -44,6 +44,7 @@ from ..events import (
     INTENT_NUDGE_EXHAUSTED,
     LOOP_BREAKER_TRIGGERED,
     MODEL_INFO,
+    NOTICE,
     ROUNDS_EXHAUSTED,
     TOOL_CALL,
     TOOL_CALL_DELTA,
@@ -82,6 +83,10 @@ class Resolution:
     approval_id: str
     decision: str
     call: dict
+
+
+#: the least reply a round must have room for, after its messages and tool schemas (by estimate)
+MIN_REPLY_TOKENS = 256
 
 
 class AgentLoop(ToolSteps, ApprovalSteps):
@@ -187,7 +192,8 @@ class AgentLoop(ToolSteps, ApprovalSteps):
                 yield from self._rounds_exhausted(rounds_here)
                 return
             rounds_here += 1
-            text, calls = yield from self._model_round(self.registry.specs() or None)
+            tools = yield from self._fitting_tools(self.registry.specs() or None)
+            text, calls = yield from self._model_round(tools)
             round_no = self.state["round"]
             if not calls:
                 self.loop.reset_streak()
@@ -239,6 +245,25 @@ class AgentLoop(ToolSteps, ApprovalSteps):
                 return
 
     # ------------------------------------------------------------------ model
+    def _fitting_tools(self, tools: Optional[List[dict]]) -> Generator[Event, None, Optional[List[dict]]]:
+        """The tool schemas that fit the window with room for a reply (MIN_REPLY_TOKENS): the tools listed
+        last (AGENT_TOOLS' order, a profile's list) are left out first, and a notice says which, once.
+        With none left the round is a plain answer; a request known not to fit is never sent."""
+        if not tools or self.budget is None:
+            return tools
+        kept = list(tools)
+        dropped: List[str] = []
+        while kept and self.budget(self.messages, kept) < MIN_REPLY_TOKENS:
+            dropped.append(str(kept.pop().get("function", {}).get("name", "?")))
+        if dropped and not self.meta.get("tools_left_out"):
+            self.meta["tools_left_out"] = dropped
+            names = ", ".join(reversed(dropped))
+            yield Event(
+                NOTICE,
+                {"message": f"Left out to fit the model's window: the tools {names}.", "source": "window"},
+            )
+        return kept or None
+
     def _model_round(self, tools: Optional[List[dict]]) -> Generator[Event, None, Tuple[str, List[dict]]]:
         """One completion; returns (text, calls). Text of later rounds is separated by a blank line."""
         self.state["round"] += 1
