@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import replace
 from typing import Any, Callable, Iterator, List, Optional
 
@@ -34,7 +35,7 @@ from ..cancel import Cancelled
 from ..events import COMPACTED, CONTEXT_TRIMMED, NOTICE, USAGE, Event
 from . import Injection
 from .compaction import CompactionFailed, Compactor, is_summary, older_half, visible
-from .tokens import TokenCounter, correction_from
+from .tokens import MAX_CORRECTION, MIN_CORRECTION, TokenCounter, correction_from
 from .trim import conversation_count, fit
 from .window import WindowBook
 
@@ -128,12 +129,17 @@ class TurnWindow:
         build: Optional[Build],
         injections: List[Injection],
         base: Optional[List[dict]] = None,
+        correction: Optional[float] = None,
     ):
-        """Yield the context events; return the messages to send (see the module docstring)."""
+        """Yield the context events; return the messages to send (see the module docstring).
+
+        ``correction`` (real tokens per estimated one) replaces the one learnt from the history: a
+        provider that refused the request stated its real count (``overflow_counts``)."""
         candidate = self.candidates[0]
         length, source = self.book.length(candidate)
         budget = length - self.book.reserve(length, self.max_tokens)
-        counter = TokenCounter(getattr(candidate.provider, "kind", None), correction_from(history))
+        learnt = correction_from(history) if correction is None else correction
+        counter = TokenCounter(getattr(candidate.provider, "kind", None), learnt)
         rows = visible(history)
         if base is None:
             assert build is not None, "prepare() needs build or base"
@@ -204,6 +210,15 @@ class TurnWindow:
         ctx.metadata["compacted"] = {k: v for k, v in data.items() if k != "summary"}
         return Event(COMPACTED, {"context_length": length, "data": data}), new_rows, new_base
 
+    def recalibrated(self, ctx, real_tokens: int) -> Optional[float]:
+        """The correction that makes this turn's estimate of what it sent come out at ``real_tokens``
+        (what the provider counted when it refused it), or None when nothing was estimated."""
+        sent = ctx.metadata.get("context") or {}
+        raw = sent.get("raw_tokens")
+        if not isinstance(raw, int) or raw <= 0 or real_tokens <= 0:
+            return None
+        return min(MAX_CORRECTION, max(MIN_CORRECTION, real_tokens / raw * 1.05))  # and a margin
+
     def measured(self, events: Iterator[Event], ctx) -> Iterator[Event]:
         """Pass ``events`` on; the first usage report's prompt tokens go into the reply's ``context`` metadata."""
         for event in events:
@@ -213,3 +228,32 @@ class TurnWindow:
                 if context is not None and "prompt_tokens" not in context and isinstance(prompt, int) and prompt > 0:
                     context["prompt_tokens"] = prompt
             yield event
+
+
+#: how providers word "the prompt does not fit": (pattern, group of the prompt's tokens)
+_OVERFLOW = (
+    # llama.cpp: "request (1901 tokens) exceeds the available context size (512 tokens)"
+    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)"), 1),
+    # OpenAI: "maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens"
+    # vLLM: "... is 2048 tokens. However, you requested 2100 tokens (1900 in the messages, 200 in the completion)"
+    (
+        re.compile(
+            r"maximum context length is (\d+) tokens.*?(?:resulted in|requested) (\d+) tokens"
+            r"(?: \((\d+) in the messages)?",
+            re.S,
+        ),
+        0,
+    ),
+)
+
+
+def overflow_count(message: str) -> Optional[int]:
+    """The prompt's real token count a context-size refusal states, or None for any other error."""
+    for pattern, group in _OVERFLOW:
+        found = pattern.search(message or "")
+        if found is None:
+            continue
+        if group:
+            return int(found.group(group))
+        return int(found.group(3) or found.group(2))
+    return None

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 from ..context import apply_injections
-from ..events import Event
+from ..context.turn_window import overflow_count
+from ..errors import ProviderError
+from ..events import DELTA, NOTICE, TOOL_CALL, TOOL_CALL_DELTA, Event
 from ..llm.base import ChatRequest
 from ..llm.llm_core import Candidate, stream_route
 from ..runs.run import RunContext
@@ -49,16 +51,49 @@ def chat_turn(
             final = yield from window.prepare(
                 context, history, lambda rows: model_messages(rows, system_prompt), injections
             )
-        request = ChatRequest(
-            model=candidates[0].model,
-            messages=final,
-            temperature=temperature,
-            max_tokens=window.max_tokens if window is not None else None,
-        )
-        stream = stream_route(candidates, request, context.cancel)
-        yield from (window.measured(stream, context) if window is not None else stream)
+        for attempt in (1, 2):
+            request = ChatRequest(
+                model=candidates[0].model,
+                messages=final,
+                temperature=temperature,
+                max_tokens=window.max_tokens if window is not None else None,
+            )
+            stream = stream_route(candidates, request, context.cancel)
+            started = False
+            try:
+                for event in window.measured(stream, context) if window is not None else stream:
+                    started = started or event.type in OUTPUT
+                    yield event
+                return
+            except ProviderError as exc:
+                real = overflow_count(exc.message) if window is not None and not started and attempt == 1 else None
+                correction = window.recalibrated(context, real) if window is not None and real else None
+                if correction is None or window is None:
+                    raise
+            # The provider counted more tokens than estimated (a denser tokenizer): trim again with its count
+            # and retry once; the reply's usage then calibrates the next turns (tokens.correction_from).
+            yield Event(
+                NOTICE,
+                {
+                    "message": f"The model counted {real} tokens where about "
+                    f"{context.metadata.get('context', {}).get('estimated_tokens')} were estimated; "
+                    "the conversation was fitted again.",
+                    "source": "window",
+                },
+            )
+            final = yield from window.prepare(
+                context,
+                history,
+                lambda rows: model_messages(rows, system_prompt),
+                injections,
+                correction=correction,
+            )
 
     return turn
+
+
+#: events that mean the reply has started (after them a failed request is not retried)
+OUTPUT = (DELTA, TOOL_CALL, TOOL_CALL_DELTA)
 
 
 def build_chat_turn(
