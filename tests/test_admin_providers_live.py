@@ -64,15 +64,22 @@ def test_added_provider_streams_moves_and_goes_away(server_factory):
             assert types_of(frames).count("delta") == 3 and text_of(frames) == "One two three", types_of(frames)
         assert len(first.posts) == 3 and first.posts[-1].headers["Authorization"] == f"Bearer {KEY}"
 
-        moved = admin.patch(
+        # a new base_url needs the key entered again: the stored one never goes to another server (issue 38)
+        kept_key = admin.patch(
             f"{server.url}/api/admin/providers/{provider_id}", json={"base_url": second.url + "/v1"}, timeout=10
+        )
+        assert kept_key.status_code == 400 and second.posts == []
+        moved = admin.patch(
+            f"{server.url}/api/admin/providers/{provider_id}",
+            json={"base_url": second.url + "/v1", "api_key": KEY},
+            timeout=10,
         )
         assert moved.status_code == 200 and moved.json()["api_key_last4"] == "qrst"
         for _ in range(3):
             frames = post_chat(server.url, "again", headers=bearer, model="lab/m1").events()
             assert text_of(frames) == "Second server"
         assert len(first.posts) == 3 and len(second.posts) == 3
-        assert second.posts[-1].headers["Authorization"] == f"Bearer {KEY}"  # the key was kept
+        assert second.posts[-1].headers["Authorization"] == f"Bearer {KEY}"  # the key entered again
 
         assert admin.delete(f"{server.url}/api/admin/providers/{provider_id}", timeout=10).status_code == 200
         for _ in range(3):
