@@ -135,7 +135,7 @@ def _existing_ids(base: str) -> dict:
     ).json()["id"]
     ids["token_id"] = "tok_unknown"
     ids["user_id"] = "u_unknown"  # single-user mode has no accounts: the admin routes answer 409
-    ids["provider_id"] = "prov_unknown"  # the admin's provider connections: 409 as well
+    ids["provider_id"] = "prov_unknown"  # the owner's provider connections: an unknown id, 404
     ids["name"] = "img_" + "A" * 22 + ".png"  # a well-formed image name nobody owns: 404
     return ids
 
@@ -153,6 +153,11 @@ def test_fuzzing_every_operation_gives_no_server_error(fuzz_target):
     )  # deletes last: they remove the ids
     plans = []
     for op in operations:
+        if op.path.startswith("/api/admin/providers") and op.method.upper() != "GET":
+            # the single-user owner manages providers: a generated connection would make this server
+            # connect to whatever host the fuzzer made up (tests stay on loopback), and every turn after
+            # it fail over to it; test_admin_providers.py attacks these routes with hostile input instead
+            continue
         names = [p.name for p in op.path_parameters]
         plans += [(op, GenerationMode.POSITIVE, None), (op, GenerationMode.NEGATIVE, None)]
         if names:
