@@ -150,9 +150,9 @@ def test_attach_resume_status_and_stop_from_other_workers(cluster, model):
     retried = retry.events()
     assert retried == [f for f in full if f["id"] is not None]
     agent_frames = attached.events()
-    assert agent_frames[-1]["event"] == "close"
+    assert [f["event"] for f in agent_frames[-2:]] == ["cancelled", "close"]  # a stopped run says so, then closes
     ids = [f["id"] for f in agent_frames if f["id"] is not None]
-    assert ids == sorted(ids) and ids[-1] == full[-1]["id"] + 1  # close is the last event, after the terminal
+    assert ids == sorted(ids) and ids[-1] == full[-1]["id"] + 2  # after the terminal: cancelled, then close
     assert len(ids) == len(set(ids))  # run_started and start have their own ids: nothing is sent twice
     assert text_of(full) == "".join(TOKENS)[: len(text_of(full))]
     saved = [m for m in messages(url, session_id) if m["role"] == "assistant"]
