@@ -86,3 +86,6 @@ def worker_exit(server, worker):
     engine = getattr(getattr(worker, "wsgi", None), "extensions", {}).get("odysseus.runs")
     if engine is not None:
         engine.finish_shutdown(timeout=graceful_timeout)
+    from odysseus.gunicorn_worker import quiet_interpreter_exit
+
+    quiet_interpreter_exit()

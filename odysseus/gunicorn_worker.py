@@ -10,14 +10,17 @@ worker lived on until the graceful timeout (``SHUTDOWN_GRACE`` + margin). This w
 
 so the worker exits as soon as its runs are done and their responses sent. Runs without a connection
 are still drained by ``worker_exit`` (gunicorn.conf.py). Configured in gunicorn.conf.py as
-``worker_class``.
+``worker_class``. ``quiet_interpreter_exit`` keeps the worker's last moments free of gevent's
+teardown noise.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Set
 
 import gevent
+from gevent import monkey
 from gunicorn.http.errors import NoMoreData
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -69,3 +72,16 @@ class DrainingGeventWorker(GeventWorker):
         """End every connection waiting for a next request (its handler closes the socket)."""
         for waiting in list(self.idle):
             waiting.kill(NoMoreData(b""), block=False)
+
+
+def quiet_interpreter_exit() -> None:
+    """Called last in ``worker_exit``: logging's module lock becomes a plain, unpatched lock.
+
+    Why: while the interpreter tears its modules down it collects the log handlers, and each
+    collection takes logging's module lock (``logging._removeHandlerRef``). That lock is gevent's,
+    whose ``get_ident`` has lost its module globals by then, so every clean SIGTERM printed
+    "Exception ignored ... TypeError: 'NoneType' object is not callable". No greenlet runs any more
+    at this point (the runs are drained), so a lock of the real thread is all logging needs.
+    """
+    plain_rlock = monkey.get_original("_thread", "RLock")
+    logging._lock = plain_rlock()  # type: ignore[attr-defined]
