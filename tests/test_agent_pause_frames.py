@@ -126,3 +126,12 @@ def test_tools_that_do_not_fit_the_window_are_left_out_with_a_notice(agent_app):
     assert notices and "Left out to fit the model's window" in notices[0]["message"]
     assert everything[-1] in notices[0]["message"]
     assert sent.max_tokens >= 256  # what was sent fits with room for a reply
+
+
+def test_a_turn_asking_for_fewer_tokens_than_a_reply_needs_keeps_its_tools(agent_app):
+    """A turn's own max_tokens under MIN_REPLY_TOKENS (256) on a big window: the tools all fit; only the
+    room they leave is compared with what the turn asked for (found against a real llama-server)."""
+    provider = use_script(agent_app, [say("Short.")])
+    _stream(agent_app.test_client(), max_tokens=60)
+    sent = provider.requests[0]
+    assert sent.tools and sent.max_tokens == 60

@@ -246,14 +246,17 @@ class AgentLoop(ToolSteps, ApprovalSteps):
 
     # ------------------------------------------------------------------ model
     def _fitting_tools(self, tools: Optional[List[dict]]) -> Generator[Event, None, Optional[List[dict]]]:
-        """The tool schemas that fit the window with room for a reply (MIN_REPLY_TOKENS): the tools listed
+        """The tool schemas that fit the window with room for a reply (MIN_REPLY_TOKENS, or the turn's
+        own ``max_tokens`` when smaller): the tools listed
         last (AGENT_TOOLS' order, a profile's list) are left out first, and a notice says which, once.
         With none left the round is a plain answer; a request known not to fit is never sent."""
         if not tools or self.budget is None:
             return tools
         kept = list(tools)
         dropped: List[str] = []
-        while kept and self.budget(self.messages, kept) < MIN_REPLY_TOKENS:
+        # room for a reply: MIN_REPLY_TOKENS, or the whole budget when the turn asked for less than that
+        wanted = min(MIN_REPLY_TOKENS, self.budget(self.messages, None))
+        while kept and self.budget(self.messages, kept) < wanted:
             dropped.append(str(kept.pop().get("function", {}).get("name", "?")))
         if dropped and not self.meta.get("tools_left_out"):
             self.meta["tools_left_out"] = dropped
