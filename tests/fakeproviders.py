@@ -42,6 +42,10 @@ def ndjson(obj: Any) -> str:
     return json.dumps(obj) + "\n"
 
 
+#: llama.cpp's own endpoints (prompt counting), which a fake that is not llama.cpp does not serve
+LLAMACPP_ONLY = ("/apply-template", "/tokenize")
+
+
 @dataclass
 class Reply:
     """What the server does with one POST."""
@@ -101,6 +105,11 @@ class _Handler(BaseHTTPRequestHandler):
         record.finished.set()
 
     def do_POST(self) -> None:  # noqa: N802
+        if self.path in LLAMACPP_ONLY:  # not a llama.cpp server: 404, as vLLM or OpenAI answer
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.close_connection = True
+            self._send_body(404, {"error": {"message": "File Not Found", "code": 404}}, {})
+            return
         record = self._record()
         try:
             self._play(record, self.server.fake.reply_for(record))

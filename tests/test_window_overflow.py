@@ -45,7 +45,15 @@ base_url = "{fake.url}/v1"
 models = [{{name = "digits", context_length = 512}}]
 ''')
     config = load_config({"ODYSSEUS_CONFIG": str(config_path)})
-    app = create_app({**config, "DATA_DIR": str(tmp_path / "data"), "AUTH": "none", "REPLY_RESERVE_TOKENS": 64})
+    app = create_app(
+        {
+            **config,
+            "DATA_DIR": str(tmp_path / "data"),
+            "AUTH": "none",
+            "REPLY_RESERVE_TOKENS": 64,
+            "TITLE_MODE": "first_line",
+        }
+    )
     try:
         client = app.test_client()
         # an earlier exchange, so there is something to trim when the real count comes back
@@ -53,6 +61,8 @@ models = [{{name = "digits", context_length = 512}}]
         first = client.post("/api/chat_stream", json={"message": "tell me " * 60})
         session = first.headers["X-Odysseus-Session-Id"]
         assert first.status_code == 200
+        # the run is over before the next replies are scripted (no title request: TITLE_MODE first_line)
+        assert "First answer." in first.get_data(as_text=True)
         error = {"error": {"message": REFUSAL, "type": "exceed_context_size_error", "code": 400}}
         fake.script(Reply(status=400, body=error), Reply(chunks=openai_text("Fitted", " now.")))
         answer = client.post("/api/chat_stream", json={"message": "1234567890" * 150, "session": session})

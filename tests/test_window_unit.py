@@ -173,6 +173,7 @@ class _Reporting(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     hits: list = []
+    counting = True  # llama.cpp's /apply-template and /tokenize (one token per 2 characters here)
 
     def log_message(self, *args):
         pass
@@ -210,6 +211,10 @@ class _Reporting(BaseHTTPRequestHandler):
             self._send({"model_info": {"llama.context_length": 131072}, "parameters": "num_ctx 16384\nstop x"})
         elif self.path == "/api/show":
             self._send({"model_info": {"qwen2.context_length": 32768}})
+        elif self.path == "/apply-template" and self.counting:
+            self._send({"prompt": "".join(f"<{m['role']}>{m['content']}" for m in body["messages"])})
+        elif self.path == "/tokenize" and self.counting:
+            self._send({"tokens": list(range(len(body["content"]) // 2))})
         else:
             self._send({"error": "no"}, 404)
 
@@ -218,6 +223,7 @@ class _Reporting(BaseHTTPRequestHandler):
 def reporting():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Reporting)
     _Reporting.hits = []
+    _Reporting.counting = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -316,3 +322,24 @@ def test_a_summary_is_capped_to_its_share_of_the_window():
     summary, _ = compactor.summarize([Candidate(Wordy(), "m")], [{"role": "user", "content": "hello"}], 512)
     assert asked == [128]  # a quarter of 512, not COMPACT_SUMMARY_TOKENS' 600
     assert summary.endswith(SHORTENED) and len(summary) <= 128 * 3
+
+
+def test_a_llamacpp_server_counts_a_prompt_and_one_that_cannot_is_not_asked_again(reporting):
+    """Issue 37 defect 3: the real count from llama.cpp's own template and tokenizer."""
+    book = WindowBook({"CONTEXT_WINDOW_PROBE_TIMEOUT": 2.0, "CONTEXT_WINDOW_CACHE_SECONDS": 600})
+    local = build_providers({"PROVIDERS": [ProviderConfig("lab", "openai", base_url=reporting + "/v1")]})[0]
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "1234567890" * 4}]
+    rendered = "<system>be brief<user>" + "1234567890" * 4
+    assert book.prompt_tokens(Candidate(local, "m"), messages) == len(rendered) // 2
+    assert _Reporting.hits[-2:] == ["/apply-template", "/tokenize"]
+    parts = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]
+    assert book.prompt_tokens(Candidate(local, "m"), parts) is None  # images: only the server knows
+    assert _Reporting.hits[-1] == "/tokenize"  # not asked
+    other = build_providers({"PROVIDERS": [ProviderConfig("vllm", "openai", base_url=reporting + "/v1/")]})[0]
+    _Reporting.counting = False  # a server without the endpoints (vLLM, LM Studio)
+    assert book.prompt_tokens(Candidate(other, "m"), messages) is None
+    asked = len(_Reporting.hits)
+    assert book.prompt_tokens(Candidate(other, "m"), messages) is None
+    assert len(_Reporting.hits) == asked  # remembered: not asked again on every turn
+    hosted = build_providers({"PROVIDERS": [ProviderConfig("oa", "openai", base_url="https://api.openai.com/v1")]})[0]
+    assert book.prompt_tokens(Candidate(hosted, "m"), messages) is None  # never asked of a hosted API

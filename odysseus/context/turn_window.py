@@ -19,8 +19,13 @@ The hook every mode calls where its final message list is built (instead of ``an
 4. events: the kept injections' events (``announce``; same-type events of one source merged),
    the notices of dropped ones, ``compacted``, then ``context_trimmed`` when anything was cut.
 
+Before sending, ``counted`` asks a provider that can count (llama.cpp's ``/tokenize``) for the
+real prompt size when the estimate came within ``COUNT_MARGIN`` of the budget: a tokenizer
+denser than the estimate's 4 characters per token must not make the server refuse the turn.
+
 The saved reply's metadata gets ``context`` ({context_length, source, estimated_tokens, raw_tokens,
-prompt_tokens, messages_sent, messages_total}) and, when cut, ``context_trimmed`` (its counts).
+counted_tokens when counted, prompt_tokens, messages_sent, messages_total}) and, when cut,
+``context_trimmed`` (its counts).
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ from .trim import conversation_count, fit
 from .window import WindowBook
 
 log = logging.getLogger(__name__)
+
+#: an estimate at this share of the budget or more is counted by the provider when it can count
+COUNT_MARGIN = 0.6
 
 #: rows the model sees -> the provider messages of this mode (system prompt, document, ...)
 Build = Callable[[List[dict]], List[dict]]
@@ -218,6 +226,24 @@ class TurnWindow:
         if not isinstance(raw, int) or raw <= 0 or real_tokens <= 0:
             return None
         return min(MAX_CORRECTION, max(MIN_CORRECTION, real_tokens / raw * 1.05))  # and a margin
+
+    def counted(self, ctx, messages: List[dict]) -> Optional[int]:
+        """The provider's exact count of ``messages`` when this turn's estimate came within
+        ``COUNT_MARGIN`` of its budget and the provider can count (llama.cpp), else None. The count
+        goes into the reply's ``context`` metadata (``counted_tokens``)."""
+        context = ctx.metadata.get("context") or {}
+        length, estimated = context.get("context_length"), context.get("estimated_tokens")
+        if not isinstance(length, int) or not isinstance(estimated, int):
+            return None
+        budget = length - self.book.reserve(length, self.max_tokens)
+        if estimated < budget * COUNT_MARGIN:
+            return None
+        real = self.book.prompt_tokens(self.candidates[0], messages)
+        if real is not None:
+            context["counted_tokens"] = real
+            if real <= budget:
+                return None
+        return real
 
     def measured(self, events: Iterator[Event], ctx) -> Iterator[Event]:
         """Pass ``events`` on; the first usage report's prompt tokens go into the reply's ``context`` metadata."""

@@ -16,7 +16,14 @@ The window of a (provider, model) pair comes from, in order:
    model) or ``DEFAULT_CONTEXT_WINDOW_HOSTED`` (128000) for hosted ones.
 
 A failed or slow report counts as "not reported" (and is cached too, so a down server is not
-asked on every turn). The reply reserve is the request's ``max_tokens`` when given, else
+asked on every turn).
+
+A local llama.cpp server can also count a prompt exactly (``prompt_tokens``: ``/apply-template``
+renders the messages with the model's own template, ``/tokenize`` counts them); a turn whose
+estimate comes near its window asks it before sending (``turn_window.TurnWindow.counted``). A
+server that cannot (no such endpoints) is remembered as such for ``CONTEXT_WINDOW_CACHE_SECONDS``.
+
+The reply reserve is the request's ``max_tokens`` when given, else
 ``REPLY_RESERVE_TOKENS``, but never more than a quarter of the window.
 """
 
@@ -104,6 +111,19 @@ def llamacpp_length(provider: Any, timeout: float) -> Optional[int]:
     return _positive(settings.get("n_ctx")) or _positive(doc.get("n_ctx"))
 
 
+def llamacpp_prompt_tokens(provider: Any, messages: list, timeout: float) -> Optional[int]:
+    """llama.cpp's own count of ``messages``: rendered by ``/apply-template``, counted by ``/tokenize``."""
+    parts = urlsplit(provider.root)
+    root = f"{parts.scheme}://{parts.netloc}"
+    rendered = _get(provider, root + "/apply-template", timeout, {"messages": messages}) or {}
+    prompt = rendered.get("prompt") if isinstance(rendered, dict) else None
+    if not isinstance(prompt, str):
+        return None
+    counted = _get(provider, root + "/tokenize", timeout, {"content": prompt, "add_special": True}) or {}
+    tokens = counted.get("tokens") if isinstance(counted, dict) else None
+    return len(tokens) if isinstance(tokens, list) else None
+
+
 def reported_length(provider: Any, model: str, timeout: float) -> Optional[int]:
     """What the provider says the window is, or None (never raises)."""
     kind = getattr(provider, "kind", "")
@@ -137,6 +157,7 @@ class WindowBook:
         self.ttl = float(config.get("CONTEXT_WINDOW_CACHE_SECONDS", 600.0))
         self.timeout = float(config.get("CONTEXT_WINDOW_PROBE_TIMEOUT", 5.0))
         self._cache: Dict[Tuple[str, str, str], Tuple[Optional[int], float]] = {}
+        self._cannot_count: Dict[Tuple[str, str], float] = {}  # providers without /tokenize, until when
         self._lock = threading.Lock()
 
     def length(self, candidate: Any) -> Tuple[int, str]:
@@ -161,6 +182,31 @@ class WindowBook:
         if is_local_provider(provider):
             return int(self.config.get("DEFAULT_CONTEXT_WINDOW", 8192)), "default"
         return int(self.config.get("DEFAULT_CONTEXT_WINDOW_HOSTED", 128_000)), "default"
+
+    def prompt_tokens(self, candidate: Any, messages: list) -> Optional[int]:
+        """The provider's exact count of ``messages`` (a local llama.cpp server), or None when it
+        cannot count them (another kind of server, content that is not plain text, an error)."""
+        provider = candidate.provider
+        if not (hasattr(provider, "root") and hasattr(provider, "transport")) or not is_local(provider):
+            return None
+        if getattr(provider, "kind", "") in ("ollama", "anthropic", "demo"):
+            return None
+        if any(not isinstance(m.get("content"), (str, type(None))) for m in messages):
+            return None  # images and other parts: the template's rendering of them is the server's own
+        key = (getattr(provider, "name", ""), _address(provider))
+        now = time.monotonic()
+        with self._lock:
+            if self._cannot_count.get(key, 0.0) > now:
+                return None
+        try:
+            counted = llamacpp_prompt_tokens(provider, messages, self.timeout)
+        except Exception as exc:  # noqa: BLE001 - counting is optional; the estimate applies
+            log.info("%s cannot count a prompt: %s", getattr(provider, "name", "?"), exc)
+            counted = None
+        if counted is None:
+            with self._lock:
+                self._cannot_count[key] = now + self.ttl
+        return counted
 
     def reserve(self, window: int, max_tokens: Optional[int] = None) -> int:
         """Tokens kept free for the reply: ``max_tokens`` or REPLY_RESERVE_TOKENS, at most a quarter of the window."""

@@ -51,6 +51,18 @@ def chat_turn(
             final = yield from window.prepare(
                 context, history, lambda rows: model_messages(rows, system_prompt), injections
             )
+            real = window.counted(context, final)
+            correction = window.recalibrated(context, real) if real else None
+            if real and correction is not None:  # counted over the budget: fit again with that count, then send
+                yield _refitted_notice(context, real, "counted")
+                final = yield from window.prepare(
+                    context,
+                    history,
+                    lambda rows: model_messages(rows, system_prompt),
+                    injections,
+                    correction=correction,
+                )
+                window.counted(context, final)  # the count of what is sent, for the reply's metadata
         for attempt in (1, 2):
             request = ChatRequest(
                 model=candidates[0].model,
@@ -68,19 +80,11 @@ def chat_turn(
             except ProviderError as exc:
                 real = overflow_count(exc.message) if window is not None and not started and attempt == 1 else None
                 correction = window.recalibrated(context, real) if window is not None and real else None
-                if correction is None or window is None:
+                if correction is None or window is None or not real:
                     raise
             # The provider counted more tokens than estimated (a denser tokenizer): trim again with its count
             # and retry once; the reply's usage then calibrates the next turns (tokens.correction_from).
-            yield Event(
-                NOTICE,
-                {
-                    "message": f"The model counted {real} tokens where about "
-                    f"{context.metadata.get('context', {}).get('estimated_tokens')} were estimated; "
-                    "the conversation was fitted again.",
-                    "source": "window",
-                },
-            )
+            yield _refitted_notice(context, real, "refused")
             final = yield from window.prepare(
                 context,
                 history,
@@ -90,6 +94,21 @@ def chat_turn(
             )
 
     return turn
+
+
+def _refitted_notice(context: RunContext, real: int, how: str) -> Event:
+    """The notice of a conversation fitted again with the provider's real token count (``how``:
+    "counted" before sending, or "refused": the provider refused the request and stated it)."""
+    estimated = context.metadata.get("context", {}).get("estimated_tokens")
+    verb = "counted" if how == "counted" else "refused the request at"
+    return Event(
+        NOTICE,
+        {
+            "message": f"The model {verb} {real} tokens where about {estimated} were estimated; "
+            "the conversation was fitted again.",
+            "source": "window",
+        },
+    )
 
 
 #: events that mean the reply has started (after them a failed request is not retried)
