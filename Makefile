@@ -13,7 +13,7 @@ VENDOR := static/vendor
 VENDOR_STAMP := $(VENDOR)/.installed
 NPM ?= npm
 
-.PHONY: run test test-fast bench bench-peers lint install vendor clean
+.PHONY: run test test-fast bench bench-peers lint install vendor llama-server clean
 
 $(STAMP): setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -46,7 +46,13 @@ vendor: $(VENDOR_STAMP)
 run: $(STAMP) $(VENDOR_STAMP)
 	$(BIN)/odysseus serve
 
-test: $(STAMP) $(VENDOR_STAMP)
+# A real llama.cpp llama-server for tests/test_llama_server.py and bench 13: built once from the pinned
+# llama-cpp-python sdist with cmake (about 10 minutes on 2 cores) into ~/.cache/odysseus-test/
+# (LLAMA_SERVER_CACHE moves it); a no-op once built (tests/llamacpp.py).
+llama-server: $(STAMP)
+	$(BIN)/python tests/llamacpp.py build
+
+test: $(STAMP) $(VENDOR_STAMP) llama-server
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) $(VENDOR_STAMP)
