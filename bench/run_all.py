@@ -15,6 +15,7 @@ from . import (
     backends,
     concurrency,
     durable,
+    llama_ttft,
     memory,
     openai_api,
     overhead,
@@ -37,6 +38,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("targets", "8. Issue 22's targets against the model server itself", targets.run),
     ("floor", "10. The stack's floor: the same turn from a bare Flask app", stack_floor.run),
     ("openai", "11. The OpenAI-compatible API (/v1) against /api/chat_stream", openai_api.run),
+    ("llama", "13. Time to first token: through Odysseus against llama-server directly", llama_ttft.run),
     ("page", "14. The page's load in headless Chromium: bytes, requests, time to a usable composer", page_load.run),
 ]
 RESULTS_DIR = os.path.join(ROOT, "bench", "results")

@@ -79,3 +79,21 @@ def test_the_openai_api_benchmark_measures_every_path_side_by_side():
     assert paths == ["`direct`", "`/api/chat_stream`", "`/v1/chat/completions`", "`/v1/responses`"] * 2
     assert all(cells[-1].strip() == "0" for cells in rows)  # every reply on every path carried all its tokens
     assert done.stdout.count("within 10 % of /api/chat_stream") == 8
+
+
+@pytest.mark.slow
+def test_the_llama_server_benchmark_measures_both_paths_side_by_side():
+    import llamacpp
+
+    if not llamacpp.available():
+        if llamacpp.required():
+            pytest.fail("llama-server is not built (make llama-server)")
+        pytest.skip("llama-server is not built (make llama-server)")
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.llama_ttft", "--smoke"], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| ") and "ms" in line]
+    assert [cells[0].strip() for cells in rows] == ["llama-server directly", "through Odysseus"]
+    assert all(cells[1].strip() == "4" for cells in rows)
+    assert "x)" in rows[1][4]  # the added time, as a ratio too
