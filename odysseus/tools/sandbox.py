@@ -27,6 +27,8 @@ code tools are not offered, and the reason is reported). No Flask here.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import os
 import shutil
 import subprocess
@@ -57,6 +59,42 @@ SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 class SandboxError(Exception):
     """The sandbox cannot be set up (the reason is shown to the admin and the model)."""
+
+
+@dataclass(frozen=True)
+class TmpfsWorkspace:
+    """/workspace as a tmpfs of ``mount_bytes``, filled from and saved back to a host directory (quota.py).
+
+    ``persist_fd`` (that directory) and ``status_fd`` (the report pipe's write end) must reach the
+    sandbox: pass them to the process (``pass_fds``). ``workspace_child.py`` runs around the command.
+    """
+
+    persist_fd: int
+    status_fd: int
+    mount_bytes: int
+    limit_bytes: int
+    max_files: int
+    #: seconds the command may run; then it is killed and the workspace saved within quota
+    timeout: float
+
+
+@functools.lru_cache(maxsize=1)
+def _child_source() -> str:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "workspace_child.py"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _around(tmpfs: TmpfsWorkspace) -> List[str]:
+    """The workspace child's command line (the sandbox's own interpreter), to which ``--`` COMMAND is added."""
+    settings = {
+        "persist_fd": tmpfs.persist_fd,
+        "status_fd": tmpfs.status_fd,
+        "limit_bytes": tmpfs.limit_bytes,
+        "max_files": tmpfs.max_files,
+        "timeout": tmpfs.timeout,
+        "workspace": WORKSPACE,
+    }
+    return [interpreter(), "-I", "-S", "-c", _child_source(), json.dumps(settings), "--"]
 
 
 @dataclass
@@ -188,8 +226,19 @@ def check_layout(settings: SandboxSettings) -> None:
             raise SandboxError(f"DATA_DIR is inside {root}, which the sandbox binds read-only; move it")
 
 
-def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], *, network: bool = False) -> List[str]:
-    """The full command line running ``command`` in the sandbox with ``workspace`` at /workspace."""
+def sandbox_argv(
+    settings: SandboxSettings,
+    workspace: str,
+    command: List[str],
+    *,
+    network: bool = False,
+    tmpfs: Optional[TmpfsWorkspace] = None,
+) -> List[str]:
+    """The full command line running ``command`` in the sandbox with ``workspace`` at /workspace.
+
+    With ``tmpfs`` the host directory is not mounted at all: /workspace is a size-limited tmpfs
+    and the workspace child copies in and saves back through ``tmpfs.persist_fd``.
+    """
     bwrap = _which(settings.bwrap)
     if bwrap is None:
         raise SandboxError(f"bubblewrap not found: {settings.bwrap!r} (install the bubblewrap package)")
@@ -235,16 +284,15 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
         str(settings.tmp_bytes),
         "--tmpfs",
         "/tmp",
-        "--bind",
-        WORKSPACE if outer else workspace,
-        WORKSPACE,
-        "--chdir",
-        WORKSPACE,
-        "--clearenv",
     ]
+    if tmpfs is not None:
+        inner += ["--size", str(tmpfs.mount_bytes), "--tmpfs", WORKSPACE]
+    else:
+        inner += ["--bind", WORKSPACE if outer else workspace, WORKSPACE]
+    inner += ["--chdir", WORKSPACE, "--clearenv"]
     for key, value in env.items():
         inner += ["--setenv", key, value]
-    inner += ["--"] + limits + list(command)
+    inner += ["--"] + (_around(tmpfs) if tmpfs is not None else []) + limits + list(command)
     if not outer:
         return inner
     setpriv = _which("setpriv")
@@ -265,9 +313,10 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
         "/dev",
         "--tmpfs",
         "/tmp",
-        "--bind",
-        workspace,
-        WORKSPACE,
+    ]
+    if tmpfs is None:
+        wrapper += ["--bind", workspace, WORKSPACE]
+    wrapper += [
         "--",
         setpriv,
         f"--reuid={uid}",

@@ -1,0 +1,374 @@
+"""The program around a code tool's command inside the sandbox: fill /workspace, run, save back within quota.
+
+The server never imports it to run it: ``sandbox.sandbox_argv`` starts it with the sandbox's own
+interpreter as ``python -I -S -c <this source> <settings json> -- prlimit ... -- COMMAND``, with
+``/workspace`` an empty tmpfs of ``mount_bytes`` and two inherited descriptors: ``persist_fd``,
+the session's workspace directory on the host (there is no path to it in the sandbox), and
+``status_fd``, a pipe for the one-line JSON report the server reads. (``odysseus.tools.quota``
+imports ``measure`` and ``charge`` from here, so the host and the sandbox count alike.)
+
+Invariants:
+
+- The command never holds ``persist_fd`` or ``status_fd`` (both close-on-exec) and cannot take
+  them from us: we are non-dumpable, so a process of the same uid can neither ptrace us nor open
+  ``/proc/<pid>/fd``. It can kill us; then nothing is saved and the server says so.
+- Before anything is measured or saved, every other process of the sandbox is dead
+  (``kill(-1, SIGKILL)`` in the sandbox's PID namespace, until none is left), so nothing
+  changes /workspace between the check and the copy.
+- A file counts its apparent size rounded up to a 4 KiB block (a sparse file its full size: its
+  copy on the host is not sparse), every file, directory and symlink at least one block.
+- Past ``limit_bytes``, ``max_files`` or ``MAX_DEPTH``, or with the tmpfs full (a write got
+  ENOSPC), nothing is saved: the host directory stays as it was.
+- Saving mirrors /workspace onto the host directory under ``flock(persist_fd)``: new and changed
+  files copied (to a temporary name, then renamed), removed ones removed, symlinks re-created as
+  symlinks (never followed, on either side), fifos, sockets and devices left out. A file copied
+  in and untouched (same inode, ctime, size and mtime) is not copied again.
+- At ``timeout`` seconds after the start the command and everything it started are killed, and
+  what it wrote is saved within quota like any other call's; the server's own kill stays the
+  backstop.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+BLOCK = 4096
+MAX_DEPTH = 128
+#: exit code of a command stopped at the time limit (as timeout(1) uses)
+TIMED_OUT = 124
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class Full(Exception):
+    """A quota is exceeded: ``kind`` is "bytes", "files", "depth" or "space"."""
+
+    def __init__(self, kind):
+        super().__init__(kind)
+        self.kind = kind
+
+
+class Tally:
+    """Entries and bytes counted so far, against limits (None: no limit)."""
+
+    def __init__(self, max_bytes=None, max_files=None):
+        self.bytes = 0
+        self.files = 0
+        self.max_bytes = max_bytes
+        self.max_files = max_files
+
+    def add(self, st):
+        """Count one entry; raise ``Full`` past a limit."""
+        self.files += 1
+        self.bytes += charge(st)
+        if self.max_files is not None and self.files > self.max_files:
+            raise Full("files")
+        if self.max_bytes is not None and self.bytes > self.max_bytes:
+            raise Full("bytes")
+
+
+def charge(st):
+    """What one entry counts against the quota (see the module docstring)."""
+    if stat.S_ISREG(st.st_mode):
+        size = max(st.st_size, st.st_blocks * 512)
+        return max(BLOCK, -(-size // BLOCK) * BLOCK)
+    return BLOCK
+
+
+def kind(st):
+    """ "dir", "link", "file" or "other" (fifos, sockets, devices: never saved)."""
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
+    if stat.S_ISLNK(st.st_mode):
+        return "link"
+    if stat.S_ISREG(st.st_mode):
+        return "file"
+    return "other"
+
+
+def listing(dir_fd):
+    """{name: lstat} of a directory given by descriptor, in name order; "other" entries left out."""
+    out = {}
+    for name in sorted(os.listdir(dir_fd)):
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if kind(st) != "other":
+            out[name] = st
+    return out
+
+
+def open_dir(dir_fd, name):
+    """A descriptor of the subdirectory ``name`` (never through a symlink); made searchable if it was not."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:
+        os.chmod(name, 0o700, dir_fd=dir_fd)  # lstat said directory, and only we change this tree now
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def measure(dir_fd, tally, depth=0):
+    """Count everything under ``dir_fd`` into ``tally`` (raises ``Full`` past its limits or ``MAX_DEPTH``)."""
+    if depth > MAX_DEPTH:
+        raise Full("depth")
+    for name, st in listing(dir_fd).items():
+        tally.add(st)
+        if stat.S_ISDIR(st.st_mode):
+            sub = open_dir(dir_fd, name)
+            try:
+                measure(sub, tally, depth + 1)
+            finally:
+                os.close(sub)
+    return tally
+
+
+def copy_file(src_dir, name, dst_dir, target, st):
+    """Copy the regular file ``name`` to ``target`` (created; mode and mtime kept, owner may read and write)."""
+    try:
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src_dir)
+    except PermissionError:
+        os.chmod(name, (st.st_mode & 0o777) | 0o600, dir_fd=src_dir)
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=src_dir)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        dst = os.open(target, flags, 0o600, dir_fd=dst_dir)
+        try:
+            offset = 0
+            while True:
+                sent = os.sendfile(dst, src, offset, 1 << 20)
+                if not sent:
+                    break
+                offset += sent
+            os.fchmod(dst, (st.st_mode & 0o777) | 0o600)
+            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+def remove(dir_fd, name, st):
+    """Remove ``name`` (a directory with everything in it), never following a symlink."""
+    if stat.S_ISDIR(st.st_mode):
+        sub = open_dir(dir_fd, name)
+        try:
+            for child, child_st in _all_entries(sub).items():
+                remove(sub, child, child_st)
+        finally:
+            os.close(sub)
+        os.rmdir(name, dir_fd=dir_fd)
+    else:
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def _all_entries(dir_fd):
+    out = {}
+    for name in os.listdir(dir_fd):
+        try:
+            out[name] = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def load(src_dir, dst_dir, tally, seen, path=(), depth=0):
+    """Copy the host tree into the tmpfs; ``seen[path] = (inode, ctime)`` of each copy, to spot changes later."""
+    if depth > MAX_DEPTH:
+        raise Full("depth")
+    for name, st in listing(src_dir).items():
+        tally.add(st)
+        here = path + (name,)
+        if stat.S_ISDIR(st.st_mode):
+            os.mkdir(name, 0o700, dir_fd=dst_dir)
+            src_sub, dst_sub = open_dir(src_dir, name), open_dir(dst_dir, name)
+            try:
+                load(src_sub, dst_sub, tally, seen, here, depth + 1)
+            finally:
+                os.close(src_sub)
+                os.close(dst_sub)
+            os.chmod(name, (st.st_mode & 0o777) | 0o700, dir_fd=dst_dir)
+        elif stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(name, dir_fd=src_dir), name, dir_fd=dst_dir)
+        else:
+            copy_file(src_dir, name, dst_dir, name, st)
+        copied = os.stat(name, dir_fd=dst_dir, follow_symlinks=False)
+        seen[here] = (copied.st_ino, copied.st_ctime_ns)
+
+
+def _unused_name(taken):
+    for n in range(1000):
+        name = f".odysseus-part-{os.getpid()}-{n}"
+        if name not in taken:
+            return name
+    raise OSError(errno.EEXIST, "no free temporary name")
+
+
+def mirror(src_dir, dst_dir, seen, path=()):
+    """Make the host directory ``dst_dir`` hold exactly what the tmpfs directory ``src_dir`` holds."""
+    src, found = listing(src_dir), _all_entries(dst_dir)
+    dst = {}
+    for name, st in found.items():
+        if name in src and kind(st) == kind(src[name]):
+            dst[name] = st
+        else:
+            remove(dst_dir, name, st)
+    for name, st in src.items():
+        here, old = path + (name,), dst.get(name)
+        if stat.S_ISDIR(st.st_mode):
+            if old is None:
+                os.mkdir(name, 0o700, dir_fd=dst_dir)
+            src_sub, dst_sub = open_dir(src_dir, name), open_dir(dst_dir, name)
+            try:
+                mirror(src_sub, dst_sub, seen, here)
+            finally:
+                os.close(src_sub)
+                os.close(dst_sub)
+            os.chmod(name, (st.st_mode & 0o777) | 0o700, dir_fd=dst_dir)
+        elif stat.S_ISLNK(st.st_mode):
+            target = os.readlink(name, dir_fd=src_dir)
+            if old is not None and os.readlink(name, dir_fd=dst_dir) == target:
+                continue
+            if old is not None:
+                os.unlink(name, dir_fd=dst_dir)
+            os.symlink(target, name, dir_fd=dst_dir)
+        else:
+            untouched = seen.get(here) == (st.st_ino, st.st_ctime_ns)
+            if old is not None and untouched and (old.st_size, old.st_mtime_ns) == (st.st_size, st.st_mtime_ns):
+                continue
+            part = _unused_name(set(src) | set(found))
+            copy_file(src_dir, name, dst_dir, part, st)
+            os.replace(part, name, src_dir_fd=dst_dir, dst_dir_fd=dst_dir)
+
+
+def kill_the_rest():
+    """SIGKILL every other process of this PID namespace (not init, not us) until none is left."""
+    me, deadline = os.getpid(), time.monotonic() + 10
+    if (me, os.getppid()) != (2, 1):  # bwrap's init is 1 and its child (we) 2: never kill(-1) on a host
+        raise RuntimeError("not the first process of the sandbox's PID namespace")
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        alive = []
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (1, me):
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as fh:
+                        if fh.read().rsplit(b")", 1)[-1].split()[0] != b"Z":
+                            alive.append(name)
+                except OSError:
+                    continue
+        if not alive or time.monotonic() > deadline:
+            return not alive
+        time.sleep(0.01)  # SIGKILL is delivered as each process next runs
+
+
+def run_command(argv, timeout):
+    """Run the command with our stdin/stdout/stderr; (exit code, timed out)."""
+    try:
+        proc = subprocess.Popen(argv, close_fds=True, restore_signals=True)
+    except OSError as exc:
+        print(f"cannot run {argv[0]}: {exc.strerror}", file=sys.stderr, flush=True)
+        return 127, False
+    try:
+        code = proc.wait(timeout=max(0.0, timeout))
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    if timed_out:
+        kill_the_rest()
+        proc.wait()
+        return TIMED_OUT, True
+    return (128 - code if code < 0 else code), False
+
+
+def tmpfs_full(path):
+    """True when the tmpfs has no block left: some write of the command got ENOSPC."""
+    return os.statvfs(path).f_bavail == 0
+
+
+def not_dumpable():
+    """prctl(PR_SET_DUMPABLE, 0): the command (same uid) can neither ptrace us nor open our /proc/<pid>/fd."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def fill(persist, work, settings, report):
+    """Copy the host workspace into the tmpfs; False (with the reason in ``report``) when it does not fit."""
+    seen = {}
+    fcntl.flock(persist, fcntl.LOCK_SH)
+    try:
+        load(persist, work, Tally(max_files=settings["max_files"]), seen)
+    except Full as full:
+        report.update(full=full.kind, phase="load")
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        report.update(full="bytes", phase="load")
+    finally:
+        fcntl.flock(persist, fcntl.LOCK_UN)
+    return None if report["full"] else seen
+
+
+def save(persist, work, settings, seen, report):
+    """Within quota, mirror the tmpfs onto the host workspace; else leave the host as it was."""
+    try:
+        if tmpfs_full(settings["workspace"]):
+            raise Full("space")
+        tally = measure(work, Tally(settings["limit_bytes"], settings["max_files"]))
+    except Full as full:
+        report.update(full=full.kind, phase="save")
+        return
+    report.update(bytes=tally.bytes, files=tally.files)
+    fcntl.flock(persist, fcntl.LOCK_EX)
+    try:
+        mirror(work, persist, seen)
+    finally:
+        fcntl.flock(persist, fcntl.LOCK_UN)
+    report["saved"] = True
+
+
+def main(argv):
+    """Fill /workspace, run the command, check the quota, save; write the report; the command's exit code."""
+    started = time.monotonic()
+    settings = json.loads(argv[1])
+    command = argv[argv.index("--") + 1 :]
+    persist, status = settings["persist_fd"], settings["status_fd"]
+    os.set_inheritable(persist, False)
+    os.set_inheritable(status, False)
+    report = {"exit": None, "timed_out": False, "full": "", "phase": "", "saved": False, "bytes": 0, "files": 0}
+    code = 1
+    try:
+        not_dumpable()
+        work = os.open(settings["workspace"], _DIR_FLAGS)
+        report["phase"] = "load"
+        seen = fill(persist, work, settings, report)
+        if seen is None:
+            return code
+        report["phase"] = "run"
+        code, timed_out = run_command(command, settings["timeout"] - (time.monotonic() - started))
+        report.update(exit=code, timed_out=timed_out, phase="save")
+        if not kill_the_rest():
+            report["error"] = "a process of the sandbox did not end"
+            return code
+        save(persist, work, settings, seen, report)
+        return code if (report["saved"] or code) else 1
+    except Exception as exc:  # noqa: BLE001 - reported to the server, which tells the model
+        report["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        return code or 1
+    finally:
+        os.write(status, (json.dumps(report) + "\n").encode())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
