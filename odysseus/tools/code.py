@@ -1,14 +1,19 @@
 """Code tools: ``run_python`` and ``shell``, each call in a fresh bubblewrap sandbox.
 
-The sandbox (``sandbox.py``) sees only ``/usr``, the interpreter, a private ``/tmp`` and the
-session's workspace (or an admin's chosen directory, ``odysseus.context.workspace``) at
-``/workspace`` (its cwd and HOME), with new user, PID, IPC and network
+The sandbox (``sandbox.py``) sees only ``/usr``, the interpreter, a private ``/tmp`` and
+``/workspace`` (its cwd and HOME): for a session, a tmpfs holding a copy of the session's
+workspace that is saved back when the call ends, within the disk quota (``quota.py``; past it
+the call fails with "workspace full" and nothing is saved); for an admin's chosen directory
+(``odysseus.context.workspace``), that directory itself. New user, PID, IPC and network
 namespaces and resource limits. The program reaches the sandbox on stdin (``python -``), so the
 server never writes a file into a directory the sandboxed code controls. Output is read in
-bytes with a cap (``process.py``); stop or timeout kills the whole sandbox.
+bytes with a cap (``process.py``). The command gets ``CODE_TIMEOUT`` seconds (then the sandbox
+stops it and still saves its files), the call ``SAVE_GRACE`` more; a stop kills the whole
+sandbox at once, and then nothing of the call is saved.
 
 ``CODE_TOOLS_UNSANDBOXED`` (single-user mode only) runs the same commands directly in the
-workspace with a stripped environment; it exists for hosts where bubblewrap cannot work.
+workspace with a stripped environment and no quota; it exists for hosts where bubblewrap
+cannot work.
 """
 
 from __future__ import annotations

@@ -1,24 +1,38 @@
 """The code sandbox: bubblewrap command lines, resource limits, workspaces and the start-up probe.
 
-Every ``run_python`` / ``shell`` call runs as::
+Every ``run_python`` / ``shell`` call in a session workspace runs as::
 
     bwrap --unshare-user --unshare-pid --unshare-ipc [--unshare-net] --disable-userns
           --uid U --gid G --die-with-parent --new-session
           --ro-bind /usr /usr  (+ /bin /lib /lib64 ... as symlinks or read-only binds, as the host has them)
           --ro-bind PYTHON_PREFIX PYTHON_PREFIX   (only when the interpreter lives outside /usr)
           --proc /proc --dev /dev --size N --tmpfs /tmp
-          --bind SESSION_WORKSPACE /workspace --chdir /workspace --clearenv --setenv ...
+          --size LIMIT --tmpfs /workspace --chdir /workspace --clearenv --setenv ...
+          -- python -I -S -c WORKSPACE_CHILD SETTINGS
           -- prlimit --cpu --as --nproc --fsize --nofile --core=0 -- COMMAND
 
-Nothing else of the host is visible: no /etc (so no /etc/shadow), no data directory, no other
-workspace, no /home, and a /proc of the sandbox's own PID namespace only.
+Nothing else of the host is visible: no /etc (so no /etc/shadow), no data directory, no
+workspace directory of the host (not even this session's), no /home, and a /proc of the
+sandbox's own PID namespace only.
+
+The session's workspace on the host reaches the sandbox only as an inherited directory
+descriptor held by the workspace child (``workspace_child.py``, run with the sandbox's own
+interpreter): it copies the files into the tmpfs, runs the command (killing it at
+``CODE_TIMEOUT``), kills everything left, and saves the tmpfs back only within the quota
+(``quota.py``: ``WORKSPACE_MAX_BYTES``, ``WORKSPACE_MAX_FILES``, ``WORKSPACE_USER_MAX_BYTES``).
+The tmpfs is the real limit while the command runs (a write past it gets ENOSPC), so the data
+disk never holds more than the quota; the workspace lives in memory during a call.
+
+An admin's chosen directory (``for_chosen_directory``) is bound read-write at /workspace as it
+is, with no quota and no workspace child; so is every workspace with ``CODE_TOOLS_UNSANDBOXED``.
 
 When the server runs as root, that command runs inside an *outer* bwrap (as root, no user
 namespace) that binds only the same directories and switches to ``SANDBOX_UID`` with
 ``setpriv``. Two reasons: the kernel exempts uid 0 from ``RLIMIT_NPROC`` (a user namespace
 does not change the kernel uid), and bwrap started as an unprivileged uid cannot resolve a
-workspace below a 0700 data directory. Killing the outermost process kills everything: each
-bwrap dies with its parent and a PID namespace dies with its first process.
+workspace below a 0700 data directory (the descriptor is opened by the server). Killing the
+outermost process kills everything: each bwrap dies with its parent and a PID namespace dies
+with its first process.
 
 ``probe`` runs the real command line once at start-up (fail closed: when it does not work the
 code tools are not offered, and the reason is reported). No Flask here.
@@ -343,6 +357,10 @@ def for_chosen_directory(path: str, settings: SandboxSettings) -> SandboxSetting
     root-owned directory that means the kernel uid stays 0 (bwrap maps it, the sandbox still has
     its own namespaces and no capabilities), and then the kernel does not enforce
     ``SANDBOX_MAX_PROCESSES``: only an admin can choose such a directory.
+
+    Such a directory has no disk quota: it is bound read-write at /workspace (no tmpfs, no copy),
+    because it is the admin's own directory, often larger than any workspace limit, and the point
+    of choosing it is that the code changes it in place.
     """
     if not as_root():
         return settings
