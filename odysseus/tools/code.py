@@ -18,7 +18,6 @@ cannot work.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from .sandbox import (
     for_chosen_directory,
     interpreter,
     prepare_workspace,
+    read_report,
     sandbox_argv,
 )
 
@@ -126,7 +126,7 @@ def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> T
     finally:
         if stdin is not None:
             stdin.close()
-        report = _read_report(status) if status >= 0 else None
+        report = read_report(status) if status >= 0 else None
     if done.reason and done.reason != "timeout":
         raise ToolError(f"the process was killed ({done.reason})")
     output = done.output.decode("utf-8", "replace")
@@ -145,28 +145,6 @@ def _failed(output: str, exit_code: int, meta: dict, error: str) -> ToolResult:
     """A result the model reads as an error: the output, then ``Error: ...``; a non-zero exit code."""
     text = (output.rstrip("\n") + "\n" if output.strip() else "") + f"Error: {error}"
     return ToolResult(text, exit_code=exit_code or 1, meta={**meta, "error": error})
-
-
-def _read_report(fd: int) -> Optional[dict]:
-    """The workspace child's one-line JSON report (None when it ended without one); closes ``fd``."""
-    try:
-        os.set_blocking(fd, False)
-        data = b""
-        while len(data) < 65536:
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                break
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    try:
-        report = json.loads(data.decode("utf-8").splitlines()[0])
-    except (ValueError, IndexError):
-        return None
-    return report if isinstance(report, dict) else None
 
 
 def _with_report(

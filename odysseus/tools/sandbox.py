@@ -383,27 +383,65 @@ class SandboxStatus:
         return {"available": self.available, "sandbox": self.mode, "reason": self.reason or None}
 
 
+def read_report(fd: int) -> Optional[dict]:
+    """The workspace child's one-line JSON report from the pipe ``fd`` (None when there is none); closes ``fd``."""
+    data = b""
+    try:
+        os.set_blocking(fd, False)
+        while len(data) < 65536:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        report = json.loads(data.decode("utf-8").splitlines()[0])
+    except (ValueError, IndexError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
 def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
-    """Run the real sandbox once (``python -c``) to see that bwrap can create its namespaces here."""
+    """Run the real sandbox once (a tmpfs workspace, ``python -c`` writing a file) to see that it works here."""
     if settings.unsandboxed:
         return SandboxStatus(True, "unsandboxed", "CODE_TOOLS_UNSANDBOXED is set: code runs without a sandbox")
     scratch = tempfile.mkdtemp(prefix="odysseus-probe-")
+    status = -1
     try:
         prepare_workspace(scratch, settings)
-        argv = sandbox_argv(settings, scratch, [interpreter(), "-I", "-S", "-c", "print('sandbox-ok')"])
-        done = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            env={"PATH": SAFE_PATH},
-            start_new_session=True,
-        )
+        persist = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        status, status_write = os.pipe()
+        fds = (persist, status_write)
+        try:
+            tmpfs = TmpfsWorkspace(persist, status_write, 1024 * 1024, 1024 * 1024, 10, timeout)
+            code = "open('probe', 'w').write('ok'); print('sandbox-ok')"
+            argv = sandbox_argv(settings, scratch, [interpreter(), "-I", "-S", "-c", code], tmpfs=tmpfs)
+            done = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout + 10,
+                env={"PATH": SAFE_PATH},
+                start_new_session=True,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        report = read_report(status)
+        status = -1
+        kept = os.path.isfile(os.path.join(scratch, "probe"))
     except SandboxError as exc:
         return SandboxStatus(False, "off", str(exc))
     except (OSError, subprocess.SubprocessError) as exc:
         return SandboxStatus(False, "off", f"bubblewrap could not be run: {exc}"[:300])
     finally:
+        if status >= 0:
+            os.close(status)
         shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode != 0 or done.stdout.strip() != b"sandbox-ok":
         detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
@@ -413,6 +451,9 @@ def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
             "bubblewrap cannot create its namespaces here: "
             + (detail[-1][:200] if detail else f"exit {done.returncode}"),
         )
+    if not (report and report.get("saved") and kept):
+        why = (report or {}).get("error") or "no report from the workspace child"
+        return SandboxStatus(False, "off", f"the sandbox's workspace could not be saved: {why}"[:300])
     return SandboxStatus(True, "bubblewrap")
 
 
