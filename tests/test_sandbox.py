@@ -151,7 +151,8 @@ def test_with_a_quota_the_host_workspace_is_not_mounted_at_all(tmp_path):
     assert not [i for i in range(len(setup) - 2) if setup[i] == "--bind" and setup[i + 2] == "/workspace"]
     child = inner[inner.index("--") + 1 :]
     assert child[1:4] == ["-I", "-S", "-c"] and "workspace_child" not in child[0]
-    assert '"persist_fd": 7' in child[5] and child[-1] == "true" and child[child.index("--") + 1].endswith("prlimit")
+    assert child[5:11] == ["7", "8", str(2 * 1024 * 1024), "100", "5.0", "/workspace"] and child[11] == "--"
+    assert child[12].endswith("prlimit") and child[-1] == "true"
 
 
 # ------------------------------------------------------------------------------------------ output and time

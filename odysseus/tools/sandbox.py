@@ -100,15 +100,8 @@ def _child_source() -> str:
 
 def _around(tmpfs: TmpfsWorkspace) -> List[str]:
     """The workspace child's command line (the sandbox's own interpreter), to which ``--`` COMMAND is added."""
-    settings = {
-        "persist_fd": tmpfs.persist_fd,
-        "status_fd": tmpfs.status_fd,
-        "limit_bytes": tmpfs.limit_bytes,
-        "max_files": tmpfs.max_files,
-        "timeout": tmpfs.timeout,
-        "workspace": WORKSPACE,
-    }
-    return [interpreter(), "-I", "-S", "-c", _child_source(), json.dumps(settings), "--"]
+    numbers = (tmpfs.persist_fd, tmpfs.status_fd, tmpfs.limit_bytes, tmpfs.max_files, tmpfs.timeout)
+    return [interpreter(), "-I", "-S", "-c", _child_source(), *(str(n) for n in numbers), WORKSPACE, "--"]
 
 
 @dataclass

@@ -1,10 +1,12 @@
 """The program around a code tool's command inside the sandbox: fill /workspace, run, save back within quota.
 
 The server never imports it to run it: ``sandbox.sandbox_argv`` starts it with the sandbox's own
-interpreter as ``python -I -S -c <this source> <settings json> -- prlimit ... -- COMMAND``, with
-``/workspace`` an empty tmpfs of ``mount_bytes`` and two inherited descriptors: ``persist_fd``,
+interpreter as ``python -I -S -c <this source> PERSIST_FD STATUS_FD LIMIT_BYTES MAX_FILES TIMEOUT
+WORKSPACE -- prlimit ... -- COMMAND``, with WORKSPACE (/workspace) an empty tmpfs and two
+inherited descriptors: ``PERSIST_FD``,
 the session's workspace directory on the host (there is no path to it in the sandbox), and
-``status_fd``, a pipe for the one-line JSON report the server reads. (``odysseus.tools.quota``
+``STATUS_FD``, a pipe for the one-line JSON report the server reads. It imports only built-in
+modules (no json, subprocess or signal: each call pays for this interpreter's start). (``odysseus.tools.quota``
 imports ``measure`` and ``charge`` from here, so the host and the sandbox count alike.)
 
 Invariants:
@@ -28,13 +30,12 @@ Invariants:
   backstop.
 """
 
+import _signal
 import errno
 import fcntl
-import json
 import os
-import signal
+import select
 import stat
-import subprocess
 import sys
 import time
 
@@ -253,7 +254,7 @@ def kill_the_rest():
         raise RuntimeError("not the first process of the sandbox's PID namespace")
     while True:
         try:
-            os.kill(-1, signal.SIGKILL)
+            os.kill(-1, _signal.SIGKILL)
         except ProcessLookupError:
             pass
         alive = []
@@ -272,20 +273,24 @@ def kill_the_rest():
 
 def run_command(argv, timeout):
     """Run the command with our stdin/stdout/stderr; (exit code, timed out)."""
-    try:
-        proc = subprocess.Popen(argv, close_fds=True, restore_signals=True)
+    try:  # the default action for the signals Python ignores, as a shell would start it
+        pid = os.posix_spawn(argv[0], argv, os.environ, setsigdef=(_signal.SIGPIPE, _signal.SIGXFSZ))
     except OSError as exc:
-        print(f"cannot run {argv[0]}: {exc.strerror}", file=sys.stderr, flush=True)
+        os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
         return 127, False
+    ended = os.pidfd_open(pid)
     try:
-        code = proc.wait(timeout=max(0.0, timeout))
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    if timed_out:
-        kill_the_rest()
-        proc.wait()
-        return TIMED_OUT, True
+        poller = select.poll()
+        poller.register(ended, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while not poller.poll(max(0, int((deadline - time.monotonic()) * 1000)) + 1):
+            if time.monotonic() >= deadline:
+                kill_the_rest()
+                os.waitpid(pid, 0)
+                return TIMED_OUT, True
+    finally:
+        os.close(ended)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     return (128 - code if code < 0 else code), False
 
 
@@ -338,12 +343,26 @@ def save(persist, work, settings, seen, report):
     report["saved"] = True
 
 
+def to_json(report):
+    """``report`` (str, int, bool and None values) as one line of JSON, without the json module."""
+    parts = []
+    for key, value in report.items():
+        if isinstance(value, str):
+            text = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in value)
+            parts.append(f'"{key}": "{text}"')
+        elif isinstance(value, bool) or value is None:
+            parts.append(f'"{key}": {"null" if value is None else str(value).lower()}')
+        else:
+            parts.append(f'"{key}": {int(value)}')
+    return "{" + ", ".join(parts) + "}"
+
+
 def main(argv):
     """Fill /workspace, run the command, check the quota, save; write the report; the command's exit code."""
     started = time.monotonic()
-    settings = json.loads(argv[1])
-    command = argv[argv.index("--") + 1 :]
-    persist, status = settings["persist_fd"], settings["status_fd"]
+    persist, status, limit_bytes, max_files = (int(arg) for arg in argv[1:5])
+    settings = {"limit_bytes": limit_bytes, "max_files": max_files, "workspace": argv[6]}
+    timeout, command = float(argv[5]), argv[argv.index("--") + 1 :]
     os.set_inheritable(persist, False)
     os.set_inheritable(status, False)
     report = {"exit": None, "timed_out": False, "full": "", "phase": "", "saved": False, "bytes": 0, "files": 0}
@@ -356,7 +375,7 @@ def main(argv):
         if seen is None:
             return code
         report["phase"] = "run"
-        code, timed_out = run_command(command, settings["timeout"] - (time.monotonic() - started))
+        code, timed_out = run_command(command, timeout - (time.monotonic() - started))
         report.update(exit=code, timed_out=timed_out, phase="save")
         if not kill_the_rest():
             report["error"] = "a process of the sandbox did not end"
@@ -367,7 +386,7 @@ def main(argv):
         report["error"] = f"{type(exc).__name__}: {exc}"[:300]
         return code or 1
     finally:
-        os.write(status, (json.dumps(report) + "\n").encode())
+        os.write(status, (to_json(report) + "\n").encode())
 
 
 if __name__ == "__main__":
