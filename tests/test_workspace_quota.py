@@ -7,6 +7,7 @@ compares the host directory (every entry's kind, bytes and link target) before a
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -163,6 +164,28 @@ def test_a_call_within_quota_is_saved_exactly_and_the_next_call_sees_it(tmp_path
     lines = third.output.splitlines()
     assert lines[:5] == ["ONE", "new", "/etc/passwd", "a.txt", "ran"] and "No such file" in lines[5]
     assert "outside" not in third.output  # the host path means nothing inside the sandbox
+
+
+def test_unreadable_files_and_closed_folders_are_saved_and_removable(tmp_path):
+    """Modes are kept, except that the owner can always read and write (so the next call can load them)."""
+    ctx = make_ctx(tmp_path)
+    made = shell({"command": "echo s > secret; chmod 000 secret; mkdir ro; echo x > ro/f; chmod 500 ro; echo ok"}, ctx)
+    assert made.output.strip() == "ok" and made.exit_code == 0
+    host = ctx.workspace()
+    assert snapshot(host) == {"secret": ("file", b"s\n"), "ro": ("dir",), "ro/f": ("file", b"x\n")}
+    assert stat.S_IMODE(os.stat(os.path.join(host, "secret")).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.join(host, "ro")).st_mode) == 0o700
+    gone = shell({"command": "cat secret ro/f && rm -rf secret ro && ls -A | wc -l"}, ctx)
+    assert gone.output.split() == ["s", "x", "0"] and snapshot(host) == {}
+
+
+def test_the_report_line_is_json_whatever_the_error_says():
+    from odysseus.tools.workspace_child import to_json
+
+    report = {"error": 'a "quoted" \\ back\nline \x00 \udcff é \U0001f600 \U000e0001', "exit": None, "saved": False}
+    decoded = json.loads(to_json(report).encode().decode("utf-8"))
+    assert decoded == {**report, "error": report["error"][:-1] + "?"}
+    assert "\n" not in to_json(report)
 
 
 def test_the_per_user_total_holds_across_workspaces_and_not_across_users(tmp_path):

@@ -106,12 +106,17 @@ def listing(dir_fd):
 
 
 def open_dir(dir_fd, name):
-    """A descriptor of the subdirectory ``name`` (never through a symlink); made searchable if it was not."""
+    """A descriptor of the subdirectory ``name`` (never through a symlink), made readable, writable, searchable."""
     try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:  # lstat said directory, and only we change this tree now
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        os.chmod(name, (mode & 0o777) | 0o700, dir_fd=dir_fd)
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-    except PermissionError:
-        os.chmod(name, 0o700, dir_fd=dir_fd)  # lstat said directory, and only we change this tree now
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    mode = os.fstat(fd).st_mode
+    if mode & 0o700 != 0o700:  # so that what is in it can be copied and removed
+        os.fchmod(fd, (mode & 0o777) | 0o700)
+    return fd
 
 
 def measure(dir_fd, tally, depth=0):
@@ -348,7 +353,10 @@ def to_json(report):
     parts = []
     for key, value in report.items():
         if isinstance(value, str):
-            text = "".join(c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" for c in value)
+            text = "".join(
+                c if c.isprintable() and c not in '"\\' else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else "?"
+                for c in value
+            )
             parts.append(f'"{key}": "{text}"')
         elif isinstance(value, bool) or value is None:
             parts.append(f'"{key}": {"null" if value is None else str(value).lower()}')
