@@ -18,7 +18,7 @@ from agent_fakes import ScriptedProvider, calls, of, say, sse_frames
 
 from odysseus import create_app
 from odysseus.agent.tool_runner import run_tool
-from odysseus.cancel import CancelToken
+from odysseus.cancel import CancelToken, Cancelled
 from odysseus.llm.llm_core import ModelRouter
 from odysseus.tools.code import code_tools, run_python, shell
 from odysseus.tools.registry import ToolContext
@@ -228,6 +228,23 @@ def test_a_timed_out_call_still_saves_what_it_wrote_within_quota(tmp_path):
     past = shell({"command": "head -c 3M /dev/zero > big; sleep 30"}, ctx)
     assert "timed out after 1 s" in past.output and "workspace full" in past.output and past.exit_code == 124
     assert snapshot(ctx.workspace()) == {"partial.txt": ("file", b"written before the limit")}
+
+
+def test_a_stopped_call_saves_nothing(tmp_path):
+    """A stop kills the whole sandbox at once: what the interrupted call wrote is not kept (the docs say so)."""
+    ctx = make_ctx(tmp_path)
+    tool = code_tools({})[1]
+    run_cancel = CancelToken()
+    command = "echo written > f; echo ready; sleep 30"
+    gen = run_tool(tool, {"command": command}, ctx, run_cancel, timeout=60, progress_interval=0.1, round_no=1)
+    event = next(gen)
+    while "ready" not in event.data["message"]:
+        event = next(gen)
+    run_cancel.cancel("stopped")
+    with pytest.raises(Cancelled):
+        for _ in gen:
+            pass
+    assert snapshot(ctx.workspace()) == {}
 
 
 # ------------------------------------------------------------------------------------------ the command's reach

@@ -87,10 +87,15 @@ def run_bounded(
 ) -> ProcessResult:
     """Run ``argv`` in a new session; return its exit code and at most ``max_bytes`` of output.
 
-    ``pass_fds`` reach the process (and are closed here once it has started).
+    ``pass_fds`` reach the process; they are closed here in every case (once it has started, or not).
     """
-    cancel.raise_if_cancelled()
-    read_fd, write_fd = os.pipe()
+    try:
+        cancel.raise_if_cancelled()
+        read_fd, write_fd = os.pipe()
+    except BaseException:
+        for fd in pass_fds:
+            os.close(fd)
+        raise
     try:
         proc = subprocess.Popen(
             argv,

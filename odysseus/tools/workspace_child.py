@@ -3,11 +3,11 @@
 The server never imports it to run it: ``sandbox.sandbox_argv`` starts it with the sandbox's own
 interpreter as ``python -I -S -c <this source> PERSIST_FD STATUS_FD LIMIT_BYTES MAX_FILES TIMEOUT
 WORKSPACE -- prlimit ... -- COMMAND``, with WORKSPACE (/workspace) an empty tmpfs and two
-inherited descriptors: ``PERSIST_FD``,
-the session's workspace directory on the host (there is no path to it in the sandbox), and
-``STATUS_FD``, a pipe for the one-line JSON report the server reads. It imports only built-in
-modules (no json, subprocess or signal: each call pays for this interpreter's start). (``odysseus.tools.quota``
-imports ``measure`` and ``charge`` from here, so the host and the sandbox count alike.)
+inherited descriptors: PERSIST_FD, the session's workspace directory on the host (there is no
+path to it in the sandbox), and STATUS_FD, a pipe for the one-line JSON report the server reads.
+It imports only built-in modules (no json, subprocess or signal: every call pays for this
+interpreter's start). ``odysseus.tools.quota`` imports ``measure`` and ``charge`` from here, so
+the host and the sandbox count alike.
 
 Invariants:
 
