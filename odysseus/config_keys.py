@@ -242,6 +242,9 @@ KEYS: List[Key] = [
         ("SANDBOX_MAX_FILE_BYTES", 64 * MiB, "RLIMIT_FSIZE: largest file a call may write"),
         ("SANDBOX_MAX_OPEN_FILES", 256, "RLIMIT_NOFILE"),
         ("SANDBOX_TMP_BYTES", 64 * MiB, "size of the private `/tmp` (tmpfs)"),
+        ("WORKSPACE_MAX_BYTES", 256 * MiB, "bytes one session workspace may hold (each entry counts at least 4 KiB)"),
+        ("WORKSPACE_MAX_FILES", 10_000, "files, folders and symlinks one session workspace may hold"),
+        ("WORKSPACE_USER_MAX_BYTES", 1024 * MiB, "bytes all of one user's session workspaces may hold together"),
         ("CODE_TOOLS_UNSANDBOXED", False, "single-user mode only: run code tools without bubblewrap"),
     ),
     *_keys(

@@ -138,6 +138,23 @@ def test_the_command_line_has_the_isolation_flags(tmp_path):
     assert "--unshare-net" not in networked
 
 
+def test_with_a_quota_the_host_workspace_is_not_mounted_at_all(tmp_path):
+    """/workspace is a tmpfs of the call's size; the host directory only reaches the workspace child as a descriptor."""
+    host = str(tmp_path / "workspaces" / "u1" / "s1")
+    tmpfs = sandbox.TmpfsWorkspace(7, 8, 2 * 1024 * 1024 + 4096, 2 * 1024 * 1024, 100, 5.0)
+    argv = sandbox.sandbox_argv(sandbox.SandboxSettings(data_dir=str(tmp_path)), host, ["true"], tmpfs=tmpfs)
+    assert not [arg for arg in argv if host in arg]
+    inner = argv[len(argv) - argv[::-1].index(argv[0]) - 1 :]
+    at = inner.index("--tmpfs", inner.index("/tmp") + 1)
+    assert inner[at - 2 : at + 2] == ["--size", str(2 * 1024 * 1024 + 4096), "--tmpfs", "/workspace"]
+    setup = inner[: inner.index("--")]
+    assert not [i for i in range(len(setup) - 2) if setup[i] == "--bind" and setup[i + 2] == "/workspace"]
+    child = inner[inner.index("--") + 1 :]
+    assert child[1:4] == ["-I", "-S", "-c"] and "workspace_child" not in child[0]
+    assert child[5:11] == ["7", "8", str(2 * 1024 * 1024), "100", "5.0", "/workspace"] and child[11] == "--"
+    assert child[12].endswith("prlimit") and child[-1] == "true"
+
+
 # ------------------------------------------------------------------------------------------ output and time
 def test_output_without_newlines_is_capped_in_bytes_and_the_rest_counted(tmp_path):
     ctx = make_ctx(tmp_path, TOOL_OUTPUT_MAX_BYTES=4096)
@@ -230,7 +247,14 @@ ctx = ToolContext(owner='u', session_id='s', cancel=CancelToken(), workspace_roo
 # the count uses shell builtins only: with every process slot taken, `ls | grep` could not fork
 out = shell({'command': 'id -u; pwd; i=0; while [ $i -lt 50 ]; do sleep 5 >/dev/null 2>&1 & i=$((i+1)); done 2>&1 '
                         '| tail -1; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo $n'}, ctx).output
-print(json.dumps({'available': status.available, 'reason': status.reason, 'out': out}))
+# the disk quota works the same without root: past it nothing is saved, within it everything is
+quota = ToolContext(owner='u', session_id='q', cancel=CancelToken(), workspace_root=data + '/ws',
+                    config={'DATA_DIR': data + '/data', 'WORKSPACE_MAX_BYTES': 1024 * 1024})
+full = shell({'command': 'echo small > kept; head -c 2000000 /dev/zero > big'}, quota).output
+shell({'command': 'echo small > kept; ln -s kept link'}, quota)
+import os
+kept = sorted(os.listdir(quota.workspace())), os.readlink(quota.workspace() + '/link')
+print(json.dumps({'available': status.available, 'reason': status.reason, 'out': out, 'full': full, 'kept': kept}))
 """
 
 
@@ -282,6 +306,8 @@ def test_a_server_running_as_an_ordinary_user_gets_the_same_sandbox(tmp_path):
     lines = result["out"].split()
     assert lines[0] == "65534" and lines[1] == "/workspace" and "fork" in result["out"].lower(), result["out"]
     assert int(lines[-1]) <= 12, result["out"]
+    assert "workspace full: no space left in /workspace (limit 1 MiB per workspace)" in result["full"]
+    assert result["kept"] == [["kept", "link"], "kept"]
 
 
 def tempfile_dir(tmp_path) -> str:

@@ -1,14 +1,19 @@
 """Code tools: ``run_python`` and ``shell``, each call in a fresh bubblewrap sandbox.
 
-The sandbox (``sandbox.py``) sees only ``/usr``, the interpreter, a private ``/tmp`` and the
-session's workspace (or an admin's chosen directory, ``odysseus.context.workspace``) at
-``/workspace`` (its cwd and HOME), with new user, PID, IPC and network
+The sandbox (``sandbox.py``) sees only ``/usr``, the interpreter, a private ``/tmp`` and
+``/workspace`` (its cwd and HOME): for a session, a tmpfs holding a copy of the session's
+workspace that is saved back when the call ends, within the disk quota (``quota.py``; past it
+the call fails with "workspace full" and nothing is saved); for an admin's chosen directory
+(``odysseus.context.workspace``), that directory itself. New user, PID, IPC and network
 namespaces and resource limits. The program reaches the sandbox on stdin (``python -``), so the
 server never writes a file into a directory the sandboxed code controls. Output is read in
-bytes with a cap (``process.py``); stop or timeout kills the whole sandbox.
+bytes with a cap (``process.py``). The command gets ``CODE_TIMEOUT`` seconds (then the sandbox
+stops it and still saves its files), the call ``SAVE_GRACE`` more; a stop kills the whole
+sandbox at once, and then nothing of the call is saved.
 
 ``CODE_TOOLS_UNSANDBOXED`` (single-user mode only) runs the same commands directly in the
-workspace with a stripped environment; it exists for hosts where bubblewrap cannot work.
+workspace with a stripped environment and no quota; it exists for hosts where bubblewrap
+cannot work.
 """
 
 from __future__ import annotations
@@ -16,23 +21,28 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import List
+from typing import List, Optional
 
 from .process import run_bounded
+from .quota import QuotaPlan, WorkspaceQuota, full_message, plan, saved
 from .registry import Tool, ToolContext, ToolError, ToolResult
 from .sandbox import (
     SAFE_PATH,
     SandboxError,
     SandboxSettings,
+    TmpfsWorkspace,
     for_chosen_directory,
     interpreter,
     prepare_workspace,
+    read_report,
     sandbox_argv,
 )
 
 #: the tools this module provides (removed from the offer when the sandbox is unusable)
 CODE_TOOL_NAMES = ("run_python", "shell")
 DEFAULT_OUTPUT_MAX_BYTES = 1024 * 1024
+#: seconds a call may take past ``CODE_TIMEOUT``: bubblewrap's start, loading and saving the workspace
+SAVE_GRACE = 30.0
 
 
 def safe_env(workdir: str) -> dict:
@@ -61,12 +71,20 @@ def _stdin_with(text: str):
 
 
 def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> ToolResult:
-    """Run ``command`` for this session (sandboxed unless configured otherwise); cap the kept output."""
+    """Run ``command`` for this session (sandboxed unless configured otherwise); cap the kept output.
+
+    A session workspace is a tmpfs within quota (``quota.py``, ``workspace_child.py``); an admin's
+    chosen directory is bound as it is and has no quota, and neither has the unsandboxed mode.
+    """
     settings = SandboxSettings.from_config(ctx.config)
     workdir = ctx.workspace()
     max_bytes = int(ctx.config.get("TOOL_OUTPUT_MAX_BYTES", DEFAULT_OUTPUT_MAX_BYTES))
-    # A safety net behind the tool runner's own time limit (which cancels us first).
-    timeout = float(ctx.config.get("CODE_TIMEOUT", 30.0)) + 10.0
+    code_timeout = float(ctx.config.get("CODE_TIMEOUT", 30.0))
+    timeout = code_timeout  # the host's kill; with a quota the sandbox stops the command itself first
+    quota = WorkspaceQuota.from_config(ctx.config)
+    limits: Optional[QuotaPlan] = None
+    fds: List[int] = []
+    status = -1
     try:
         if ctx.workspace_dir:  # an admin's chosen host directory: bound as it is, never re-owned
             settings = for_chosen_directory(workdir, settings)
@@ -74,10 +92,24 @@ def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> T
             prepare_workspace(workdir, settings)
         if settings.unsandboxed:
             argv, env, cwd = command, safe_env(workdir), workdir
-        else:
+        elif ctx.workspace_dir:
             argv, env, cwd = sandbox_argv(settings, workdir, command, network=ctx.network), {"PATH": SAFE_PATH}, None
-    except SandboxError as exc:
-        raise ToolError(f"the sandbox is not available: {exc}") from None
+        else:
+            limits = plan(quota, workdir)
+            fds.append(os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC))
+            status, status_write = os.pipe()
+            fds.append(status_write)
+            tmpfs = TmpfsWorkspace(
+                fds[0], status_write, limits.mount_bytes, limits.limit_bytes, quota.max_files, code_timeout
+            )
+            argv = sandbox_argv(settings, workdir, command, network=ctx.network, tmpfs=tmpfs)
+            env, cwd, timeout = {"PATH": SAFE_PATH}, None, code_timeout + SAVE_GRACE - 1
+    except BaseException as exc:
+        for fd in fds + ([status] if status >= 0 else []):
+            os.close(fd)
+        if isinstance(exc, SandboxError):
+            raise ToolError(f"the sandbox is not available: {exc}") from None
+        raise
     stdin = _stdin_with(stdin_text) if stdin_text else None
     try:
         done = run_bounded(
@@ -89,20 +121,62 @@ def run_process(command: List[str], ctx: ToolContext, stdin_text: str = "") -> T
             stdin=stdin,
             env=env,
             cwd=cwd,
+            pass_fds=fds,
         )
     finally:
         if stdin is not None:
             stdin.close()
-    if done.reason:
+        report = read_report(status) if status >= 0 else None
+    if done.reason and done.reason != "timeout":
         raise ToolError(f"the process was killed ({done.reason})")
     output = done.output.decode("utf-8", "replace")
     if done.dropped:
         output += f"\n[output truncated: {done.dropped} more bytes were dropped]"
-    return ToolResult(
-        output if output.strip() else "(no output)",
-        exit_code=done.exit_code or 0,
-        meta={"exit_code": done.exit_code, "truncated": bool(done.dropped)},
-    )
+    meta: dict = {"exit_code": done.exit_code, "truncated": bool(done.dropped)}
+    if done.reason == "timeout":
+        meta["timeout"] = code_timeout
+        return _failed(output, 124, meta, f"timed out after {code_timeout:g} s: the process was stopped")
+    if limits is not None:
+        return _with_report(output, done.exit_code, meta, report, quota, limits, workdir, code_timeout)
+    return ToolResult(output if output.strip() else "(no output)", exit_code=done.exit_code or 0, meta=meta)
+
+
+def _failed(output: str, exit_code: int, meta: dict, error: str) -> ToolResult:
+    """A result the model reads as an error: the output, then ``Error: ...``; a non-zero exit code."""
+    text = (output.rstrip("\n") + "\n" if output.strip() else "") + f"Error: {error}"
+    return ToolResult(text, exit_code=exit_code or 1, meta={**meta, "error": error})
+
+
+def _with_report(
+    output: str,
+    exit_code: Optional[int],
+    meta: dict,
+    report: Optional[dict],
+    quota: WorkspaceQuota,
+    limits: QuotaPlan,
+    workdir: str,
+    code_timeout: float,
+) -> ToolResult:
+    """The result of a call with a quota, from the workspace child's report: saved, full, or timed out."""
+    if report is None:  # the command killed the child, or it could not start
+        return _failed(output, exit_code or 1, meta, "the sandbox ended before /workspace was saved; nothing was kept")
+    if report.get("exit") is not None:
+        exit_code = int(report["exit"])
+    meta["exit_code"] = exit_code
+    timed_out = f"timed out after {code_timeout:g} s: the process was stopped"
+    if report.get("timed_out"):
+        meta["timeout"] = code_timeout
+    if report.get("full"):
+        meta["workspace_full"] = True
+        error = full_message(report, quota, limits)
+        return _failed(output, exit_code or 1, meta, f"{timed_out}; {error}" if report.get("timed_out") else error)
+    if report.get("error") or not report.get("saved"):
+        error = f"/workspace was not saved: {report.get('error') or 'unknown reason'}"
+        return _failed(output, exit_code or 1, meta, error)
+    saved(workdir, quota, int(report.get("bytes") or 0))
+    if report.get("timed_out"):
+        return _failed(output, exit_code or 124, meta, f"{timed_out}; what it wrote to /workspace was kept")
+    return ToolResult(output if output.strip() else "(no output)", exit_code=exit_code or 0, meta=meta)
 
 
 def _python(ctx: ToolContext) -> str:
@@ -127,8 +201,8 @@ def shell(args: dict, ctx: ToolContext) -> ToolResult:
 
 
 def code_tools(config: dict, approval: bool = True) -> List[Tool]:
-    """``run_python`` and ``shell``, with the configured time limit."""
-    timeout = float(config.get("CODE_TIMEOUT", 30.0))
+    """``run_python`` and ``shell``: the command gets ``CODE_TIMEOUT``, the call that plus saving its files."""
+    timeout = float(config.get("CODE_TIMEOUT", 30.0)) + SAVE_GRACE
     return [
         Tool(
             "run_python",

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Sequence
 
 from ..cancel import CancelToken
 
@@ -83,10 +83,19 @@ def run_bounded(
     stdin=None,
     env: Optional[dict] = None,
     cwd: Optional[str] = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessResult:
-    """Run ``argv`` in a new session; return its exit code and at most ``max_bytes`` of output."""
-    cancel.raise_if_cancelled()
-    read_fd, write_fd = os.pipe()
+    """Run ``argv`` in a new session; return its exit code and at most ``max_bytes`` of output.
+
+    ``pass_fds`` reach the process; they are closed here in every case (once it has started, or not).
+    """
+    try:
+        cancel.raise_if_cancelled()
+        read_fd, write_fd = os.pipe()
+    except BaseException:
+        for fd in pass_fds:
+            os.close(fd)
+        raise
     try:
         proc = subprocess.Popen(
             argv,
@@ -97,12 +106,15 @@ def run_bounded(
             cwd=cwd,
             start_new_session=True,
             close_fds=True,
+            pass_fds=tuple(pass_fds),
         )
     except BaseException:
         os.close(read_fd)
         raise
     finally:
         os.close(write_fd)
+        for fd in pass_fds:
+            os.close(fd)
     os.set_blocking(read_fd, False)
     unregister = cancel.on_cancel(lambda: kill_group(proc))
     kept: List[bytes] = []

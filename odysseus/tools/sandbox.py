@@ -1,24 +1,38 @@
 """The code sandbox: bubblewrap command lines, resource limits, workspaces and the start-up probe.
 
-Every ``run_python`` / ``shell`` call runs as::
+Every ``run_python`` / ``shell`` call in a session workspace runs as::
 
     bwrap --unshare-user --unshare-pid --unshare-ipc [--unshare-net] --disable-userns
           --uid U --gid G --die-with-parent --new-session
           --ro-bind /usr /usr  (+ /bin /lib /lib64 ... as symlinks or read-only binds, as the host has them)
           --ro-bind PYTHON_PREFIX PYTHON_PREFIX   (only when the interpreter lives outside /usr)
           --proc /proc --dev /dev --size N --tmpfs /tmp
-          --bind SESSION_WORKSPACE /workspace --chdir /workspace --clearenv --setenv ...
+          --size LIMIT --tmpfs /workspace --chdir /workspace --clearenv --setenv ...
+          -- python -I -S -c WORKSPACE_CHILD SETTINGS
           -- prlimit --cpu --as --nproc --fsize --nofile --core=0 -- COMMAND
 
-Nothing else of the host is visible: no /etc (so no /etc/shadow), no data directory, no other
-workspace, no /home, and a /proc of the sandbox's own PID namespace only.
+Nothing else of the host is visible: no /etc (so no /etc/shadow), no data directory, no
+workspace directory of the host (not even this session's), no /home, and a /proc of the
+sandbox's own PID namespace only.
+
+The session's workspace on the host reaches the sandbox only as an inherited directory
+descriptor held by the workspace child (``workspace_child.py``, run with the sandbox's own
+interpreter): it copies the files into the tmpfs, runs the command (killing it at
+``CODE_TIMEOUT``), kills everything left, and saves the tmpfs back only within the quota
+(``quota.py``: ``WORKSPACE_MAX_BYTES``, ``WORKSPACE_MAX_FILES``, ``WORKSPACE_USER_MAX_BYTES``).
+The tmpfs is the real limit while the command runs (a write past it gets ENOSPC), so the data
+disk never holds more than the quota; the workspace lives in memory during a call.
+
+An admin's chosen directory (``for_chosen_directory``) is bound read-write at /workspace as it
+is, with no quota and no workspace child; so is every workspace with ``CODE_TOOLS_UNSANDBOXED``.
 
 When the server runs as root, that command runs inside an *outer* bwrap (as root, no user
 namespace) that binds only the same directories and switches to ``SANDBOX_UID`` with
 ``setpriv``. Two reasons: the kernel exempts uid 0 from ``RLIMIT_NPROC`` (a user namespace
 does not change the kernel uid), and bwrap started as an unprivileged uid cannot resolve a
-workspace below a 0700 data directory. Killing the outermost process kills everything: each
-bwrap dies with its parent and a PID namespace dies with its first process.
+workspace below a 0700 data directory (the descriptor is opened by the server). Killing the
+outermost process kills everything: each bwrap dies with its parent and a PID namespace dies
+with its first process.
 
 ``probe`` runs the real command line once at start-up (fail closed: when it does not work the
 code tools are not offered, and the reason is reported). No Flask here.
@@ -27,6 +41,8 @@ code tools are not offered, and the reason is reported). No Flask here.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import os
 import shutil
 import subprocess
@@ -57,6 +73,35 @@ SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 class SandboxError(Exception):
     """The sandbox cannot be set up (the reason is shown to the admin and the model)."""
+
+
+@dataclass(frozen=True)
+class TmpfsWorkspace:
+    """/workspace as a tmpfs of ``mount_bytes``, filled from and saved back to a host directory (quota.py).
+
+    ``persist_fd`` (that directory) and ``status_fd`` (the report pipe's write end) must reach the
+    sandbox: pass them to the process (``pass_fds``). ``workspace_child.py`` runs around the command.
+    """
+
+    persist_fd: int
+    status_fd: int
+    mount_bytes: int
+    limit_bytes: int
+    max_files: int
+    #: seconds the command may run; then it is killed and the workspace saved within quota
+    timeout: float
+
+
+@functools.lru_cache(maxsize=1)
+def _child_source() -> str:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "workspace_child.py"), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _around(tmpfs: TmpfsWorkspace) -> List[str]:
+    """The workspace child's command line (the sandbox's own interpreter), to which ``--`` COMMAND is added."""
+    numbers = (tmpfs.persist_fd, tmpfs.status_fd, tmpfs.limit_bytes, tmpfs.max_files, tmpfs.timeout)
+    return [interpreter(), "-I", "-S", "-c", _child_source(), *(str(n) for n in numbers), WORKSPACE, "--"]
 
 
 @dataclass
@@ -188,8 +233,19 @@ def check_layout(settings: SandboxSettings) -> None:
             raise SandboxError(f"DATA_DIR is inside {root}, which the sandbox binds read-only; move it")
 
 
-def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], *, network: bool = False) -> List[str]:
-    """The full command line running ``command`` in the sandbox with ``workspace`` at /workspace."""
+def sandbox_argv(
+    settings: SandboxSettings,
+    workspace: str,
+    command: List[str],
+    *,
+    network: bool = False,
+    tmpfs: Optional[TmpfsWorkspace] = None,
+) -> List[str]:
+    """The full command line running ``command`` in the sandbox with ``workspace`` at /workspace.
+
+    With ``tmpfs`` the host directory is not mounted at all: /workspace is a size-limited tmpfs
+    and the workspace child copies in and saves back through ``tmpfs.persist_fd``.
+    """
     bwrap = _which(settings.bwrap)
     if bwrap is None:
         raise SandboxError(f"bubblewrap not found: {settings.bwrap!r} (install the bubblewrap package)")
@@ -235,16 +291,15 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
         str(settings.tmp_bytes),
         "--tmpfs",
         "/tmp",
-        "--bind",
-        WORKSPACE if outer else workspace,
-        WORKSPACE,
-        "--chdir",
-        WORKSPACE,
-        "--clearenv",
     ]
+    if tmpfs is not None:
+        inner += ["--size", str(tmpfs.mount_bytes), "--tmpfs", WORKSPACE]
+    else:
+        inner += ["--bind", WORKSPACE if outer else workspace, WORKSPACE]
+    inner += ["--chdir", WORKSPACE, "--clearenv"]
     for key, value in env.items():
         inner += ["--setenv", key, value]
-    inner += ["--"] + limits + list(command)
+    inner += ["--"] + (_around(tmpfs) if tmpfs is not None else []) + limits + list(command)
     if not outer:
         return inner
     setpriv = _which("setpriv")
@@ -265,9 +320,10 @@ def sandbox_argv(settings: SandboxSettings, workspace: str, command: List[str], 
         "/dev",
         "--tmpfs",
         "/tmp",
-        "--bind",
-        workspace,
-        WORKSPACE,
+    ]
+    if tmpfs is None:
+        wrapper += ["--bind", workspace, WORKSPACE]
+    wrapper += [
         "--",
         setpriv,
         f"--reuid={uid}",
@@ -294,6 +350,10 @@ def for_chosen_directory(path: str, settings: SandboxSettings) -> SandboxSetting
     root-owned directory that means the kernel uid stays 0 (bwrap maps it, the sandbox still has
     its own namespaces and no capabilities), and then the kernel does not enforce
     ``SANDBOX_MAX_PROCESSES``: only an admin can choose such a directory.
+
+    Such a directory has no disk quota: it is bound read-write at /workspace (no tmpfs, no copy),
+    because it is the admin's own directory, often larger than any workspace limit, and the point
+    of choosing it is that the code changes it in place.
     """
     if not as_root():
         return settings
@@ -316,27 +376,65 @@ class SandboxStatus:
         return {"available": self.available, "sandbox": self.mode, "reason": self.reason or None}
 
 
+def read_report(fd: int) -> Optional[dict]:
+    """The workspace child's one-line JSON report from the pipe ``fd`` (None when there is none); closes ``fd``."""
+    data = b""
+    try:
+        os.set_blocking(fd, False)
+        while len(data) < 65536:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(fd)
+    try:
+        report = json.loads(data.decode("utf-8").splitlines()[0])
+    except (ValueError, IndexError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
 def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
-    """Run the real sandbox once (``python -c``) to see that bwrap can create its namespaces here."""
+    """Run the real sandbox once (a tmpfs workspace, ``python -c`` writing a file) to see that it works here."""
     if settings.unsandboxed:
         return SandboxStatus(True, "unsandboxed", "CODE_TOOLS_UNSANDBOXED is set: code runs without a sandbox")
     scratch = tempfile.mkdtemp(prefix="odysseus-probe-")
+    status = -1
     try:
         prepare_workspace(scratch, settings)
-        argv = sandbox_argv(settings, scratch, [interpreter(), "-I", "-S", "-c", "print('sandbox-ok')"])
-        done = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            env={"PATH": SAFE_PATH},
-            start_new_session=True,
-        )
+        persist = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        status, status_write = os.pipe()
+        fds = (persist, status_write)
+        try:
+            tmpfs = TmpfsWorkspace(persist, status_write, 1024 * 1024, 1024 * 1024, 10, timeout)
+            code = "open('probe', 'w').write('ok'); print('sandbox-ok')"
+            argv = sandbox_argv(settings, scratch, [interpreter(), "-I", "-S", "-c", code], tmpfs=tmpfs)
+            done = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout + 10,
+                env={"PATH": SAFE_PATH},
+                start_new_session=True,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        report = read_report(status)
+        status = -1
+        kept = os.path.isfile(os.path.join(scratch, "probe"))
     except SandboxError as exc:
         return SandboxStatus(False, "off", str(exc))
     except (OSError, subprocess.SubprocessError) as exc:
         return SandboxStatus(False, "off", f"bubblewrap could not be run: {exc}"[:300])
     finally:
+        if status >= 0:
+            os.close(status)
         shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode != 0 or done.stdout.strip() != b"sandbox-ok":
         detail = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
@@ -346,6 +444,9 @@ def probe(settings: SandboxSettings, timeout: float = 20.0) -> SandboxStatus:
             "bubblewrap cannot create its namespaces here: "
             + (detail[-1][:200] if detail else f"exit {done.returncode}"),
         )
+    if not (report and report.get("saved") and kept):
+        why = (report or {}).get("error") or "no report from the workspace child"
+        return SandboxStatus(False, "off", f"the sandbox's workspace could not be saved: {why}"[:300])
     return SandboxStatus(True, "bubblewrap")
 
 
