@@ -32,6 +32,7 @@ from .routes import (
     page_api,
     page_routes,
     profile_routes,
+    prompt_routes,
     provider_routes,
     research_routes,
     upload_routes,
@@ -64,6 +65,7 @@ BLUEPRINTS = (
     provider_routes,  # the admin's provider connections
     image_routes,  # generated images, for their owner
     research_routes,  # the research job API
+    prompt_routes,  # the prompt library (/ commands in the composer)
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
 )
 

@@ -17,6 +17,7 @@ from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
 from .openai_responses import OpenAIResponseRepo
+from .prompts import PromptRepo
 from .provider_connections import ProviderConnectionRepo
 from .research import ResearchRepo
 from .runs import RunRepo
@@ -66,6 +67,7 @@ class Store:
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
         self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
         self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads
+        self.prompts = PromptRepo(self.locked)  # m308: the prompt library (/ commands)
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

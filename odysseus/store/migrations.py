@@ -579,3 +579,14 @@ def m306_upload_text(db: Database) -> None:
     have neither and are extracted the first time they are used."""
     db.table("uploads").add_column("text_status", str)
     db.table("uploads").add_column("text_note", str)
+
+
+@migration
+def m308_prompts(db: Database) -> None:
+    """[issue 36] The prompt library: a user's saved prompts, each with a title, a ``/command`` (unique per
+    user, so typing it in the composer finds one prompt) and a content with ``{{variables}}``."""
+    db.execute(
+        "create table if not exists prompts (id text primary key, owner text not null, title text not null,"
+        " command text not null, content text not null, created_at real, updated_at real)"
+    )
+    db.execute("create unique index if not exists idx_prompts_owner_command on prompts (owner, command)")
