@@ -34,6 +34,7 @@ from .routes import (
     profile_routes,
     prompt_routes,
     provider_routes,
+    rating_routes,
     research_routes,
     upload_routes,
     v1_routes,
@@ -66,6 +67,7 @@ BLUEPRINTS = (
     image_routes,  # generated images, for their owner
     research_routes,  # the research job API
     prompt_routes,  # the prompt library (/ commands in the composer)
+    rating_routes,  # ratings of replies
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
 )
 

@@ -161,4 +161,15 @@ RUN_OPERATIONS: List[Op] = [
     ),
     Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR}, ("content",)),
     Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),
+    # ratings of replies (issue 36)
+    Op(
+        "PUT",
+        f"/api/messages/{MESSAGE_ID}/rating",
+        "Rate one of your replies: thumbs up (1) or down (-1), an optional comment.",
+        "history",
+        {"value": {"type": "integer", "enum": [1, -1]}, "comment": {"type": ["string", "null"], "maxLength": 2000}},
+        ("value",),
+    ),
+    Op("DELETE", f"/api/messages/{MESSAGE_ID}/rating", "Remove the rating of one of your replies.", "history"),
+    Op("GET", "/api/ratings", "Your rated replies, newest rating first.", "history", query=PAGE),
 ]

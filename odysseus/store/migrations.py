@@ -590,3 +590,14 @@ def m308_prompts(db: Database) -> None:
         " command text not null, content text not null, created_at real, updated_at real)"
     )
     db.execute("create unique index if not exists idx_prompts_owner_command on prompts (owner, command)")
+
+
+@migration
+def m310_ratings(db: Database) -> None:
+    """[issue 36] A reply's rating, stored with the message: ``rating`` (1 up, -1 down, null unrated), an
+    optional ``rating_comment`` and ``rated_at``. The partial index holds only rated messages, so a user's
+    list of ratings and the admin's count per model read those rows and never scan the whole table."""
+    db.table("messages").add_column("rating", int)
+    db.table("messages").add_column("rating_comment", str)
+    db.table("messages").add_column("rated_at", float)
+    db.execute("create index if not exists idx_messages_rated on messages (owner, rated_at) where rating is not null")
