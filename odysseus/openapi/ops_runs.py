@@ -73,6 +73,7 @@ RUN_OPERATIONS: List[Op] = [
     Op("GET", "/api/agent/profiles/<profile_id>", "One agent profile.", "agent"),
     Op("PATCH", "/api/agent/profiles/<profile_id>", "Change an agent profile.", "agent", PROFILE),
     Op("DELETE", "/api/agent/profiles/<profile_id>", "Delete an agent profile.", "agent"),
+    Op("GET", "/api/agent/tools", "The tools an agent's tools list may name (those the caller can use).", "agent"),
     Op("GET", "/api/agents", "The caller's named agents.", "agent"),
     Op("POST", "/api/agents", "Create a named agent.", "agent", AGENT, status=201),
     Op("GET", "/api/agents/<agent_id>", "One named agent.", "agent"),
