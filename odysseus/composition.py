@@ -32,7 +32,9 @@ from .routes import (
     page_api,
     page_routes,
     profile_routes,
+    prompt_routes,
     provider_routes,
+    rating_routes,
     research_routes,
     upload_routes,
     v1_routes,
@@ -64,6 +66,8 @@ BLUEPRINTS = (
     provider_routes,  # the admin's provider connections
     image_routes,  # generated images, for their owner
     research_routes,  # the research job API
+    prompt_routes,  # the prompt library (/ commands in the composer)
+    rating_routes,  # ratings of replies
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
 )
 

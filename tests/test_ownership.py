@@ -154,6 +154,12 @@ ROUTES = [
     Route("edit memory", "PATCH", "/api/memory/{memory}", json={"text": "pwned"}, needs=("memory",)),
     Route("pin memory", "POST", "/api/memory/{memory}/pin", json={"pinned": False}, needs=("memory",)),
     Route("delete memory", "DELETE", "/api/memory/{memory}", needs=("memory",)),
+    # the prompt library and ratings (issue 36)
+    Route("get prompt", "GET", "/api/prompts/{prompt}", needs=("prompt",)),
+    Route("edit prompt", "PATCH", "/api/prompts/{prompt}", json={"content": "pwned"}, needs=("prompt",)),
+    Route("delete prompt", "DELETE", "/api/prompts/{prompt}", needs=("prompt",)),
+    Route("rate message", "PUT", "/api/messages/{message}/rating", json={"value": -1, "comment": "pwned"}),
+    Route("unrate message", "DELETE", "/api/messages/{message}/rating"),
     # research jobs (a job id is a run id)
     Route(
         "research status",
@@ -289,6 +295,13 @@ class User:
         )
         if memory.status_code == 201:
             self.ids["memory"] = memory.json()["id"]
+        prompt = self.http.post(
+            self.base + "/api/prompts",
+            json={"title": f"{self.name} prompt", "command": "mine", "content": self.secret},
+            timeout=10,
+        )
+        if prompt.status_code == 201:
+            self.ids["prompt"] = prompt.json()["id"]
         research = self.http.post(
             self.base + "/api/research/start", timeout=10, json={"query": f"research {self.secret}"}
         )
@@ -329,10 +342,11 @@ class User:
         if upload:
             upload.pop("index_status", None), upload.pop("chunk_count", None)  # the indexer moves on meanwhile
         memory = self.get(f"/api/memory/{self.ids['memory']}").json() if "memory" in self.ids else None
+        prompt = self.get(f"/api/prompts/{self.ids['prompt']}").json() if "prompt" in self.ids else None
         workflow = self.get(f"/api/alloy/workflows/{self.ids['workflow']}").json() if "workflow" in self.ids else None
         return {
             "title": session["title"],
-            "messages": [(m["id"], m["role"], m["content"]) for m in messages],
+            "messages": [(m["id"], m["role"], m["content"], m.get("rating")) for m in messages],
             "run_id": status["run_id"],
             "status": status["status"],
             "profile": profile,
@@ -341,6 +355,7 @@ class User:
             "versions": versions,
             "upload": upload,
             "memory": memory,
+            "prompt": prompt,
             "workflow": workflow,
         }
 

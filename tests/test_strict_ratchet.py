@@ -35,6 +35,7 @@ STRICT_JS = {
     "static/js/stream.js",
     "static/js/stream_events.js",
     "static/js/render.js",
+    "static/js/rating_render.js",
 }
 
 #: the per-module flags `mypy --strict` turns on (`mypy --help`, mypy 2.x)

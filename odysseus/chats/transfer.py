@@ -2,7 +2,7 @@
 
 The JSON export is the import format: ``{"format": "odysseus.chat", "version": 1,
 "session": {"title", "created_at"}, "messages": [{"role", "content", "thinking",
-"metadata", "created_at", ...}]}``. Import is strict: an unknown format or version,
+"metadata", "created_at", "rating"?, ...}]}``. Import is strict: an unknown format or version,
 a message of the wrong shape, an unknown role or an over-long text refuses the whole
 file, and only display metadata (model label, usage, metrics, outcome) is kept.
 """
@@ -14,6 +14,7 @@ import time
 from typing import Any, Dict, List
 
 from ..errors import BadRequest
+from ..store.ratings import clean_rating
 
 FORMAT = "odysseus.chat"
 VERSION = 1
@@ -21,7 +22,7 @@ ROLES = ("user", "assistant", "system")
 MAX_MESSAGES = 5000
 MAX_TITLE = 200
 #: fields a message of an export may carry; anything else refuses the import
-MESSAGE_FIELDS = {"id", "role", "content", "thinking", "metadata", "created_at", "run_id", "parent_id"}
+MESSAGE_FIELDS = {"id", "role", "content", "thinking", "metadata", "created_at", "run_id", "parent_id", "rating"}
 #: metadata kept on import: what the page shows about a reply, never run or approval state
 KEPT_METADATA = {
     "model_info",
@@ -63,10 +64,23 @@ def export_json(session: dict, messages: List[dict]) -> Dict[str, Any]:
                 "created_at": m.get("created_at"),
                 "run_id": m.get("run_id"),
                 **({"parent_id": m["parent_id"]} if m.get("parent_id") is not None else {}),
+                **({"rating": _exported_rating(m["rating"])} if m.get("rating") else {}),
             }
             for m in messages
         ],
     }
+
+
+def _exported_rating(rating: dict) -> Dict[str, Any]:
+    """A reply's rating as an export carries it (and an import restores it)."""
+    return {"value": rating["value"], "comment": rating.get("comment"), "rated_at": rating.get("rated_at")}
+
+
+def _rating_line(rating: dict) -> str:
+    """The Markdown transcript's line under a rated reply."""
+    line = "_Rated " + ("👍 (good)" if rating["value"] == 1 else "👎 (bad)") + "_"
+    comment = " ".join((rating.get("comment") or "").split())
+    return line + (f" — {comment}" if comment else "")
 
 
 def _fence(text: str) -> str:
@@ -106,6 +120,8 @@ def export_markdown(session: dict, messages: List[dict]) -> str:
                 "",
             ]
         lines += [message.get("content") or "", ""]
+        if message.get("rating") and message["role"] == "assistant":
+            lines += [_rating_line(message["rating"]), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -189,10 +205,26 @@ def parse_import(doc: Any, max_chars: int) -> Dict[str, Any]:
                 "metadata": _keep_metadata(message.get("metadata"), where),
                 "id": _optional_id(message.get("id"), f"{where}.id"),
                 "parent_id": _optional_id(message.get("parent_id"), f"{where}.parent_id"),
+                "rating": _imported_rating(message.get("rating"), role, where),
             }
         )
     head = _optional_id(session.get("branch_head"), "session.branch_head")
     return {"title": title, "messages": parsed, "branch_head": head}
+
+
+def _imported_rating(value: Any, role: str, where: str):
+    """An exported reply's rating ``{value, comment?, rated_at?}`` as ``(value, comment, rated_at)``, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BadRequest(f"{where}.rating must be an object or null")
+    if role != "assistant":
+        raise BadRequest(f"{where}.rating: only an assistant message can carry a rating")
+    try:
+        rated, comment = clean_rating(value)
+    except BadRequest as exc:
+        raise BadRequest(f"{where}.rating: {exc.message}") from None
+    return rated, comment, _number(value.get("rated_at"), f"{where}.rating.rated_at")
 
 
 def _optional_id(value: Any, where: str):

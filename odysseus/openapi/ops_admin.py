@@ -70,6 +70,7 @@ ADMIN_OPERATIONS: List[Op] = [
         },
     ),
     Op("GET", "/api/admin/users", "Every account with its admin flag and disabled state (admin).", "settings"),
+    Op("GET", "/api/admin/ratings", "Every user's ratings of replies, counted per model (admin).", "settings"),
     Op(
         "PATCH",
         "/api/admin/users/<user_id>",

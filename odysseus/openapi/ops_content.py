@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from typing import List
 
-from .schemas import BOOL, DOC_VERSION, ID, INT, MEMORY, MEMORY_SETTINGS, Op, PAGE, RESEARCH, STR, UPLOAD_BODY, WORKFLOW
+from .schemas import (
+    BOOL,
+    DOC_VERSION,
+    ID,
+    INT,
+    MEMORY,
+    MEMORY_SETTINGS,
+    PAGE,
+    PROMPT,
+    RESEARCH,
+    STR,
+    UPLOAD_BODY,
+    WORKFLOW,
+    Op,
+)
 
 CONTENT_OPERATIONS: List[Op] = [
     # memories
@@ -35,6 +49,20 @@ CONTENT_OPERATIONS: List[Op] = [
         {"pinned": BOOL},
     ),
     Op("DELETE", "/api/memory/<memory_id>", "Forget a memory.", "memory"),
+    # the prompt library (issue 36): inserted in the composer by typing /command
+    Op("GET", "/api/prompts", "The caller's saved prompts, by command.", "prompts"),
+    Op(
+        "POST",
+        "/api/prompts",
+        "Save a prompt (its command is unique per user: 409).",
+        "prompts",
+        PROMPT,
+        ("title", "command", "content"),
+        status=201,
+    ),
+    Op("GET", "/api/prompts/<prompt_id>", "One saved prompt.", "prompts"),
+    Op("PATCH", "/api/prompts/<prompt_id>", "Change a prompt's title, command or content.", "prompts", PROMPT),
+    Op("DELETE", "/api/prompts/<prompt_id>", "Delete a saved prompt.", "prompts"),
     Op(
         "GET",
         "/api/workspace/browse",

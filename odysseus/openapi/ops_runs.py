@@ -73,6 +73,7 @@ RUN_OPERATIONS: List[Op] = [
     Op("GET", "/api/agent/profiles/<profile_id>", "One agent profile.", "agent"),
     Op("PATCH", "/api/agent/profiles/<profile_id>", "Change an agent profile.", "agent", PROFILE),
     Op("DELETE", "/api/agent/profiles/<profile_id>", "Delete an agent profile.", "agent"),
+    Op("GET", "/api/agent/tools", "The tools an agent's tools list may name (those the caller can use).", "agent"),
     Op("GET", "/api/agents", "The caller's named agents.", "agent"),
     Op("POST", "/api/agents", "Create a named agent.", "agent", AGENT, status=201),
     Op("GET", "/api/agents/<agent_id>", "One named agent.", "agent"),
@@ -161,4 +162,15 @@ RUN_OPERATIONS: List[Op] = [
     ),
     Op("PATCH", f"/api/messages/{MESSAGE_ID}", "Edit a message's content.", "history", {"content": STR}, ("content",)),
     Op("DELETE", f"/api/messages/{MESSAGE_ID}", "Delete a message.", "history"),
+    # ratings of replies (issue 36)
+    Op(
+        "PUT",
+        f"/api/messages/{MESSAGE_ID}/rating",
+        "Rate one of your replies: thumbs up (1) or down (-1), an optional comment.",
+        "history",
+        {"value": {"type": "integer", "enum": [1, -1]}, "comment": {"type": ["string", "null"], "maxLength": 2000}},
+        ("value",),
+    ),
+    Op("DELETE", f"/api/messages/{MESSAGE_ID}/rating", "Remove the rating of one of your replies.", "history"),
+    Op("GET", "/api/ratings", "Your rated replies, newest rating first.", "history", query=PAGE),
 ]

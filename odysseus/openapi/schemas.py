@@ -80,6 +80,11 @@ MEMORY = {
     "pinned": BOOL,
 }
 MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
+PROMPT = {  # the prompt library (odysseus/store/prompts.py validates them)
+    "title": {"type": "string", "minLength": 1, "maxLength": 200},
+    "command": {"type": "string", "pattern": "^/?[a-z0-9_-]{1,32}$"},
+    "content": {"type": "string", "minLength": 1, "maxLength": 20000},
+}
 RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat turn with use_research
     "query": {"type": "string", "minLength": 1},
     "session_id": ID,

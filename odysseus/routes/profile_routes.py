@@ -1,14 +1,16 @@
-"""CRUD for agent profiles and named agents (the caller's own only)."""
+"""CRUD for agent profiles and named agents (the caller's own only), and the tools they may list."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
+from ..documents.tools import ActiveDocument
 from ..errors import BadRequest
 from ..store.agents import clean_fields
+from ..turns import document
 from .auth import current_owner
 from .params import body, optional_str
-from .parts import ext
+from .parts import ext, turns
 
 bp = Blueprint("profiles", __name__)
 
@@ -54,6 +56,23 @@ def delete_profile(profile_id: str):
     """Delete a profile."""
     ext("store").profiles.delete(current_owner(), profile_id)
     return jsonify({"deleted": True})
+
+
+@bp.get("/api/agent/tools")
+def list_tools():
+    """The tools the caller's agent turns can be offered (an agent's ``tools`` list picks among them)."""
+    docs = turns().documents
+    registry, _ = ext("agent").toolbox.for_turn(
+        current_owner(), None, extra=document.tools_of(docs, ActiveDocument(docs))
+    )
+    return jsonify(
+        {
+            "tools": [
+                {"name": tool.name, "description": tool.description, "needs_approval": tool.needs_approval}
+                for tool in registry.tools.values()
+            ]
+        }
+    )
 
 
 @bp.get("/api/agents")

@@ -17,6 +17,8 @@ from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
 from .openai_responses import OpenAIResponseRepo
+from .prompts import PromptRepo
+from .ratings import RatingRepo
 from .provider_connections import ProviderConnectionRepo
 from .research import ResearchRepo
 from .runs import RunRepo
@@ -66,6 +68,8 @@ class Store:
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
         self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
         self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads
+        self.prompts = PromptRepo(self.locked)  # m308: the prompt library (/ commands)
+        self.ratings = RatingRepo(self.locked)  # m310: ratings of replies
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

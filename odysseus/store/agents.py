@@ -90,6 +90,10 @@ def clean_fields(data: dict, partial: bool) -> dict:
         else:
             if value is not None and not isinstance(value, str):
                 raise BadRequest(f"{key} must be a string")
+            if key == "name" and value is not None:  # shown in lists and pickers: one trimmed line
+                value = " ".join(value.split())
+                if not value:
+                    raise BadRequest("name must not be empty")
             if value is not None and len(value) > (20_000 if key == "system_prompt" else 200):
                 raise BadRequest(f"{key} is too long")
             out[key] = value

@@ -34,6 +34,12 @@ def import_chat(
                 thinking=message.get("thinking") or "",
                 metadata=message.get("metadata"),
             )
+            if message.get("rating"):  # (value, comment, rated_at) from chats/transfer.py
+                value, comment, rated_at = message["rating"]
+                db.execute(
+                    "update messages set rating = ?, rating_comment = ?, rated_at = ? where id = ?",
+                    [value, comment, rated_at or now, message_id],
+                )
             if tree:
                 parent = new_ids.get(message.get("parent_id"))  # an unknown parent makes a root, never a cycle
                 db.execute("update messages set parent_id = ? where id = ?", [parent, message_id])

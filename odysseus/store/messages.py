@@ -19,11 +19,18 @@ from .database import Locked, select_rows
 
 
 def _decode(row: dict) -> dict:
-    """The row with its metadata as a dict (``select_rows`` gives a new dict per row: decoded in place)."""
+    """The row with its metadata as a dict and its rating as one field (``select_rows`` gives a new dict per
+    row: decoded in place)."""
     raw = row.get("metadata")
     # [issue 22] most user messages hold "{}": a turn reads up to HISTORY_CONTEXT_MESSAGES rows
     row["metadata"] = json.loads(raw) if raw and raw != "{}" else {}
+    row["rating"] = rating_of(row.pop("rating", None), row.pop("rating_comment", None), row.pop("rated_at", None))
     return row
+
+
+def rating_of(value: Optional[int], comment: Optional[str], rated_at: Optional[float]) -> Optional[dict]:
+    """A message's rating as the API shows it (m310): ``{value, comment, rated_at}``, or None when unrated."""
+    return None if value is None else {"value": value, "comment": comment, "rated_at": rated_at}
 
 
 #: what a reply may hold and still be blank (also the set ``chats/titles.first_reply_state`` trims in SQL)

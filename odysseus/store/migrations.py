@@ -579,3 +579,25 @@ def m306_upload_text(db: Database) -> None:
     have neither and are extracted the first time they are used."""
     db.table("uploads").add_column("text_status", str)
     db.table("uploads").add_column("text_note", str)
+
+
+@migration
+def m308_prompts(db: Database) -> None:
+    """[issue 36] The prompt library: a user's saved prompts, each with a title, a ``/command`` (unique per
+    user, so typing it in the composer finds one prompt) and a content with ``{{variables}}``."""
+    db.execute(
+        "create table if not exists prompts (id text primary key, owner text not null, title text not null,"
+        " command text not null, content text not null, created_at real, updated_at real)"
+    )
+    db.execute("create unique index if not exists idx_prompts_owner_command on prompts (owner, command)")
+
+
+@migration
+def m310_ratings(db: Database) -> None:
+    """[issue 36] A reply's rating, stored with the message: ``rating`` (1 up, -1 down, null unrated), an
+    optional ``rating_comment`` and ``rated_at``. The partial index holds only rated messages, so a user's
+    list of ratings and the admin's count per model read those rows and never scan the whole table."""
+    db.table("messages").add_column("rating", int)
+    db.table("messages").add_column("rating_comment", str)
+    db.table("messages").add_column("rated_at", float)
+    db.execute("create index if not exists idx_messages_rated on messages (owner, rated_at) where rating is not null")

@@ -15,6 +15,7 @@ import { ContextControls } from "./context_controls.js";
 import { openEditForm } from "./edit_form.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
 import { PageChrome } from "./page_chrome.js";
+import { PromptMenu } from "./prompt_menu.js";
 import { ReplyView, UserView } from "./render.js";
 import { CodeToolsNotice, checkStreamingOnce } from "./page_notices.js";
 import { openResearchList, researchToggle } from "./research.js";
@@ -172,6 +173,9 @@ const ctx = {
   onEdit: editMessage,
   onDelete: deleteMessage,
   onRegenerate: (view) => turns.regenerateReply(view),
+  // rating_render.js: thumbs up or down on a saved reply (null removes the rating)
+  onRate: (view, rating) => rating ? api("PUT", `/api/messages/${view.id}/rating`, rating)
+    : api("DELETE", `/api/messages/${view.id}/rating`),
   documents,
   onWorkspaceRejected: (path) => controls.rejected(path),
 };
@@ -189,6 +193,7 @@ ui.modal.querySelector(".modal-close").addEventListener("click", () => ui.modal.
 const workflows = new Workflows({
   select: ui.workflow, manage: ui.manageWorkflows, openModal, closeModal: () => ui.modal.close(), toast,
   onPick: () => setMode("agent"),
+  openAgents: () => pageChrome.openSettings("settings-agents"), // agents are made in Settings → Agents
 });
 
 /** Apply a `ui_control` action (ui_control.js). */
@@ -351,11 +356,14 @@ const turns = new TurnController({
 const send = (text, options) => turns.send(text, options);
 const showBranch = (messageId) => turns.showBranch(messageId);
 
+// The `/` menu of saved prompts (prompt_menu.js) sees the box's keys before the composer does.
+const promptMenu = new PromptMenu({ input: ui.input, list: $("prompt-menu"), openModal, modal: ui.modal, toast });
 // The composer's text box (composer_input.js): Send/Stop, Enter, the character count and its notes.
 const composer = new ComposerInput({
   form: ui.composer, input: ui.input, note: ui.note, charCount: ui.charCount, maxChars: MAX_CHARS, running,
   stop: () => turns.stop(),
   send: (text) => send(text),
+  keys: (event) => promptMenu.handleKey(event),
 });
 // Esc stops the running reply, `?` lists the shortcuts (shortcuts.js).
 installShortcuts({ running, stop: () => turns.stop(), openModal, modal: ui.modal });

@@ -1,14 +1,17 @@
 // The composer's text box: Enter sends (Shift+Enter is a new line), the button is Send or Stop,
 // the box grows with its text, and the character count shows from 80 % of MAX_MESSAGE_CHARS. An
-// over-long message or a send while a reply is running is refused with a note; the text stays.
+// over-long message or a send while a reply is running is refused with a note; the text stays. A menu
+// over the box (the `/` prompt menu, prompt_menu.js) sees every key first through `keys`.
 
 export class ComposerInput {
   /**
    * @param {{form: HTMLFormElement, input: HTMLTextAreaElement, note: HTMLElement, charCount: HTMLElement,
-   *          maxChars: number, running: () => boolean, stop: () => void, send: (text: string) => boolean}} options
-   *   `send` answers false when the page refused the message (e.g. uploads still going): the text stays
+   *          maxChars: number, running: () => boolean, stop: () => void, send: (text: string) => boolean,
+   *          keys?: (event: KeyboardEvent) => boolean}} options
+   *   `send` answers false when the page refused the message (e.g. uploads still going): the text stays;
+   *   `keys` answers true when it used the key (then Enter does not send)
    */
-  constructor({ form, input, note, charCount, maxChars, running, stop, send }) {
+  constructor({ form, input, note, charCount, maxChars, running, stop, send, keys }) {
     this.form = form;
     this.input = input;
     this.noteEl = note;
@@ -19,6 +22,7 @@ export class ComposerInput {
     this.send = send;
     form.addEventListener("submit", (event) => { event.preventDefault(); this.submit(); });
     input.addEventListener("keydown", (event) => {
+      if (keys?.(event)) return;
       if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
       event.preventDefault();
       if (!running()) form.requestSubmit();

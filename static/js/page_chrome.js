@@ -154,11 +154,12 @@ export class PageChrome {
     }
   }
 
-  async openSettings() {
-    const { ui, state, openModal, toast } = this.page;
+  /** Open the settings screen (at the section with id `section`, when given: "settings-agents"). */
+  async openSettings(section = "") {
+    const { ui, state, openModal, toast, openSession } = this.page;
     try {
       await openSettings(openModal, {
-        status: state.status, models: state.models,
+        status: state.status, models: state.models, section, openSession, closeModal: () => ui.modal.close(),
         onSaved: (settings) => this.applySettings(settings),
         onStreamCheck: (verdict) => showStreamVerdict(ui.streamWarning, verdict),
         onProvidersChanged: () => this.loadModels(),  // the admin added, edited or removed a provider

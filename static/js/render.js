@@ -13,6 +13,7 @@ import { labelRegenerate, regenerateButton } from "./branches.js";
 import { button, el } from "./dom.js";
 import { copyText } from "./clipboard.js";
 import { setMarkdown } from "./markdown.js";
+import { RatingPart } from "./rating_render.js";
 import { ResearchPart } from "./research_render.js";
 import { dispatch } from "./stream_events.js";
 import { WindowPart } from "./window_render.js";
@@ -29,6 +30,8 @@ import { WindowPart } from "./window_render.js";
  * @property {(data: Record<string, any>) => void} [uiControl] the agent's ui_control
  * @property {(path: string) => void} [onWorkspaceRejected]
  * @property {any} [documents] the document panel (documents.js): observe(event), openById(id), on_doc_suggestions(...)
+ * @property {(view: ReplyView, rating: {value: number, comment: string | null} | null) => Promise<{rating: import("./rating_render.js").Rating | null}>} [onRate]
+ *   rate a saved reply (null removes its rating); answers with the rating the server kept
  */
 
 /**
@@ -101,6 +104,7 @@ function enableActions(view, id) {
   view.actions.append(copyButton(view), button("Edit", "edit", () => view.ctx.onEdit(view)),
                       button("Delete", "delete", () => view.ctx.onDelete(view)));
   if (view instanceof ReplyView && view.ctx.onRegenerate) view.actions.append(regenerateButton(view)); // branches.js
+  if (view instanceof ReplyView) view.rating.enable(); // rating_render.js: thumbs up or down
 }
 
 /** A user's message bubble. */
@@ -182,8 +186,9 @@ export class ReplyView {
     this.statusLine.setAttribute("role", "status");
     this.footer = el("footer", "metrics");
     this.actions = el("div", "msg-actions");
+    this.rating = new RatingPart(this); // under the actions, once the reply is saved
     this.el.append(this.header, this.reasoning, this.planBox, this.activity, this.exhibitsBox, this.body,
-                   this.notices, this.statusLine, this.footer, this.actions);
+                   this.notices, this.statusLine, this.footer, this.actions, this.rating.box);
     // The parts, one per kind of content; each keeps its own state and draws into the regions above.
     this.agent = new AgentPart(this);
     this.docs = new DocPart(this);
@@ -393,7 +398,8 @@ export class ReplyView {
   /**
    * Show a saved history row with the same regions a live reply builds. `history` tells what
    * came after it: {answered: Set of approval ids answered later, later: true when more follows}.
-   * @param {{id: number, content?: string, thinking?: string, metadata?: Record<string, any>}} message
+   * @param {{id: number, content?: string, thinking?: string, metadata?: Record<string, any>,
+   *          rating?: import("./rating_render.js").Rating | null}} message
    * @param {ViewContext} ctx
    * @param {{answered?: Set<string>, later?: boolean}} [history]
    * @returns {ReplyView}
@@ -414,6 +420,7 @@ export class ReplyView {
     view.setText(message.content || "");
     view.footer.textContent = metricsText(meta.metrics || { ...(meta.usage || {}), total_time_ms: meta.total_time_ms });
     view.setMessageId(message.id);
+    view.rating.restore(message.rating);
     if (meta.stopped || meta.status === "stopped") view.finish("stopped");
     else if (FAILED.has(meta.status)) view.finish("failed", errorText(meta.error) || meta.status);
     else view.finish("ok");

@@ -1,29 +1,45 @@
-// The settings screen (in the page's dialog): the user's preferences, password, API tokens and the
-// streaming self-test; for an admin also accounts, sign-up and the provider connections
-// (settings_providers.js). Every change goes through the JSON API and its answer (or error) is
+// The settings screen (in the page's dialog): the user's preferences, saved prompts
+// (settings_prompts.js), agents (settings_agents.js), rated replies (settings_ratings.js), password, API
+// tokens and the streaming self-test; for an admin also accounts, sign-up, ratings per model and the
+// provider connections (settings_providers.js). Every change goes through the JSON API and its answer (or error) is
 // shown next to the control that made it.
 
 import { api } from "./api.js";
 import { button, el } from "./dom.js";
 import { runStreamCheck } from "./selftest.js";
+import { agents } from "./settings_agents.js";
+import { prompts } from "./settings_prompts.js";
 import { providers } from "./settings_providers.js";
+import { ratings, ratingsPerModel } from "./settings_ratings.js";
 import { field, input, result, section, select } from "./settings_widgets.js";
 
-/** Options: {status (auth status), models [ids], onSaved(settings), onProvidersChanged()}. */
+/**
+ * Options: {status (auth status), models [ids], onSaved(settings), onProvidersChanged(), openSession(id),
+ * closeModal(), section (the id of a section to open at, e.g. "settings-agents")}.
+ */
 export async function openSettings(openModal, options) {
   const root = el("div", "settings");
   root.id = "settings";
   const data = await api("GET", "/api/user/settings");
-  root.appendChild(preferences(data.settings, options));
+  root.append(preferences(data.settings, options), prompts(), agents(options), ratings(options));
   const user = options.status && options.status.user;
   if (user) {
     if (options.status.mode === "password") root.appendChild(password());
     root.appendChild(tokens());
   }
   root.appendChild(streamCheck(options));
-  if (user && user.is_admin) root.append(admin(user), providers(options));
-  else if (!user && options.status && options.status.mode === "none") root.append(providers(options)); // the owner
+  if (user && user.is_admin) root.append(admin(user), ratingsPerModel(), providers(options));
+  else if (!user && options.status && options.status.mode === "none") {
+    root.append(ratingsPerModel(), providers(options)); // the single-user owner is the admin
+  }
   openModal("Settings", root);
+  const target = options.section && root.querySelector(`#${CSS.escape(options.section)}`);
+  if (target) {
+    target.scrollIntoView({ block: "start" });
+    const heading = target.querySelector("h3");
+    heading.tabIndex = -1;
+    heading.focus();
+  }
 }
 
 function preferences(settings, options) {

@@ -8,8 +8,12 @@ import { button, el } from "./dom.js";
 const STORAGE = "odysseus-workflow";
 
 export class Workflows {
-  /** `select` and `manage` are the picker and its button; `openModal(title, node)` shows a screen. */
-  constructor({ select, manage, openModal, closeModal, toast, onPick }) {
+  /**
+   * `select` and `manage` are the picker and its button; `openModal(title, node)` shows a screen;
+   * `openAgents()` opens Settings → Agents, where agents are made.
+   */
+  constructor({ select, manage, openModal, closeModal, toast, onPick, openAgents }) {
+    this.openAgents = openAgents;
     this.select = select;
     this.manage = manage;
     this.openModal = openModal;
@@ -56,8 +60,14 @@ export class Workflows {
     }
     const screen = el("div", "workflow-screen");
     if (agents.length < 2) {
-      screen.appendChild(el("p", null, "A workflow needs at least two agents (a supervisor and a specialist). " +
-        "Create agents first with POST /api/agents."));
+      const hint = el("p", "workflow-needs-agents",
+        "A workflow needs at least two agents (a supervisor and a specialist). Create them in ");
+      hint.append(button("Settings → Agents", "link open-agents", () => this.openAgents()), ".");
+      screen.appendChild(hint);
+    } else {
+      const more = el("p", "muted", "Agents are made and changed in ");
+      more.append(button("Settings → Agents", "link open-agents", () => this.openAgents()), ".");
+      screen.appendChild(more);
     }
     const list = el("ul", "workflow-list");
     for (const workflow of this.list) {
