@@ -1,5 +1,37 @@
 """Helpers for tests that build in-process apps (importable from any test directory)."""
 
+from typing import Iterator, Tuple
+
+#: the password of the accounts ``two_users`` makes
+PASSWORD = "correct horse battery"
+
+
+class Browser:
+    """One signed-in user of an in-process app: a test client with its CSRF header."""
+
+    def __init__(self, app, username: str):
+        self.client = app.test_client()
+        answer = self.client.post("/api/auth/login", json={"username": username, "password": PASSWORD})
+        assert answer.status_code == 200, answer.json
+        self.headers = {"X-Odysseus-CSRF": answer.json["csrf_token"]}
+
+    def call(self, method: str, path: str, json=None):
+        """One request with the CSRF header."""
+        return self.client.open(path, method=method, json=json, headers=self.headers)
+
+
+def two_users(data_dir: str, **config) -> Iterator[Tuple[Browser, Browser]]:
+    """For a fixture: Alice (the admin) and Bob, signed in to one password-mode app (``config`` added)."""
+    from odysseus import create_app
+
+    settings = {"DATA_DIR": data_dir, "PROVIDERS": [], "AUTH": "password", "DEMO_TOKEN_DELAY": 0.001, **config}
+    app = create_app(settings)
+    accounts = app.extensions["odysseus.accounts"]
+    accounts.create_user("alice", PASSWORD, is_admin=True)
+    accounts.create_user("bob", PASSWORD)
+    yield Browser(app, "alice"), Browser(app, "bob")
+    close_app(app)
+
 
 def close_app(application) -> None:
     """Stop an in-process app's runs and close its SQLite file.

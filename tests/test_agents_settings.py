@@ -4,8 +4,7 @@ with trimmed, length-limited names stored as text."""
 from __future__ import annotations
 
 import pytest
-from apphelpers import close_app
-from test_prompts import PASSWORD, Browser
+from apphelpers import close_app, two_users
 
 from odysseus import create_app
 
@@ -13,12 +12,7 @@ from odysseus import create_app
 @pytest.fixture
 def users(tmp_path):
     """Alice (the admin) and Bob, signed in to one password-mode app whose code tools only admins get."""
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password", "DEMO_TOKEN_DELAY": 0.001})
-    accounts = app.extensions["odysseus.accounts"]
-    accounts.create_user("alice", PASSWORD, is_admin=True)
-    accounts.create_user("bob", PASSWORD)
-    yield Browser(app, "alice"), Browser(app, "bob")
-    close_app(app)
+    yield from two_users(str(tmp_path))
 
 
 def test_the_tool_list_names_the_app_s_tools_and_the_document_tools(tmp_path):

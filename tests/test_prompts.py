@@ -3,36 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from apphelpers import close_app
+from apphelpers import two_users
 
-from odysseus import create_app
 from odysseus.store.prompts import MAX_CONTENT, variables
-
-PASSWORD = "correct horse battery"
-
-
-class Browser:
-    """One signed-in user of an in-process app: a test client with its CSRF header."""
-
-    def __init__(self, app, username: str):
-        self.client = app.test_client()
-        answer = self.client.post("/api/auth/login", json={"username": username, "password": PASSWORD})
-        assert answer.status_code == 200, answer.json
-        self.headers = {"X-Odysseus-CSRF": answer.json["csrf_token"]}
-
-    def call(self, method: str, path: str, json=None):
-        return self.client.open(path, method=method, json=json, headers=self.headers)
 
 
 @pytest.fixture
 def users(tmp_path):
     """Alice (the admin) and Bob, signed in to one password-mode app."""
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password", "DEMO_TOKEN_DELAY": 0.001})
-    accounts = app.extensions["odysseus.accounts"]
-    accounts.create_user("alice", PASSWORD, is_admin=True)
-    accounts.create_user("bob", PASSWORD)
-    yield Browser(app, "alice"), Browser(app, "bob")
-    close_app(app)
+    yield from two_users(str(tmp_path))
 
 
 def test_a_prompt_is_created_listed_changed_and_deleted(client):

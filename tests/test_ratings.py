@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from apphelpers import close_app
-from test_prompts import PASSWORD, Browser
+from apphelpers import two_users
 
-from odysseus import create_app
 from odysseus.store.ratings import MAX_COMMENT
 
 H = {"Origin": "http://localhost"}
@@ -35,12 +33,7 @@ def call(client):
 @pytest.fixture
 def users(tmp_path):
     """Alice (the admin) and Bob, signed in to one password-mode app."""
-    app = create_app({"DATA_DIR": str(tmp_path), "PROVIDERS": [], "AUTH": "password", "DEMO_TOKEN_DELAY": 0.001})
-    accounts = app.extensions["odysseus.accounts"]
-    accounts.create_user("alice", PASSWORD, is_admin=True)
-    accounts.create_user("bob", PASSWORD)
-    yield Browser(app, "alice"), Browser(app, "bob")
-    close_app(app)
+    yield from two_users(str(tmp_path))
 
 
 def messages_of(call, session_id: str) -> list:

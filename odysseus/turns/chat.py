@@ -7,7 +7,7 @@ No Flask and no SQL here: the engine hands over the history it read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Generator, Iterator, List, Optional
 
 from ..context import apply_injections
 from ..context.turn_window import overflow_count
@@ -42,26 +42,30 @@ def chat_turn(
     """
     messages = model_messages(history, system_prompt)
 
+    def build(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        return model_messages(rows, system_prompt)
+
     def turn(context: RunContext) -> Iterator[Event]:
         injections = gather(context) if gather is not None else []
+
+        def refit(real: int, correction: float, how: str) -> Generator[Event, None, List[Dict[str, Any]]]:
+            """The conversation fitted again with the provider's real count (a notice says so)."""
+            assert window is not None
+            yield _refitted_notice(context, real, how)
+            fitted: List[Dict[str, Any]] = yield from window.prepare(
+                context, history, build, injections, correction=correction
+            )
+            return fitted
+
         if window is None:
             yield from announce(injections, context)
             final = apply_injections(messages, injections)
         else:  # the model's window (odysseus.context.turn_window): summaries, trimming, context events
-            final = yield from window.prepare(
-                context, history, lambda rows: model_messages(rows, system_prompt), injections
-            )
+            final = yield from window.prepare(context, history, build, injections)
             real = window.counted(context, final)
             correction = window.recalibrated(context, real) if real else None
             if real and correction is not None:  # counted over the budget: fit again with that count, then send
-                yield _refitted_notice(context, real, "counted")
-                final = yield from window.prepare(
-                    context,
-                    history,
-                    lambda rows: model_messages(rows, system_prompt),
-                    injections,
-                    correction=correction,
-                )
+                final = yield from refit(real, correction, "counted")
                 window.counted(context, final)  # the count of what is sent, for the reply's metadata
         for attempt in (1, 2):
             request = ChatRequest(
@@ -84,14 +88,7 @@ def chat_turn(
                     raise
             # The provider counted more tokens than estimated (a denser tokenizer): trim again with its count
             # and retry once; the reply's usage then calibrates the next turns (tokens.correction_from).
-            yield _refitted_notice(context, real, "refused")
-            final = yield from window.prepare(
-                context,
-                history,
-                lambda rows: model_messages(rows, system_prompt),
-                injections,
-                correction=correction,
-            )
+            final = yield from refit(real, correction, "refused")
 
     return turn
 
