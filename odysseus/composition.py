@@ -25,6 +25,7 @@ from .routes import (
     code_tools_routes,
     compare_routes,
     document_routes,
+    folder_routes,
     history_routes,
     image_routes,
     memory_routes,
@@ -65,6 +66,7 @@ BLUEPRINTS = (
     image_routes,  # generated images, for their owner
     research_routes,  # the research job API
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
+    folder_routes,  # chat folders (issue 36)
 )
 
 

@@ -79,6 +79,7 @@ MEMORY = {
     "category": {"type": "string", "maxLength": 40},
     "pinned": BOOL,
 }
+FOLDER = {"name": {"type": "string", "minLength": 1, "maxLength": 100}}  # trimmed; unique per owner in any case
 MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
 RESEARCH = {  # POST /api/research/start; the same limits are accepted on a chat turn with use_research
     "query": {"type": "string", "minLength": 1},

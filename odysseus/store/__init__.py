@@ -13,6 +13,7 @@ from .agents import AgentRepo, ProfileRepo
 from .code_access import CodeAccessRepo
 from .database import Locked, open_database
 from .documents import DocumentRepo
+from .folders import FolderRepo
 from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
@@ -66,6 +67,7 @@ class Store:
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
         self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
         self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads
+        self.folders = FolderRepo(self.locked)  # m307: chat folders (sessions carry folder_id, pinned, archived)
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

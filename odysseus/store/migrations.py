@@ -579,3 +579,26 @@ def m306_upload_text(db: Database) -> None:
     have neither and are extracted the first time they are used."""
     db.table("uploads").add_column("text_status", str)
     db.table("uploads").add_column("text_note", str)
+
+
+@migration
+def m307_organised_chats(db: Database) -> None:
+    """[issue 36] Organised chats: the owner's folders (names unique per owner in any case), and each
+    session's ``folder_id`` (null: none), ``pinned`` and ``archived`` (0/1). Partial indexes answer the
+    sidebar's lists of pinned, foldered and archived chats; the plain chat list keeps using
+    ``idx_sessions_owner_origin_updated`` (most chats are in none of them, so they add no write there)."""
+    db.table("folders").create(
+        {"id": str, "owner": str, "name": str, "created_at": float, "updated_at": float},
+        pk="id",
+        not_null={"id", "owner", "name"},
+    )
+    db.execute("create unique index if not exists idx_folders_owner_name on folders (owner, name collate nocase)")
+    db.table("sessions").add_column("folder_id", str)
+    db.table("sessions").add_column("pinned", int, not_null_default=0)
+    db.table("sessions").add_column("archived", int, not_null_default=0)
+    db.execute(
+        "create index if not exists idx_sessions_folder on sessions (owner, folder_id, updated_at)"
+        " where folder_id is not null"
+    )
+    db.execute("create index if not exists idx_sessions_pinned on sessions (owner, updated_at) where pinned = 1")
+    db.execute("create index if not exists idx_sessions_archived on sessions (owner, updated_at) where archived = 1")
