@@ -35,6 +35,7 @@ from .routes import (
     profile_routes,
     provider_routes,
     research_routes,
+    share_routes,
     upload_routes,
     v1_routes,
     window_routes,
@@ -67,6 +68,7 @@ BLUEPRINTS = (
     research_routes,  # the research job API
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
     folder_routes,  # chat folders (issue 36)
+    share_routes,  # share links and their public snapshot pages (issue 36)
 )
 
 

@@ -106,6 +106,15 @@ RUN_OPERATIONS: List[Op] = [
     Op("POST", "/api/folders", "Create a chat folder.", "history", FOLDER, ("name",), status=201),
     Op("PATCH", "/api/folders/<folder_id>", "Rename a chat folder.", "history", FOLDER, ("name",)),
     Op("DELETE", "/api/folders/<folder_id>", "Delete a chat folder (its chats stay, in no folder).", "history"),
+    Op(
+        "POST",
+        "/api/sessions/<session_id>/share",
+        "Share a chat: snapshot it now behind a new unguessable link (no sign-in needed to read it).",
+        "history",
+        status=201,
+    ),
+    Op("GET", "/api/shares", "The caller's share links, newest first.", "history"),
+    Op("DELETE", "/api/shares/<share_id>", "Revoke a share link (its url answers 404 from now on).", "history"),
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
     Op(
         "POST",

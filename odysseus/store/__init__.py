@@ -23,6 +23,7 @@ from .research import ResearchRepo
 from .runs import RunRepo
 from .search import SearchRepo
 from .sessions import SessionRepo, new_id
+from .shares import ShareRepo
 from .sign_ins import SignInRepo
 from .tokens import TokenRepo
 from .uploads import UploadRepo
@@ -68,6 +69,7 @@ class Store:
         self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
         self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads
         self.folders = FolderRepo(self.locked)  # m307: chat folders (sessions carry folder_id, pinned, archived)
+        self.shares = ShareRepo(self.locked)  # m309: share links (a chat's snapshot behind a token)
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

@@ -602,3 +602,27 @@ def m307_organised_chats(db: Database) -> None:
     )
     db.execute("create index if not exists idx_sessions_pinned on sessions (owner, updated_at) where pinned = 1")
     db.execute("create index if not exists idx_sessions_archived on sessions (owner, updated_at) where archived = 1")
+
+
+@migration
+def m309_shares(db: Database) -> None:
+    """[issue 36] Share links: a read-only snapshot of a chat (its title and messages as they were when it
+    was shared, JSON in ``snapshot``) behind an unguessable ``token``; the owner lists and revokes them.
+    Deleting the chat deletes its shares."""
+    db.table("shares").create(
+        {
+            "id": str,
+            "owner": str,
+            "session_id": str,
+            "token": str,
+            "title": str,
+            "snapshot": str,
+            "message_count": int,
+            "created_at": float,
+        },
+        pk="id",
+        not_null={"id", "owner", "session_id", "token", "snapshot"},
+    )
+    db.execute("create unique index if not exists idx_shares_token on shares (token)")
+    db.execute("create index if not exists idx_shares_owner_created on shares (owner, created_at)")
+    db.execute("create index if not exists idx_shares_session on shares (session_id)")

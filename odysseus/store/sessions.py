@@ -146,7 +146,7 @@ class SessionRepo:
 
     def delete(self, owner: str, session_id: str) -> List[str]:
         """Delete the owner's session with its messages, runs (and their durable events), background jobs,
-        approvals and image records.
+        approvals, image records and share links (m309: their urls answer 404 from now on).
 
         Returns the names of the session's image files, for the caller to remove from disk.
         """
@@ -167,7 +167,7 @@ class SessionRepo:
                 " where session_id = ?1 and owner = ?2)",
                 where,
             )
-            for table in ("messages", "runs", "jobs", "approvals", "images"):
+            for table in ("messages", "runs", "jobs", "approvals", "images", "shares"):
                 db.execute(f"delete from {table} where session_id = ? and owner = ?", where)
             db.execute("delete from sessions where id = ? and owner = ?", where)
         return images
