@@ -1,12 +1,13 @@
-// The settings screen (in the page's dialog): the user's preferences, password, API tokens and the
-// streaming self-test; for an admin also accounts, sign-up and the provider connections
-// (settings_providers.js). Every change goes through the JSON API and its answer (or error) is
-// shown next to the control that made it.
+// The settings screen (in the page's dialog): the user's preferences, password, API tokens, shared
+// links (settings_shares.js) and the streaming self-test; for an admin also accounts, sign-up and the
+// provider connections (settings_providers.js). Every change goes through the JSON API and its answer
+// (or error) is shown next to the control that made it.
 
 import { api } from "./api.js";
 import { button, el } from "./dom.js";
 import { runStreamCheck } from "./selftest.js";
 import { providers } from "./settings_providers.js";
+import { shares } from "./settings_shares.js";
 import { field, input, result, section, select } from "./settings_widgets.js";
 
 /** Options: {status (auth status), models [ids], onSaved(settings), onProvidersChanged()}. */
@@ -20,6 +21,7 @@ export async function openSettings(openModal, options) {
     if (options.status.mode === "password") root.appendChild(password());
     root.appendChild(tokens());
   }
+  root.appendChild(shares()); // share links of chats (settings_shares.js)
   root.appendChild(streamCheck(options));
   if (user && user.is_admin) root.append(admin(user), providers(options));
   else if (!user && options.status && options.status.mode === "none") root.append(providers(options)); // the owner
