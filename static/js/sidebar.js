@@ -318,7 +318,7 @@ export class Sidebar {
       done = true;
       const text = input.value.trim();
       if (keep && text && text !== value) await save(text);
-      this.editing = null;
+      if (this.editing === input) this.editing = null; // not another input opened meanwhile
       this.refresh();
     };
     input.addEventListener("keydown", (e) => {

@@ -57,6 +57,24 @@ def test_pin_archive_folders_by_menu_and_drag(server, page):
     titles = page.eval_on_selector_all("#session-list .group-title", "nodes => nodes.map(n => n.textContent)")
     assert titles[0] == "Today" and len(titles) == 2 and titles[1][-4:].isdigit(), titles
     assert page.locator(f".session-group[data-group=today] {row(alpha)}").count() == 1
+    # the groups' edges, in the browser's time zone: calendar days, then months
+    groups = page.evaluate("""async () => {
+      const { groupByDate } = await import("/static/js/date_groups.js");
+      const at = (m, d, h, y = 2026) => ({ updated_at: new Date(y, m, d, h).getTime() / 1000 });
+      const sessions = [at(2, 10, 1), at(2, 9, 23), at(2, 9, 0), at(2, 8, 12), at(2, 3, 12), at(2, 1, 12),
+                        at(1, 27, 12), at(11, 31, 12, 2025)];
+      return groupByDate(sessions, new Date(2026, 2, 10, 9)).map((g) => [g.key, g.label, g.sessions.length]);
+    }""")
+    assert [(key, count) for key, _, count in groups] == [
+        ("today", 1),
+        ("yesterday", 2),
+        ("week", 2),
+        ("2026-03", 1),
+        ("2026-02", 1),
+        ("2025-12", 1),
+    ]
+    assert [label for _, label, _ in groups][:3] == ["Today", "Yesterday", "Previous 7 days"]
+    assert "2025" in groups[-1][1]
 
     # pin with the menu, keyboard only: Enter opens it, arrows move, Enter picks
     page.focus(f"{row(alpha)} .more")
@@ -134,6 +152,24 @@ def test_share_link_opens_signed_out_and_stops_when_revoked(server_factory, page
     page.press("#input", "Enter")
     page.wait_for_selector(".msg.assistant[data-outcome=ok]", timeout=20000)
 
+    # a reply with an html block and exhibits (as an agent writes them), straight into the database
+    sid = page.url.split("session=")[1]
+    owner = page.evaluate("fetch('/api/auth/status').then(r => r.json())")["user"]["id"]
+    exhibits = [
+        {
+            "id": "t1",
+            "title": "Costs",
+            "elements": [{"type": "table", "columns": ["item", "eur"], "rows": [["bed", "90"]]}],
+        },
+        {"id": "c1", "elements": [{"type": "choice", "prompt": "Which?", "options": ["Rome", "Oslo"]}]},
+    ]
+    store = Store(os.path.join(server.data_dir, "odysseus.db"))
+    try:
+        html = "```html\n<p id=x>static</p><script>document.getElementById('x').textContent = 'ran'</script>\n```"
+        store.messages.add(owner, sid, "assistant", "A preview:\n\n" + html, metadata={"exhibits": exhibits})
+    finally:
+        store.locked.db.conn.close()
+
     # the header's "⋯" menu: Share link
     page.click("#chat-menu")
     page.click(".popup-menu .menu-share")
@@ -151,12 +187,17 @@ def test_share_link_opens_signed_out_and_stops_when_revoked(server_factory, page
     viewer.wait_for_selector("body[data-ready=true]")
     assert viewer.url == url  # not sent to /login
     assert viewer.inner_text("#share-title").startswith("Share this <img")
-    assert viewer.locator(".msg.user").count() == 1 and viewer.locator(".msg.assistant").count() == 1
+    assert viewer.locator(".msg.user").count() == 1 and viewer.locator(".msg.assistant").count() == 2
     assert "<img src=x onerror=alert(1)>" in viewer.inner_text(".msg.user")
     assert viewer.locator(".share img").count() == 0  # markup stays text
     assert viewer.locator(".msg.assistant .markdown strong").count() >= 1  # the reply's markdown, rendered
     assert viewer.locator(".msg.assistant pre code .hljs-keyword").count() >= 1  # and its code highlighted
     assert "A later message" not in viewer.content()
+    # exhibits rendered (choices cannot be sent from here), html previews run in their sandbox
+    assert viewer.inner_text(".exhibit-table tbody") == "bed\t90"
+    assert viewer.locator(".choice-option").count() == 2 and viewer.locator(".choice-option:disabled").count() == 2
+    viewer.click(".preview-code")
+    assert viewer.frame_locator(".code-preview").locator("#x").inner_text() == "ran"
     for hidden in ("#session-list", "#input", "#open-settings"):  # nothing of the owner's page
         assert viewer.locator(hidden).count() == 0
     assert viewer.evaluate("fetch('/api/sessions').then(r => r.status)") == 401
