@@ -600,8 +600,10 @@ def m307_organised_chats(db: Database) -> None:
         "create index if not exists idx_sessions_folder on sessions (owner, folder_id, updated_at)"
         " where folder_id is not null"
     )
-    db.execute("create index if not exists idx_sessions_pinned on sessions (owner, updated_at) where pinned = 1")
-    db.execute("create index if not exists idx_sessions_archived on sessions (owner, updated_at) where archived = 1")
+    for flag in ("pinned", "archived"):  # with origin, as the list asks: (owner, origin) equal, then the date
+        db.execute(
+            f"create index if not exists idx_sessions_{flag} on sessions (owner, origin, updated_at) where {flag} = 1"
+        )
 
 
 @migration
