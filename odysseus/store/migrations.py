@@ -585,8 +585,9 @@ def m306_upload_text(db: Database) -> None:
 def m307_organised_chats(db: Database) -> None:
     """[issue 36] Organised chats: the owner's folders (names unique per owner in any case), and each
     session's ``folder_id`` (null: none), ``pinned`` and ``archived`` (0/1). Partial indexes answer the
-    sidebar's lists of pinned, foldered and archived chats; the plain chat list keeps using
-    ``idx_sessions_owner_origin_updated`` (most chats are in none of them, so they add no write there)."""
+    sidebar's lists of pinned, foldered and archived chats (a few each, sorted by date after the lookup);
+    the plain chat list keeps using ``idx_sessions_owner_origin_updated``. They leave ``updated_at`` out,
+    so a message (which moves its session's ``updated_at``) writes none of them."""
     db.table("folders").create(
         {"id": str, "owner": str, "name": str, "created_at": float, "updated_at": float},
         pk="id",
@@ -596,14 +597,12 @@ def m307_organised_chats(db: Database) -> None:
     db.table("sessions").add_column("folder_id", str)
     db.table("sessions").add_column("pinned", int, not_null_default=0)
     db.table("sessions").add_column("archived", int, not_null_default=0)
+    # none of them holds updated_at, which every message moves: a turn writes no index but the list's own
     db.execute(
-        "create index if not exists idx_sessions_folder on sessions (owner, folder_id, updated_at)"
-        " where folder_id is not null"
+        "create index if not exists idx_sessions_folder on sessions (owner, folder_id) where folder_id is not null"
     )
-    for flag in ("pinned", "archived"):  # with origin, as the list asks: (owner, origin) equal, then the date
-        db.execute(
-            f"create index if not exists idx_sessions_{flag} on sessions (owner, origin, updated_at) where {flag} = 1"
-        )
+    for flag in ("pinned", "archived"):  # (owner, origin), as the list asks
+        db.execute(f"create index if not exists idx_sessions_{flag} on sessions (owner, origin) where {flag} = 1")
 
 
 @migration
