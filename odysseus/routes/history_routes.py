@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any, Dict, Optional
 
 from flask import Blueprint, current_app, jsonify, request
-
-from typing import Any, Dict, Optional
 
 from ..errors import BadRequest
 from ..store.sessions import ANY_FOLDER, NO_FOLDER
