@@ -25,6 +25,7 @@ from .routes import (
     code_tools_routes,
     compare_routes,
     document_routes,
+    folder_routes,
     history_routes,
     image_routes,
     memory_routes,
@@ -36,6 +37,7 @@ from .routes import (
     provider_routes,
     rating_routes,
     research_routes,
+    share_routes,
     upload_routes,
     v1_routes,
     window_routes,
@@ -69,6 +71,8 @@ BLUEPRINTS = (
     prompt_routes,  # the prompt library (/ commands in the composer)
     rating_routes,  # ratings of replies
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log
+    folder_routes,  # chat folders (issue 36)
+    share_routes,  # share links and their public snapshot pages (issue 36)
 )
 
 

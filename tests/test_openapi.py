@@ -136,6 +136,12 @@ def _existing_ids(base: str) -> dict:
     ids["prompt_id"] = requests.post(
         base + "/api/prompts", json={"title": "fuzz", "command": "fuzz", "content": "{{x}}"}, headers=origin, timeout=10
     ).json()["id"]
+    ids["folder_id"] = requests.post(base + "/api/folders", json={"name": "fuzz"}, headers=origin, timeout=10).json()[
+        "id"
+    ]
+    ids["share_id"] = requests.post(
+        f"{base}/api/sessions/{ids['session_id']}/share", headers=origin, timeout=10
+    ).json()["id"]
     ids["token_id"] = "tok_unknown"
     ids["user_id"] = "u_unknown"  # single-user mode has no accounts: the admin routes answer 409
     ids["provider_id"] = "prov_unknown"  # the owner's provider connections: an unknown id, 404

@@ -181,6 +181,15 @@ ROUTES = [
         json={"query": "pwned", "session_id": "{session}"},
         rule="/api/research/start",
     ),
+    # organised chats and share links (issue 36)
+    Route("move session to no folder", "PATCH", "/api/sessions/{session}", json={"folder_id": None}),
+    Route("pin session", "PATCH", "/api/sessions/{session}", json={"pinned": True}),
+    Route("archive session", "PATCH", "/api/sessions/{session}", json={"archived": True}),
+    Route("rename folder", "PATCH", "/api/folders/{folder}", json={"name": "pwned"}, needs=("folder",)),
+    Route("delete folder", "DELETE", "/api/folders/{folder}", needs=("folder",)),
+    Route("list victim's folder", "GET", "/api/sessions?folder_id={folder}", needs=("folder",)),
+    Route("share session", "POST", "/api/sessions/{session}/share", rule="/api/sessions/<session_id>/share"),
+    Route("revoke share", "DELETE", "/api/shares/{share}", needs=("share",)),
     Route("get workflow", "GET", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
     Route("edit workflow", "PATCH", "/api/alloy/workflows/{workflow}", json={"name": "pwned"}, needs=("workflow",)),
     Route("delete workflow", "DELETE", "/api/alloy/workflows/{workflow}", needs=("workflow",)),
@@ -290,6 +299,17 @@ class User:
         )
         if upload.status_code == 200:
             self.ids["upload"] = upload.json()["files"][0]["id"]
+        folder = self.http.post(self.base + "/api/folders", json={"name": f"folder {self.secret}"}, timeout=10)
+        if folder.status_code == 201:
+            self.ids["folder"] = folder.json()["id"]
+            moved = self.http.patch(
+                f"{self.base}/api/sessions/{self.ids['session']}", json={"folder_id": self.ids["folder"]}, timeout=10
+            )
+            assert moved.status_code == 200, moved.text
+        share = self.http.post(f"{self.base}/api/sessions/{self.ids['session']}/share", timeout=10)
+        if share.status_code == 201:
+            self.ids["share"] = share.json()["id"]
+            self.share_path = share.json()["path"]
         memory = self.http.post(
             self.base + "/api/memory", json={"text": f"memory {self.secret}", "pinned": True}, timeout=10
         )
@@ -344,8 +364,13 @@ class User:
         memory = self.get(f"/api/memory/{self.ids['memory']}").json() if "memory" in self.ids else None
         prompt = self.get(f"/api/prompts/{self.ids['prompt']}").json() if "prompt" in self.ids else None
         workflow = self.get(f"/api/alloy/workflows/{self.ids['workflow']}").json() if "workflow" in self.ids else None
+        folders = self.get("/api/folders").json() if "folder" in self.ids else None
+        shares = self.get("/api/shares").json() if "share" in self.ids else None
         return {
             "title": session["title"],
+            "organised": [session.get("folder_id"), session.get("pinned"), session.get("archived")],
+            "folders": folders,
+            "shares": shares,
             "messages": [(m["id"], m["role"], m["content"], m.get("rating")) for m in messages],
             "run_id": status["run_id"],
             "status": status["status"],
@@ -535,6 +560,19 @@ def test_memories_list_and_search_show_only_your_own(world):
         assert [m["id"] for m in listed] == [user.ids["memory"]]
         found = user.get(f"/api/memory/search?q=memory+{other.secret}").json()["memories"]
         assert other.secret not in json.dumps(found) and [m["id"] for m in found] == [user.ids["memory"]]
+
+
+def test_a_share_link_shows_that_chat_and_nothing_else_to_anyone(world):
+    server, users = world
+    for user in users.values():
+        other = users["bob" if user.name == "alice" else "alice"]
+        anonymous = requests.get(server.url + user.share_path + "?format=json", timeout=10)
+        assert anonymous.status_code == 200
+        assert anonymous.json()["messages"] == [{"role": "user", "content": f"hello {user.secret}"}]
+        page = requests.get(server.url + user.share_path, timeout=10).text
+        for leak in (other.secret, f"memory {user.secret}", f"job {user.secret}", f"private notes {user.secret}"):
+            assert leak not in page and leak not in anonymous.text
+        assert user.id not in page and user.id not in anonymous.text  # nothing names the owner
 
 
 def test_workspace_browse_is_for_admins_only(world):

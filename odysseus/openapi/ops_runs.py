@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .schemas import AGENT, AGENT_TURN, CHAT_TURN, ID, INT, MESSAGE_ID, Op, PAGE, PROFILE, STR, TURN
+from .schemas import AGENT, AGENT_TURN, BOOL, CHAT_TURN, FOLDER, ID, INT, MESSAGE_ID, Op, PAGE, PROFILE, STR, TURN
 
 RUN_OPERATIONS: List[Op] = [
     # chat (spec: chat-stream-events.md)
@@ -84,12 +84,38 @@ RUN_OPERATIONS: List[Op] = [
     Op(
         "GET",
         "/api/sessions",
-        "The caller's sessions, most recently updated first, paged (limit <= 500).",
+        "The caller's sessions, most recently updated first, paged (limit <= 500); archived ones with archived=true.",
         "history",
-        query=PAGE + (("before", {"type": "string", "description": "next_before of the previous page"}),),
+        query=PAGE
+        + (
+            ("before", {"type": "string", "description": "next_before of the previous page"}),
+            ("origin", {"type": "string", "enum": ["page", "api", "all"]}),
+            ("archived", {"type": "string", "enum": ["true", "false"]}),
+            ("pinned", {"type": "string", "enum": ["true", "false"]}),
+            ("folder_id", {"type": "string", "description": "a folder's id, or none"}),
+        ),
     ),
     Op("GET", "/api/sessions/<session_id>", "One session.", "history"),
-    Op("PATCH", "/api/sessions/<session_id>", "Rename a session.", "history", {"title": STR}),
+    Op(
+        "PATCH",
+        "/api/sessions/<session_id>",
+        "Rename a session, move it into a folder (null: none), pin or archive it.",
+        "history",
+        {"title": STR, "folder_id": {"type": ["string", "null"]}, "pinned": BOOL, "archived": BOOL},
+    ),
+    Op("GET", "/api/folders", "The caller's chat folders, each with its session_count.", "history"),
+    Op("POST", "/api/folders", "Create a chat folder.", "history", FOLDER, ("name",), status=201),
+    Op("PATCH", "/api/folders/<folder_id>", "Rename a chat folder.", "history", FOLDER, ("name",)),
+    Op("DELETE", "/api/folders/<folder_id>", "Delete a chat folder (its chats stay, in no folder).", "history"),
+    Op(
+        "POST",
+        "/api/sessions/<session_id>/share",
+        "Share a chat: snapshot it now behind a new unguessable link (no sign-in needed to read it).",
+        "history",
+        status=201,
+    ),
+    Op("GET", "/api/shares", "The caller's share links, newest first.", "history"),
+    Op("DELETE", "/api/shares/<share_id>", "Revoke a share link (its url answers 404 from now on).", "history"),
     Op("DELETE", "/api/sessions/<session_id>", "Delete a session (stops its run first).", "history"),
     Op(
         "POST",

@@ -79,6 +79,7 @@ MEMORY = {
     "category": {"type": "string", "maxLength": 40},
     "pinned": BOOL,
 }
+FOLDER = {"name": {"type": "string", "minLength": 1, "maxLength": 100}}  # trimmed; unique per owner in any case
 MEMORY_SETTINGS = {"enabled": BOOL, "auto_extract": BOOL}
 PROMPT = {  # the prompt library (odysseus/store/prompts.py validates them)
     "title": {"type": "string", "minLength": 1, "maxLength": 200},

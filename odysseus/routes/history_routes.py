@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any, Dict, Optional
 
 from flask import Blueprint, current_app, jsonify, request
 
 from ..errors import BadRequest
+from ..store.sessions import ANY_FOLDER, NO_FOLDER
 from .auth import current_owner
 from .branch_routes import with_alternatives
 from .params import MAX_ROW_ID, body, optional_query_int, optional_str, page_args
@@ -51,6 +53,26 @@ def _parse_session_cursor(raw: str) -> tuple:
     return float(match.group(1)), match.group(2)
 
 
+def _query_flag(name: str) -> Optional[bool]:
+    """An optional ``true``/``false`` query argument; None when absent or empty."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw not in ("true", "false"):
+        raise BadRequest(f"{name} must be true or false")
+    return raw == "true"
+
+
+def _body_flag(data: Dict[str, Any], name: str) -> bool:
+    """A body field that must be true or false (JSON booleans; a form's "true"/"false")."""
+    value = data[name]
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise BadRequest(f"{name} must be true or false")
+
+
 @bp.get("/api/sessions")
 def list_sessions():
     """The caller's sessions, most recently updated first, a page at a time.
@@ -58,8 +80,11 @@ def list_sessions():
     ``?limit=`` (default 100, at most 500); ``?before=`` takes the previous page's
     ``next_before`` (``offset`` still works but can repeat a session that moved meanwhile).
     ``?origin=``: ``page`` (default: the page's own chats), ``api`` (conversations made through
-    the OpenAI-compatible API, /v1) or ``all``.
+    the OpenAI-compatible API, /v1) or ``all``. ``?archived=true`` lists the archived chats instead
+    of the others; ``?pinned=true|false`` and ``?folder_id=<id>|none`` narrow the list (the sidebar's
+    pinned, folder and dated sections). Another user's folder id is a 404.
     """
+    owner = current_owner()
     limit, offset = page_args(SESSIONS_PAGE, SESSIONS_PAGE_MAX)
     origin = request.args.get("origin") or "page"
     if origin not in SESSION_ORIGINS:
@@ -68,7 +93,19 @@ def list_sessions():
     before = _parse_session_cursor(raw_before) if raw_before else None
     if before is not None and offset:
         raise BadRequest("send before or offset, not both")
-    rows = _store().sessions.list(current_owner(), limit + 1, offset, before=before, origin=origin)
+    folder = request.args.get("folder_id") or ANY_FOLDER
+    if folder not in (ANY_FOLDER, NO_FOLDER):
+        _store().folders.get(owner, folder)  # 404 for an unknown or another user's folder
+    rows = _store().sessions.list(
+        owner,
+        limit + 1,
+        offset,
+        before=before,
+        origin=origin,
+        archived=bool(_query_flag("archived")),
+        pinned=_query_flag("pinned"),
+        folder=folder,
+    )
     has_more = len(rows) > limit
     sessions = rows[:limit]
     return jsonify(
@@ -83,12 +120,30 @@ def get_session(session_id: str):
 
 
 @bp.patch("/api/sessions/<session_id>")
-def rename_session(session_id: str):
-    """Rename a session."""
-    title = optional_str(body(), "title", 200)
-    if not title:
-        raise BadRequest("title is required")
-    return jsonify(_store().sessions.rename(current_owner(), session_id, title))
+def update_session(session_id: str):
+    """Rename a session (``title``), move it into a folder (``folder_id``, null for none), pin or archive it.
+
+    Any subset of the fields; all are checked before anything is stored. Another user's session or
+    folder is a 404.
+    """
+    data = body()
+    changes: Dict[str, Any] = {}
+    if "title" in data:
+        title = optional_str(data, "title", 200)
+        if not title:
+            raise BadRequest("title must be a non-empty string")
+        changes["title"] = title
+    if "folder_id" in data:
+        folder_id = data["folder_id"]
+        if folder_id is not None and (not isinstance(folder_id, str) or len(folder_id) > 200):
+            raise BadRequest("folder_id must be a folder's id or null")
+        changes["folder_id"] = folder_id or None
+    for name in ("pinned", "archived"):
+        if name in data:
+            changes[name] = _body_flag(data, name)
+    if not changes:
+        raise BadRequest("send title, folder_id, pinned or archived")
+    return jsonify(_store().sessions.update(current_owner(), session_id, changes))
 
 
 @bp.delete("/api/sessions/<session_id>")

@@ -13,6 +13,7 @@ from .agents import AgentRepo, ProfileRepo
 from .code_access import CodeAccessRepo
 from .database import Locked, open_database
 from .documents import DocumentRepo
+from .folders import FolderRepo
 from .jobs import JobRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
@@ -24,6 +25,7 @@ from .research import ResearchRepo
 from .runs import RunRepo
 from .search import SearchRepo
 from .sessions import SessionRepo, new_id
+from .shares import ShareRepo
 from .sign_ins import SignInRepo
 from .tokens import TokenRepo
 from .uploads import UploadRepo
@@ -70,6 +72,8 @@ class Store:
         self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads
         self.prompts = PromptRepo(self.locked)  # m308: the prompt library (/ commands)
         self.ratings = RatingRepo(self.locked)  # m310: ratings of replies
+        self.folders = FolderRepo(self.locked)  # m307: chat folders (sessions carry folder_id, pinned, archived)
+        self.shares = ShareRepo(self.locked)  # m309: share links (a chat's snapshot behind a token)
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

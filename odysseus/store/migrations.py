@@ -582,6 +582,30 @@ def m306_upload_text(db: Database) -> None:
 
 
 @migration
+def m307_organised_chats(db: Database) -> None:
+    """[issue 36] Organised chats: the owner's folders (names unique per owner in any case), and each
+    session's ``folder_id`` (null: none), ``pinned`` and ``archived`` (0/1). Partial indexes answer the
+    sidebar's lists of pinned, foldered and archived chats (a few each, sorted by date after the lookup);
+    the plain chat list keeps using ``idx_sessions_owner_origin_updated``. They leave ``updated_at`` out,
+    so a message (which moves its session's ``updated_at``) writes none of them."""
+    db.table("folders").create(
+        {"id": str, "owner": str, "name": str, "created_at": float, "updated_at": float},
+        pk="id",
+        not_null={"id", "owner", "name"},
+    )
+    db.execute("create unique index if not exists idx_folders_owner_name on folders (owner, name collate nocase)")
+    db.table("sessions").add_column("folder_id", str)
+    db.table("sessions").add_column("pinned", int, not_null_default=0)
+    db.table("sessions").add_column("archived", int, not_null_default=0)
+    # none of them holds updated_at, which every message moves: a turn writes no index but the list's own
+    db.execute(
+        "create index if not exists idx_sessions_folder on sessions (owner, folder_id) where folder_id is not null"
+    )
+    for flag in ("pinned", "archived"):  # (owner, origin), as the list asks
+        db.execute(f"create index if not exists idx_sessions_{flag} on sessions (owner, origin) where {flag} = 1")
+
+
+@migration
 def m308_prompts(db: Database) -> None:
     """[issue 36] The prompt library: a user's saved prompts, each with a title, a ``/command`` (unique per
     user, so typing it in the composer finds one prompt) and a content with ``{{variables}}``."""
@@ -590,6 +614,30 @@ def m308_prompts(db: Database) -> None:
         " command text not null, content text not null, created_at real, updated_at real)"
     )
     db.execute("create unique index if not exists idx_prompts_owner_command on prompts (owner, command)")
+
+
+@migration
+def m309_shares(db: Database) -> None:
+    """[issue 36] Share links: a read-only snapshot of a chat (its title and messages as they were when it
+    was shared, JSON in ``snapshot``) behind an unguessable ``token``; the owner lists and revokes them.
+    Deleting the chat deletes its shares."""
+    db.table("shares").create(
+        {
+            "id": str,
+            "owner": str,
+            "session_id": str,
+            "token": str,
+            "title": str,
+            "snapshot": str,
+            "message_count": int,
+            "created_at": float,
+        },
+        pk="id",
+        not_null={"id", "owner", "session_id", "token", "snapshot"},
+    )
+    db.execute("create unique index if not exists idx_shares_token on shares (token)")
+    db.execute("create index if not exists idx_shares_owner_created on shares (owner, created_at)")
+    db.execute("create index if not exists idx_shares_session on shares (session_id)")
 
 
 @migration

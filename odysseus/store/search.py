@@ -51,11 +51,12 @@ class SearchRepo:
         self._l = locked
 
     def search(self, owner: str, query: str, limit: int = 30, offset: int = 0) -> List[dict]:
-        """Best matches first: session id and title, message id and role, a snippet with highlight offsets."""
+        """Best matches first: session id, title and whether it is archived (archived chats are searched too),
+        message id and role, a snippet with highlight offsets."""
         expression = match_expression(query)
         with self._l.read() as db:
             rows = db.execute(
-                "select m.session_id, m.id, m.role, s.title, m.created_at,"
+                "select m.session_id, m.id, m.role, s.title, m.created_at, s.archived,"
                 " snippet(messages_fts, 0, ?, ?, '…', 16)"
                 " from messages_fts join messages m on m.id = messages_fts.rowid"
                 " join sessions s on s.id = m.session_id and s.owner = m.owner"
@@ -63,7 +64,7 @@ class SearchRepo:
                 [OPEN, CLOSE, expression, owner, limit, offset],
             ).fetchall()
         results = []
-        for session_id, message_id, role, title, created_at, marked in rows:
+        for session_id, message_id, role, title, created_at, archived, marked in rows:
             snippet, highlights = split_snippet(marked)
             results.append(
                 {
@@ -71,6 +72,7 @@ class SearchRepo:
                     "message_id": message_id,
                     "role": role,
                     "title": title,
+                    "archived": bool(archived),
                     "created_at": created_at,
                     "snippet": snippet,
                     "highlights": highlights,

@@ -4,15 +4,27 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import NotFound
 from .database import Locked, select_rows
+
+#: ``list``'s folder filter: any folder or none (no filter), in no folder, or one folder's id
+ANY_FOLDER = ""
+NO_FOLDER = "none"
 
 
 def new_id(prefix: str) -> str:
     """An unguessable id: ``prefix`` + 128 random bits, URL-safe."""
     return prefix + secrets.token_urlsafe(16)
+
+
+def session_view(row: dict) -> dict:
+    """A session row as the API shows it: ``pinned`` and ``archived`` as booleans (m307; 0/1 in SQLite)."""
+    row["pinned"] = bool(row.get("pinned"))
+    row["archived"] = bool(row.get("archived"))
+    row.setdefault("folder_id", None)
+    return row
 
 
 def session_in_tx(db: Any, owner: str, session_id: Optional[str], title: str, now: float) -> str:
@@ -41,7 +53,7 @@ class SessionRepo:
         row = {"id": new_id("s_"), "owner": owner, "title": title, "created_at": now, "updated_at": now}
         with self._l.tx() as db:
             db.table("sessions").insert(row)
-        return row
+        return session_view(dict(row, folder_id=None, pinned=0, archived=0))
 
     def get(self, owner: str, session_id: str) -> dict:
         """The owner's session, or NotFound."""
@@ -49,7 +61,7 @@ class SessionRepo:
             rows = select_rows(db, "select * from sessions where id = ? and owner = ? limit 1", [session_id, owner])
         if not rows:
             raise NotFound("session not found")
-        return rows[0]
+        return session_view(rows[0])
 
     def list(
         self,
@@ -58,6 +70,9 @@ class SessionRepo:
         offset: int = 0,
         before: Optional[Tuple[float, str]] = None,
         origin: str = "all",
+        archived: bool = False,
+        pinned: Optional[bool] = None,
+        folder: str = ANY_FOLDER,
     ) -> List[dict]:
         """The owner's sessions, most recently updated first (ties by id).
 
@@ -65,6 +80,11 @@ class SessionRepo:
         next page starts right after it, so paging never repeats a session when another
         one is updated meanwhile (that one moves to the top instead). ``origin``: ``page``
         (sessions the page made: ``origin`` null), ``api`` (made through /v1) or ``all``.
+        ``archived``: the archived sessions instead of the others; ``pinned``: only pinned (True)
+        or only unpinned (False) ones; ``folder``: ``ANY_FOLDER``, ``NO_FOLDER`` or a folder's id
+        (the caller has checked that it is the owner's). The flags are SQL literals, so the partial
+        indexes of m307 can answer the pinned, foldered and archived lists; they are named (``indexed
+        by``), since without statistics SQLite would rather walk the date-ordered index over every chat.
         """
         where = "owner = ?"
         args: List[Any] = [owner]
@@ -73,24 +93,68 @@ class SessionRepo:
         elif origin != "all":
             where += " and origin = ?"
             args.append(origin)
+        where += " and archived = 1" if archived else " and archived = 0"
+        if pinned is not None:
+            where += " and pinned = 1" if pinned else " and pinned = 0"
+        if folder == NO_FOLDER:
+            where += " and folder_id is null"
+        elif folder != ANY_FOLDER:
+            where += " and folder_id is not null and folder_id = ?"
+            args.append(folder)
         if before is not None:
             where += " and (updated_at < ? or (updated_at = ? and id < ?))"
             args += [before[0], before[0], before[1]]
+        index = ""  # the chats in none of the sections: the date-ordered index over all of them
+        if archived:
+            index = " indexed by idx_sessions_archived"
+        elif folder not in (ANY_FOLDER, NO_FOLDER):
+            index = " indexed by idx_sessions_folder"
+        elif pinned:
+            index = " indexed by idx_sessions_pinned"
         with self._l.read() as db:
-            return list(
-                db["sessions"].rows_where(where, args, order_by="updated_at desc, id desc", limit=limit, offset=offset)
+            rows = select_rows(
+                db,
+                f"select * from sessions{index} where {where} order by updated_at desc, id desc limit ? offset ?",
+                [*args, limit, offset],
             )
+        return [session_view(row) for row in rows]
 
     def rename(self, owner: str, session_id: str, title: str) -> dict:
         """Rename the owner's session."""
-        self.get(owner, session_id)
+        return self.update(owner, session_id, {"title": title})
+
+    def update(self, owner: str, session_id: str, changes: Dict[str, Any]) -> dict:
+        """Change the owner's session in one transaction: ``title`` (moves it to the top, as activity does),
+        ``folder_id`` (the owner's folder, or None), ``pinned``, ``archived`` (bools; organising a chat
+        leaves its place in time alone). NotFound for another user's session or folder; nothing is
+        written then."""
+        values: Dict[str, Any] = {}
+        if "title" in changes:
+            values.update(title=changes["title"], updated_at=time.time())
+        for flag in ("pinned", "archived"):
+            if flag in changes:
+                values[flag] = 1 if changes[flag] else 0
+        if "folder_id" in changes:
+            values["folder_id"] = changes["folder_id"]
         with self._l.tx() as db:
-            db.table("sessions").update(session_id, {"title": title, "updated_at": time.time()})
+            if db.execute("select 1 from sessions where id = ? and owner = ?", [session_id, owner]).fetchone() is None:
+                raise NotFound("session not found")
+            folder_id = values.get("folder_id")
+            if folder_id is not None and (
+                db.execute("select 1 from folders where id = ? and owner = ?", [folder_id, owner]).fetchone() is None
+            ):
+                raise NotFound("folder not found")
+            if values:
+                assignments = ", ".join(f"{column} = ?" for column in values)
+                db.execute(
+                    f"update sessions set {assignments} where id = ? and owner = ?",
+                    [*values.values(), session_id, owner],
+                )
         return self.get(owner, session_id)
 
     def delete(self, owner: str, session_id: str) -> List[str]:
         """Delete the owner's session with its messages, runs (and their durable events), background jobs,
-        approvals and image records.
+        approvals, image records and share links (m309: their urls answer 404 from now on).
 
         Returns the names of the session's image files, for the caller to remove from disk.
         """
@@ -111,7 +175,7 @@ class SessionRepo:
                 " where session_id = ?1 and owner = ?2)",
                 where,
             )
-            for table in ("messages", "runs", "jobs", "approvals", "images"):
+            for table in ("messages", "runs", "jobs", "approvals", "images", "shares"):
                 db.execute(f"delete from {table} where session_id = ? and owner = ?", where)
             db.execute("delete from sessions where id = ? and owner = ?", where)
         return images

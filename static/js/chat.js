@@ -45,6 +45,7 @@ const ui = {
   exportJson: /** @type {HTMLAnchorElement} */ ($("export-json")), note: $("composer-note"),
   charCount: $("char-count"), streamWarning: $("stream-warning"),
   codeNotice: $("code-tools-notice"),
+  newFolder: $("new-folder"), archivedView: $("archived-view"), chatMenu: $("chat-menu"),
 };
 
 const state = new ChatState();
@@ -140,6 +141,7 @@ function setUrl(sessionId) {
   const url = sessionId ? `/?session=${encodeURIComponent(sessionId)}` : "/";
   if (location.pathname + location.search !== url) history.replaceState(null, "", url);
   ui.export.hidden = !sessionId;
+  ui.chatMenu.hidden = !sessionId;
   if (sessionId) {
     const base = `/api/sessions/${encodeURIComponent(sessionId)}/export?format=`;
     ui.exportMd.href = base + "md";
@@ -229,6 +231,25 @@ const refreshSessions = () => sidebar.refresh();
 // The "API conversations" toggle: the sidebar lists the /v1 API's conversations instead of the page's chats.
 ui.apiSessions.checked = sidebar.origin === "api";
 ui.apiSessions.addEventListener("change", () => sidebar.setOrigin(ui.apiSessions.checked ? "api" : "page"));
+// Organising chats (sidebar.js): a new folder, the Archived view, the open chat's "⋯" menu in the header.
+ui.newFolder.addEventListener("click", async () => {
+  if (sidebar.archived) await showArchived(false);
+  sidebar.folders.create();
+});
+ui.archivedView.addEventListener("click", () => showArchived(ui.archivedView.getAttribute("aria-pressed") !== "true"));
+function showArchived(on) {
+  ui.archivedView.setAttribute("aria-pressed", on ? "true" : "false");
+  return sidebar.setArchived(on);
+}
+ui.chatMenu.addEventListener("click", async () => {
+  const sessionId = state.sessionId;
+  if (!sessionId) return;
+  try {
+    sidebar.chatMenu(ui.chatMenu, await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}`));
+  } catch (err) {
+    toast(`Could not read the chat: ${err.message}`);
+  }
+});
 // Web toggle, workspace picker and the memories screen (context_controls.js).
 const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();
@@ -378,7 +399,7 @@ const pageChrome = new PageChrome({
 
 /** The server writes a title after the first reply (in the background): look a few times, then stop. */
 async function watchTitle(sessionId) {
-  const before = sidebar.sessions.find((s) => s.id === sessionId)?.title;
+  const before = sidebar.find(sessionId)?.title;
   for (const wait of [800, 1500, 3000, 6000]) {
     await new Promise((resolve) => setTimeout(resolve, wait));
     try {

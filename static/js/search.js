@@ -1,6 +1,7 @@
-// Sidebar search across the user's chats (GET /api/search). Results replace the session list while
-// the box has text; snippets are built from text nodes with <mark> around the server's highlight
-// offsets (escape, then highlight: no HTML from a message ever reaches innerHTML).
+// Sidebar search across the user's chats (GET /api/search; archived ones too, marked so). Results
+// replace the session list while the box has text; snippets are built from text nodes with <mark>
+// around the server's highlight offsets (escape, then highlight: no HTML from a message ever reaches
+// innerHTML).
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
@@ -72,7 +73,9 @@ export class Search {
       li.dataset.messageId = String(result.message_id);
       const open = el("button");
       open.type = "button";
-      open.append(el("span", "result-title", result.title), highlighted(result.snippet, result.highlights));
+      open.append(el("span", "result-title", result.title));
+      if (result.archived) open.appendChild(el("span", "result-archived", "Archived")); // found though not listed
+      open.appendChild(highlighted(result.snippet, result.highlights));
       open.addEventListener("click", () => this.options.onOpen(result.session_id, result.message_id));
       li.appendChild(open);
       list.appendChild(li);

@@ -1,8 +1,8 @@
 // The settings screen (in the page's dialog): the user's preferences, saved prompts
 // (settings_prompts.js), agents (settings_agents.js), rated replies (settings_ratings.js), password, API
-// tokens and the streaming self-test; for an admin also accounts, sign-up, ratings per model and the
-// provider connections (settings_providers.js). Every change goes through the JSON API and its answer (or error) is
-// shown next to the control that made it.
+// tokens, shared links (settings_shares.js) and the streaming self-test; for an admin also accounts,
+// sign-up, ratings per model and the provider connections (settings_providers.js). Every change goes
+// through the JSON API and its answer (or error) is shown next to the control that made it.
 
 import { api } from "./api.js";
 import { button, el } from "./dom.js";
@@ -11,6 +11,7 @@ import { agents } from "./settings_agents.js";
 import { prompts } from "./settings_prompts.js";
 import { providers } from "./settings_providers.js";
 import { ratings, ratingsPerModel } from "./settings_ratings.js";
+import { shares } from "./settings_shares.js";
 import { field, input, result, section, select } from "./settings_widgets.js";
 
 /**
@@ -27,6 +28,7 @@ export async function openSettings(openModal, options) {
     if (options.status.mode === "password") root.appendChild(password());
     root.appendChild(tokens());
   }
+  root.appendChild(shares()); // share links of chats (settings_shares.js)
   root.appendChild(streamCheck(options));
   if (user && user.is_admin) root.append(admin(user), ratingsPerModel(), providers(options));
   else if (!user && options.status && options.status.mode === "none") {

@@ -1,74 +1,105 @@
-// The sidebar's list of the user's sessions: open, rename in place (Enter saves, Escape cancels),
-// delete after a confirmation. It owns no page state: the page tells it which session is open.
-// Sessions come a page at a time (most recently updated first); scrolling to the end of the list,
-// or its "More sessions" button, loads the next page after the last one shown (`before=`).
+// The sidebar's list of the user's chats: Pinned on top, then the folders (each opens and closes), then
+// the other chats grouped by date (Today, Yesterday, Previous 7 days, then by month). "Archived"
+// switches the list to the archived chats. A chat is opened, renamed in place (Enter saves, Escape
+// cancels), deleted after a confirmation, organised with its "⋯" menu (chat_menu.js) or dragged onto a
+// folder, Pinned, or the dated list (out of its folder). Every change is written through the API and the
+// list is drawn again from the server. It owns no page state: the page tells it which session is open.
+// Each list comes a page at a time (session_list.js); scrolling to the end, or "More sessions", loads the
+// next page of the dated (or archived) list.
 
 import { api } from "./api.js";
+import { chatMenuItems } from "./chat_menu.js";
+import { groupByDate } from "./date_groups.js";
 import { button, el } from "./dom.js";
+import { menuOpen, openMenu } from "./popup_menu.js";
+import { SessionList } from "./session_list.js";
+import { FolderViews } from "./sidebar_folders.js";
 
-const PAGE = 100;
-const MAX_PAGE = 500; // the server's largest page
 const NEAR_END_PX = 200;
 const ORIGIN_KEY = "odysseus.sessionOrigin";
+const DRAG_TYPE = "application/x-odysseus-session";
 
 /** Options: {current() -> open session id, onOpen(id), onDeleted(id), onTitle(title), toast(text)}. */
 export class Sidebar {
   constructor(list, options) {
     this.list = list;
     this.options = options;
-    this.sessions = [];
+    this.main = new SessionList({ pinned: "false", folder_id: "none" }); // the dated chats
+    this.pinned = new SessionList({ pinned: "true" });
+    this.archivedList = new SessionList({ archived: "true" });
+    this.archived = false; // the Archived view is open
+    this.folders = new FolderViews(this);
     this.running = new Set(); // sessions with a run going (server list plus this tab's own turns)
     this.local = new Set();
+    this.titles = new Map(); // every session seen: the header's title even when its list is not loaded
     this.poll = null;
-    this.hasMore = false;
-    this.nextBefore = null;
-    this.loadingMore = null;
     this.generation = 0; // bumps on every reload: a page fetched for an older list is dropped
+    /** @type {HTMLInputElement | null} an input in the list (rename, new folder): redraws wait for it */
+    this.editing = null;
+    this.pendingRender = false;
+    this.dragging = null;
     this.origin = localStorage.getItem(ORIGIN_KEY) === "api" ? "api" : "page"; // GET /api/sessions?origin=
+    this.actions = {
+      folders: () => this.folders.folders,
+      update: (session, changes, done) => this.update(session, changes, done),
+      newFolder: (session) => this.folders.create(session),
+      toast: (text) => this.options.toast(text),
+    };
     const scroller = list.parentElement;
     scroller.addEventListener("scroll", () => {
       if (scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < NEAR_END_PX) this.loadMore();
     }, { passive: true });
+    this.listenForDrops();
   }
 
-  /** Pages from the newest until `wanted` sessions and `untilId` (at most a page more, or all) are in hand. */
-  async fetchSessions(wanted, untilId) {
-    let sessions = [];
-    let before = null;
-    let more = true;
-    const reached = () => !untilId || sessions.length >= wanted + PAGE || sessions.some((s) => s.id === untilId);
-    while (more && (sessions.length < wanted || !reached())) {
-      const query = new URLSearchParams({ limit: String(Math.min(MAX_PAGE, Math.max(PAGE, wanted - sessions.length))) });
-      if (before) query.set("before", before);
-      if (this.origin !== "page") query.set("origin", this.origin);
-      const data = await api("GET", `/api/sessions?${query}`);
-      sessions = sessions.concat(data.sessions);
-      more = !!data.has_more;
-      before = data.next_before;
+  /** The list "More sessions" pages: the dated chats, or the archived ones. */
+  primary() {
+    return this.archived ? this.archivedList : this.main;
+  }
+
+  /** Every loaded list. */
+  lists() {
+    return this.archived ? [this.archivedList] : [this.pinned, ...this.folders.lists(), this.main];
+  }
+
+  /** A loaded session by id, or undefined. */
+  find(id) {
+    for (const list of this.lists()) {
+      const found = list.sessions.find((s) => s.id === id);
+      if (found) return found;
     }
-    return { sessions, more, before };
+    return undefined;
   }
 
-  /** Reload the sessions (as many as are shown) and the runs going from the server and redraw. */
+  /** Reload every list shown (each as long as it is shown) and the runs going, then redraw. */
   async refresh() {
-    let runs = null;
-    let page;
     const generation = ++this.generation;
+    const runsAsked = api("GET", "/api/agent/chat/runs?limit=50").then((data) => data.runs).catch(() => null);
+    let pages;
+    let folderPages = null;
     try {
-      [page, runs] = await Promise.all([
-        // as many as are shown, down to the last one shown (sessions that moved up push it down)
-        this.fetchSessions(Math.max(PAGE, this.sessions.length), this.sessions.length > PAGE ? this.sessions.at(-1).id : null),
-        api("GET", "/api/agent/chat/runs?limit=50").then((data) => data.runs).catch(() => null),
-      ]);
+      if (this.archived) {
+        pages = [await this.archivedList.fetchShown(this.origin)];
+      } else {
+        const [folders, pinned, main] = await Promise.all([
+          api("GET", "/api/folders").then((data) => data.folders),
+          this.pinned.fetchShown(this.origin), this.main.fetchShown(this.origin),
+        ]);
+        pages = [pinned, main];
+        folderPages = await this.folders.fetch(folders, this.origin);
+      }
     } catch (err) {
-      this.options.toast(`Could not load sessions: ${err.message}`);
+      if (generation === this.generation) this.options.toast(`Could not load sessions: ${err.message}`);
       return;
     }
+    const runs = await runsAsked;
     if (generation !== this.generation) return; // a newer reload is under way
-    this.sessions = page.sessions;
-    this.hasMore = page.more;
-    this.nextBefore = page.before;
-    this.loadingMore = null;
+    if (this.archived) this.archivedList.apply(pages[0]);
+    else {
+      this.pinned.apply(pages[0]);
+      this.main.apply(pages[1]);
+      this.folders.apply(folderPages);
+    }
     if (runs) this.running = new Set(runs.filter((r) => r.status === "running").map((r) => r.session_id));
     this.render();
     // A run started elsewhere (another tab, a background job) ends on its own: look again later.
@@ -76,33 +107,34 @@ export class Sidebar {
     if (this.running.size) this.poll = setTimeout(() => this.refresh(), 3000);
   }
 
-  /** Append the next page of older sessions (one request at a time). */
-  loadMore() {
-    if (!this.hasMore || this.loadingMore || !this.nextBefore) return this.loadingMore || Promise.resolve();
+  /** Append the next page of `list` (the dated or archived chats by default; one request at a time). */
+  loadMore(list = this.primary()) {
+    if (!list.hasMore || list.loadingMore || !list.nextBefore) return list.loadingMore || Promise.resolve();
     const generation = this.generation;
-    const query = new URLSearchParams({ limit: String(PAGE), before: this.nextBefore });
-    if (this.origin !== "page") query.set("origin", this.origin);
-    this.loadingMore = api("GET", `/api/sessions?${query}`).then((data) => {
-      if (generation !== this.generation) return;
-      const shown = new Set(this.sessions.map((s) => s.id));
-      this.sessions = this.sessions.concat(data.sessions.filter((s) => !shown.has(s.id)));
-      this.hasMore = !!data.has_more;
-      this.nextBefore = data.next_before;
+    list.loadingMore = list.fetchNext(this.origin).then((data) => {
+      if (generation === this.generation) list.append(data);
     }).catch((err) => {
       if (generation === this.generation) this.options.toast(`Could not load more sessions: ${err.message}`);
     }).finally(() => {
       if (generation !== this.generation) return;
-      this.loadingMore = null;
+      list.loadingMore = null;
       this.render();
     });
-    return this.loadingMore;
+    return list.loadingMore;
   }
 
   /** List the page's own chats (`page`) or the conversations made through /v1 (`api`); remembered. */
   setOrigin(origin) {
     this.origin = origin === "api" ? "api" : "page";
     localStorage.setItem(ORIGIN_KEY, this.origin);
-    this.sessions = [];
+    for (const list of [this.main, this.pinned, this.archivedList, ...this.folders.lists()]) list.clear();
+    return this.refresh();
+  }
+
+  /** Show the archived chats (true) or the others (false). */
+  setArchived(archived) {
+    this.archived = !!archived;
+    this.archivedList.clear();
     return this.refresh();
   }
 
@@ -125,59 +157,168 @@ export class Sidebar {
     }
   }
 
-  /** Redraw from the last list (marks the open session). */
-  render() {
-    const currentId = this.options.current();
-    this.list.textContent = "";
-    for (const session of this.sessions) {
-      const li = el("li", "session");
-      li.dataset.sessionId = session.id;
-      const open = button(session.title, "open", () => this.options.onOpen(session.id));
-      open.title = session.title;
-      if (session.id === currentId) open.setAttribute("aria-current", "page");
-      if (this.running.has(session.id) || this.local.has(session.id)) {
-        li.classList.add("running");
-        const dot = el("span", "run-dot");
-        dot.title = "A reply is being written";
-        dot.setAttribute("role", "img");
-        dot.setAttribute("aria-label", "reply in progress");
-        open.prepend(dot);
-      }
-      li.append(open,
-                button("✎", "rename icon", () => this.rename(li, session), `Rename ${session.title}`),
-                button("✕", "delete icon", () => this.remove(session), `Delete ${session.title}`));
-      this.list.appendChild(li);
+  /** Change a chat (`PATCH /api/sessions/{id}`: folder_id, pinned, archived), then reload the lists. */
+  async update(session, changes, done) {
+    try {
+      await api("PATCH", `/api/sessions/${encodeURIComponent(session.id)}`, changes);
+    } catch (err) {
+      this.options.toast(`Could not change "${session.title}": ${err.message}`);
+      return false;
     }
-    if (this.hasMore) {
-      const li = el("li", "sessions-more-item");
-      const more = button(this.loadingMore ? "Loading…" : "More sessions", "sessions-more ghost", () => this.loadMore());
-      li.appendChild(more);
-      this.list.appendChild(li);
-    }
-    this.list.dataset.hasMore = this.hasMore ? "true" : "false";
-    const current = this.sessions.find((s) => s.id === currentId);
-    this.options.onTitle(current ? current.title : null);
+    if (done) this.options.toast(done);
+    await this.refresh();
+    return true;
   }
 
-  rename(li, session) {
-    const input = el("input", "rename-input");
-    input.value = session.title;
-    input.setAttribute("aria-label", "New session title");
-    li.replaceChildren(input);
+  /** Open the "⋯" menu of `session` under `anchor` (the sidebar row's, or the page header's). */
+  chatMenu(anchor, session) {
+    openMenu(anchor, `Actions for ${session.title}`, chatMenuItems(session, this.actions), () => this.flush());
+  }
+
+  /** Redraw now if a redraw waited for an inline input or a menu. */
+  flush() {
+    if (this.pendingRender) this.render();
+  }
+
+  /** Redraw from the last lists (marks the open session). Waits while an input or a menu is open in it. */
+  render() {
+    if (this.editing || menuOpen()) {
+      this.pendingRender = true;
+      return;
+    }
+    this.pendingRender = false;
+    const currentId = this.options.current();
+    this.list.textContent = "";
+    this.list.dataset.view = this.archived ? "archived" : "chats";
+    const primary = this.primary();
+    if (!this.archived) {
+      if (this.pinned.sessions.length) this.list.appendChild(this.group("pinned", "Pinned", this.pinned.sessions));
+      for (const node of this.folders.render()) this.list.appendChild(node);
+    }
+    const groups = groupByDate(primary.sessions);
+    if (!groups.length && !this.archived && (this.pinned.sessions.length || this.folders.folders.length)) {
+      groups.push({ key: "none", label: "Chats", sessions: [] }); // somewhere to drop a chat out of its folder
+    }
+    for (const group of groups) this.list.appendChild(this.group(group.key, group.label, group.sessions));
+    if (this.archived && !primary.sessions.length) this.list.appendChild(el("li", "sessions-empty muted", "No archived chats."));
+    if (primary.hasMore) {
+      const li = el("li", "sessions-more-item");
+      li.appendChild(button(primary.loadingMore ? "Loading…" : "More sessions", "sessions-more ghost", () => this.loadMore()));
+      this.list.appendChild(li);
+    }
+    this.list.dataset.hasMore = primary.hasMore ? "true" : "false";
+    for (const list of this.lists()) for (const s of list.sessions) this.titles.set(s.id, s.title);
+    if (!currentId || this.titles.has(currentId)) this.options.onTitle(currentId ? this.titles.get(currentId) : null);
+  }
+
+  /** A titled group of chats: Pinned, or a date's; a drop target (Pinned pins, a date group unfiles). */
+  group(key, label, sessions) {
+    const li = el("li", "session-group");
+    li.dataset.group = key;
+    if (!this.archived) li.dataset.drop = key === "pinned" ? "pinned" : "chats";
+    const items = el("ul", "group-items");
+    for (const session of sessions) items.appendChild(this.row(session));
+    if (!sessions.length) items.appendChild(el("li", "folder-empty muted", "Drop a chat here to take it out of its folder."));
+    li.append(el("h3", "group-title", label), items);
+    return li;
+  }
+
+  /** One chat: open, rename, its menu, delete; draggable onto a folder, Pinned or the dated list. */
+  row(session) {
+    const li = el("li", "session");
+    li.dataset.sessionId = session.id;
+    const open = button(session.title, "open", () => this.options.onOpen(session.id));
+    open.title = session.title;
+    if (session.id === this.options.current()) open.setAttribute("aria-current", "page");
+    if (this.running.has(session.id) || this.local.has(session.id)) {
+      li.classList.add("running");
+      const dot = el("span", "run-dot");
+      dot.title = "A reply is being written";
+      dot.setAttribute("role", "img");
+      dot.setAttribute("aria-label", "reply in progress");
+      open.prepend(dot);
+    }
+    const more = button("⋯", "more icon", () => this.chatMenu(more, session), `Actions for ${session.title}`);
+    li.append(open,
+              button("✎", "rename icon", () => this.rename(li, session), `Rename ${session.title}`),
+              more,
+              button("✕", "delete icon", () => this.remove(session), `Delete ${session.title}`));
+    li.draggable = true;
+    li.addEventListener("dragstart", (e) => {
+      this.dragging = session;
+      e.dataTransfer.setData(DRAG_TYPE, session.id);
+      e.dataTransfer.setData("text/plain", session.title);
+      e.dataTransfer.effectAllowed = "move";
+      this.list.classList.add("dragging");
+    });
+    li.addEventListener("dragend", () => this.endDrag());
+    return li;
+  }
+
+  listenForDrops() {
+    const targetOf = (event) => {
+      const node = event.target instanceof Element ? event.target.closest("[data-drop]") : null;
+      return this.dragging && node && this.list.contains(node) ? node : null;
+    };
+    this.list.addEventListener("dragover", (e) => {
+      const target = targetOf(e);
+      if (!target) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = "move";
+      for (const node of this.list.querySelectorAll(".drop-target")) if (node !== target) node.classList.remove("drop-target");
+      target.classList.add("drop-target");
+    });
+    this.list.addEventListener("drop", (e) => {
+      const target = targetOf(e);
+      const session = this.dragging;
+      this.endDrag();
+      if (!target || !session || e.dataTransfer.getData(DRAG_TYPE) !== session.id) return;
+      e.preventDefault();
+      this.dropOn(session, target.dataset.drop);
+    });
+  }
+
+  endDrag() {
+    this.dragging = null;
+    this.list.classList.remove("dragging");
+    for (const node of this.list.querySelectorAll(".drop-target")) node.classList.remove("drop-target");
+  }
+
+  /** Where a chat was dropped: a folder (out of Pinned, into it), Pinned, or the dated list (out of both). */
+  dropOn(session, where) {
+    if (where === "pinned") {
+      if (!session.pinned) this.update(session, { pinned: true });
+    } else if (where.startsWith("folder:")) {
+      const folderId = where.slice("folder:".length);
+      const folder = this.folders.folders.find((f) => f.id === folderId);
+      if (session.folder_id !== folderId || session.pinned) {
+        this.update(session, { folder_id: folderId, pinned: false }, folder ? `Moved to "${folder.name}".` : undefined);
+      }
+    } else if (session.folder_id || session.pinned) {
+      this.update(session, { folder_id: null, pinned: false });
+    }
+  }
+
+  /**
+   * Put an input in `container` holding `value`; Enter (or leaving it) saves a changed, non-empty text
+   * with `save(text)`, Escape cancels. The lists are drawn again afterwards.
+   */
+  editInPlace(container, value, label, maxLength, save) {
+    const input = /** @type {HTMLInputElement} */ (el("input", "rename-input"));
+    input.value = value;
+    input.maxLength = maxLength;
+    input.setAttribute("aria-label", label);
+    container.replaceChildren(input);
+    this.editing = input;
     input.focus();
     input.select();
     let done = false;
-    const finish = async (save) => {
+    const finish = async (keep) => {
       if (done) return;
       done = true;
-      const title = input.value.trim();
-      if (save && title && title !== session.title) {
-        try {
-          await api("PATCH", `/api/sessions/${encodeURIComponent(session.id)}`, { title });
-        } catch (err) {
-          this.options.toast(`Could not rename: ${err.message}`);
-        }
-      }
+      const text = input.value.trim();
+      if (keep && text && text !== value) await save(text);
+      if (this.editing === input) this.editing = null; // not another input opened meanwhile
       this.refresh();
     };
     input.addEventListener("keydown", (e) => {
@@ -185,6 +326,16 @@ export class Sidebar {
       if (e.key === "Escape") finish(false);
     });
     input.addEventListener("blur", () => finish(true));
+  }
+
+  rename(li, session) {
+    this.editInPlace(li, session.title, "New session title", 200, async (title) => {
+      try {
+        await api("PATCH", `/api/sessions/${encodeURIComponent(session.id)}`, { title });
+      } catch (err) {
+        this.options.toast(`Could not rename: ${err.message}`);
+      }
+    });
   }
 
   async remove(session) {
