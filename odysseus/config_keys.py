@@ -44,6 +44,7 @@ SECTIONS = {
     "uploads": "Uploads, attachments and retrieval",
     "agent": "Agent mode",
     "sandbox": "Code sandbox",
+    "mcp": "MCP servers",
     "documents": "Editor documents",
     "context": "Memories, web sources and the agent's workspace",
     "window": "Context window",
@@ -243,6 +244,13 @@ KEYS: List[Key] = [
         ("SANDBOX_MAX_OPEN_FILES", 256, "RLIMIT_NOFILE"),
         ("SANDBOX_TMP_BYTES", 64 * MiB, "size of the private `/tmp` (tmpfs)"),
         ("CODE_TOOLS_UNSANDBOXED", False, "single-user mode only: run code tools without bubblewrap"),
+    ),
+    *_keys(
+        "mcp",
+        ("MCP_MAX_TOOLS", 64, "tools one MCP server offers the model at most (after its `tools` allow-list)"),
+        ("MCP_TIMEOUT", 60.0, "seconds an MCP tool call may take, unless the server's `timeout` says otherwise"),
+        ("MCP_START_TIMEOUT", 20.0, "seconds an MCP server may take to start, answer `initialize` and list its tools"),
+        ("MCP_RESTART_MAX_DELAY", 60.0, "longest wait between restarts of an MCP server that failed (1 s, doubling)"),
     ),
     *_keys(
         "documents",
