@@ -35,8 +35,6 @@ log = logging.getLogger(__name__)
 
 BROKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broker.py")
 MAX_LINE = 48 * 1024 * 1024
-#: seconds we wait for a write to the broker's stdin (it reads continuously; a stuck one is restarted)
-WRITE_TIMEOUT = 10.0
 _CANCELLED = {"error": "the call was stopped", "kind": "cancelled"}
 
 
@@ -66,7 +64,7 @@ class BrokerClient:
         #: request id -> (the broker it was sent to, the queue its answers go to)
         self._pending: Dict[int, Tuple[subprocess.Popen, "queue.Queue[Dict[str, Any]]"]] = {}
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()  # one writer at a time; guards _proc
+        self._lock = threading.RLock()  # one writer at a time; guards _proc (re-entered: _specs may reload)
         self._closed = False
         self._deaths = 0
         self._died_at = 0.0
@@ -93,22 +91,26 @@ class BrokerClient:
             self._proc, self.pid = proc, proc.pid
             reader = threading.Thread(target=self._read, args=(proc,), name="mcp-broker-reader", daemon=True)
             reader.start()
-            specs = self._specs()
-        self._send(proc, {"id": 0, "op": "reload", "servers": specs})
+            # the servers first, before any request another greenlet sends (it waits for this lock)
+            self._write(proc, {"id": 0, "op": "reload", "servers": self._specs()})
         return proc
 
     def _backoff(self) -> float:
         return min(self._max_delay, 0.5 * (2 ** min(self._deaths - 1, 10)))
 
     def _send(self, proc: subprocess.Popen, message: Dict[str, Any]) -> None:
-        line = json.dumps(message, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
         with self._lock:
-            try:
-                assert proc.stdin is not None
-                proc.stdin.write(line)
-                proc.stdin.flush()
-            except (OSError, ValueError) as exc:  # the broker is gone (its reader fails the requests)
-                raise McpError(f"the MCP broker is not running ({type(exc).__name__})", "closed") from None
+            self._write(proc, message)
+
+    def _write(self, proc: subprocess.Popen, message: Dict[str, Any]) -> None:
+        """One line to the broker (the caller holds ``_lock``)."""
+        line = json.dumps(message, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(line)
+            proc.stdin.flush()
+        except (OSError, ValueError) as exc:  # the broker is gone (its reader fails the requests)
+            raise McpError(f"the MCP broker is not running ({type(exc).__name__})", "closed") from None
 
     def _read(self, proc: subprocess.Popen) -> None:
         """The reader: every line of the broker to its request's queue or the event handler."""

@@ -87,6 +87,20 @@ class ServerSpec:
         """True when no user or profile is named: every account may use it."""
         return not self.users and not self.profiles
 
+    def allows(self, owner: str, user: Optional[Mapping[str, Any]], profile_id: Optional[str]) -> bool:
+        """May this owner's turn (run with this agent profile, or None) use the server?
+
+        Everyone, when no user or profile is named; else the named users (by id or username; in
+        single-user mode the implicit owner's id) and the turns run with a named profile."""
+        if self.for_everyone():
+            return True
+        if profile_id is not None and profile_id in self.profiles:
+            return True
+        names = {owner}
+        if user:
+            names |= {str(user.get("id")), str(user.get("username"))}
+        return bool(names & set(self.users))
+
     def fields(self) -> Dict[str, Any]:
         """The validated fields (what a row stores), as JSON-able values."""
         return {
