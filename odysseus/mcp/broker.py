@@ -85,6 +85,7 @@ class StderrTail:
         read_fd, write_fd = os.pipe()
         self.file = os.fdopen(write_fd, "w")
         self.tail = b""
+        self.ended = threading.Event()
         thread = threading.Thread(target=self._read, args=(read_fd,), daemon=True)
         thread.start()
 
@@ -97,6 +98,13 @@ class StderrTail:
                 self.tail = (self.tail + chunk)[-STDERR_TAIL:]
         finally:
             os.close(fd)
+            self.ended.set()
+
+    async def settle(self, wait: float = 0.5) -> None:
+        """Give a server that just exited a moment for its last words to arrive."""
+        deadline = time.monotonic() + wait
+        while not self.ended.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     def close_writer(self) -> None:
         """Our copy of the write end (the child has its own)."""
@@ -346,11 +354,15 @@ class Conn:
                 raise
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            return self._reason(phase, exc, start_timeout)
+            failure: Optional[BaseException] = exc
+        else:
+            failure = None
         finally:
             if self.stderr is not None:
                 self.stderr.close_writer()
-        return self._reason(phase, None, start_timeout)
+        if self.stderr is not None:
+            await self.stderr.settle()
+        return self._reason(phase, failure, start_timeout)
 
     def _reason(self, phase: str, exc: Optional[BaseException], start_timeout: float) -> str:
         said = self.stderr.last_line() if self.stderr is not None else ""
@@ -358,6 +370,8 @@ class Conn:
             reason = f"it did not answer {phase} within {start_timeout:g} s"
         elif exc is not None and phase != "serve":
             reason = describe(exc)
+            if reason == "Connection closed":
+                reason = f"it exited before answering {phase}" if phase != "start" else "it exited at once"
         else:
             reason = self.lost_reason or "the server closed the connection"
         if said and said not in reason:
@@ -560,11 +574,15 @@ class Broker:
         except BaseException as exc:  # noqa: BLE001
             if isinstance(exc, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
                 raise
+            if stderr is not None:
+                await stderr.settle()
             said = stderr.last_line() if stderr is not None else ""
             if isinstance(_leaf(exc), TimeoutError):
                 error = f"it did not answer {phase} within {timeout:g} s" if phase != "start" else "timed out"
             else:
                 error = describe(exc)
+                if error == "Connection closed":
+                    error = f"it exited before answering {phase}"
             if said and said not in error:
                 error = f"{error} (it said: {said})"
             return {"ok": False, "error": error[:600]}
