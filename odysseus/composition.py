@@ -27,6 +27,7 @@ from .routes import (
     document_routes,
     history_routes,
     image_routes,
+    mcp_routes,
     memory_routes,
     meta_routes,
     page_api,
@@ -62,6 +63,7 @@ BLUEPRINTS = (
     branch_routes,  # regenerate / retry / edit-and-resend branches
     compare_routes,  # keep one reply of a compare
     provider_routes,  # the admin's provider connections
+    mcp_routes,  # the admin's MCP servers
     image_routes,  # generated images, for their owner
     research_routes,  # the research job API
     v1_routes,  # the OpenAI-compatible API (/v1), a third projection of the run log

@@ -14,6 +14,7 @@ from .code_access import CodeAccessRepo
 from .database import Locked, open_database
 from .documents import DocumentRepo
 from .jobs import JobRepo
+from .mcp_servers import McpServerRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
 from .openai_responses import OpenAIResponseRepo
@@ -66,6 +67,7 @@ class Store:
         self.branches = BranchRepo(self.locked)  # m120: alternatives and the selected branch
         self.provider_connections = ProviderConnectionRepo(self.locked)  # m130: the admin's providers
         self.openai_responses = OpenAIResponseRepo(self.locked)  # m220: the /v1 API's response heads
+        self.mcp_servers = McpServerRepo(self.locked)  # m311: the admin's MCP servers
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""
