@@ -9,7 +9,8 @@ when given, so a test can see e.g. the ``notifications/cancelled`` the client se
   not JSON-RPC, then never answers), ``huge`` (a 50 MB text result), ``crash`` (exits mid-call),
   ``flood`` (2000 progress notifications, then the answer), ``change`` (answers, then sends
   ``notifications/tools/list_changed`` and lists one more tool from then on); and tools with odd
-  names (spaces, dots, unicode, 80 characters) and a schema whose ``$ref`` points at itself;
+  names (spaces, dots, unicode, 80 characters) and a schema whose ``$ref`` points at itself; and, for the
+  sandbox, ``read`` (a file's first bytes) and ``connect`` (a TCP connection to ``host``/``port``);
 - ``dies``: exits at once, saying why on stderr.
 """
 
@@ -52,6 +53,8 @@ def tools():
         {"name": "odd name/with.dots ünïcode!", "description": "odd twin", "inputSchema": {"type": "object"}},
         {"name": "x" * 80, "description": "long", "inputSchema": {"type": "object"}},
         {"name": "loop", "description": "a $ref loop", "inputSchema": LOOP_SCHEMA},
+        {"name": "read", "description": "reads a file", "inputSchema": {"type": "object"}},
+        {"name": "connect", "description": "opens a TCP connection", "inputSchema": {"type": "object"}},
     ]
     if changed:
         found.append({"name": "added_later", "description": "listed after a change", "inputSchema": {"type": "object"}})
@@ -113,6 +116,20 @@ def call(rid, params):
                 }
             )
         result(rid, "flooded")
+    elif name == "read":
+        try:
+            with open(args.get("path", ""), "rb") as fh:
+                result(rid, "read: " + fh.read(200).decode("utf-8", "replace"))
+        except OSError as exc:
+            result(rid, f"cannot read: {exc.strerror}", is_error=True)
+    elif name == "connect":
+        import socket
+
+        try:
+            socket.create_connection((args.get("host"), int(args.get("port"))), timeout=3).close()
+            result(rid, "connected")
+        except OSError as exc:
+            result(rid, f"cannot connect: {exc.strerror or exc}", is_error=True)
     elif name == "change":
         changed = True
         result(rid, "changed")
