@@ -1,11 +1,12 @@
 // The settings screen (in the page's dialog): the user's preferences, password, API tokens and the
-// streaming self-test; for an admin also accounts, sign-up and the provider connections
-// (settings_providers.js). Every change goes through the JSON API and its answer (or error) is
+// streaming self-test; for an admin also accounts, sign-up, the provider connections
+// (settings_providers.js) and the MCP servers (settings_mcp.js). Every change goes through the JSON API and its answer (or error) is
 // shown next to the control that made it.
 
 import { api } from "./api.js";
 import { button, el } from "./dom.js";
 import { runStreamCheck } from "./selftest.js";
+import { mcpServers } from "./settings_mcp.js";
 import { providers } from "./settings_providers.js";
 import { field, input, result, section, select } from "./settings_widgets.js";
 
@@ -21,8 +22,8 @@ export async function openSettings(openModal, options) {
     root.appendChild(tokens());
   }
   root.appendChild(streamCheck(options));
-  if (user && user.is_admin) root.append(admin(user), providers(options));
-  else if (!user && options.status && options.status.mode === "none") root.append(providers(options)); // the owner
+  if (user && user.is_admin) root.append(admin(user), providers(options), mcpServers());
+  else if (!user && options.status && options.status.mode === "none") root.append(providers(options), mcpServers()); // the owner
   openModal("Settings", root);
 }
 
