@@ -153,3 +153,43 @@ def test_allows_names_users_by_id_or_username_and_profiles():
     assert not named.allows("u_carol", {"id": "u_carol", "username": "carol"}, None)
     assert named.allows("u_carol", {"id": "u_carol", "username": "carol"}, "prof_1")
     assert not named.allows("u_carol", {"id": "u_carol", "username": "carol"}, "prof_2")
+
+
+def test_another_users_mcp_approval_id_is_a_404_and_runs_nothing(tmp_path):
+    application = mcp_app(tmp_path, {"hostile": {**HOSTILE_SERVER, "approval": "ask"}}, AUTH="password")
+    try:
+        root = sign_in(application, "root", "root-pass-1")
+        bob = sign_in(application, "bob", "bob-pass-1", create_as=root)
+        use_script(application, [calls(("c1", "mcp__hostile__echo", {"text": "root's"}))])
+        response = root.post("/api/chat_stream", json={"mode": "agent", "message": "echo"}, headers=H)
+        from agent_fakes import sse_frames
+
+        card = of(sse_frames(response.get_data()), "ask_user")[0]["data"]
+        assert card["mcp"] == {"server": "hostile", "tool": "echo"}
+        bobs = bob.post("/api/sessions", json={"title": "mine"}, headers=H).get_json()["id"]
+        for session_id in (bobs, response.headers["X-Odysseus-Session-Id"]):
+            stolen = bob.post(
+                "/api/chat_stream",
+                json={
+                    "mode": "agent",
+                    "session_id": session_id,
+                    "tool_approval_id": card["approval_id"],
+                    "tool_approval_decision": "approve",
+                },
+                headers=H,
+            )
+            assert stolen.status_code == 404, stolen.get_data(as_text=True)
+        use_script(application, [say("done")])
+        own = root.post(
+            "/api/chat_stream",
+            json={
+                "mode": "agent",
+                "session_id": response.headers["X-Odysseus-Session-Id"],
+                "tool_approval_id": card["approval_id"],
+                "tool_approval_decision": "approve",
+            },
+            headers=H,
+        )
+        assert of(sse_frames(own.get_data()), "tool_output")[0]["output"] == "echo: root's"  # still unused
+    finally:
+        close_app(application)

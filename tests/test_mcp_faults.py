@@ -91,3 +91,34 @@ def test_a_changed_tool_list_is_offered_to_the_next_turn(app):
         return "mcp__works__added_later" in offered(provider)
 
     wait_until(offers_it, timeout=15, step=0.3)
+
+
+@pytest.mark.slow  # 50 MB through the server's pipe and the guard: seconds on a busy machine
+def test_a_50_mb_result_is_capped_and_malformed_json_rpc_times_out_as_a_tool_error(tmp_path):
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "update_plan",
+            "MCP_START_TIMEOUT": 60.0,
+            "TOOL_OUTPUT_MAX_BYTES": 50_000,
+            "TOOL_OUTPUT_CAP": 100_000,
+            "MCP_SERVERS": {"h": {**hostile(), "timeout": 60}, "m": {**hostile(), "timeout": 2}},
+        }
+    )
+    try:
+        provider = use_script(
+            application,
+            [calls(("c1", "mcp__h__huge", {}), ("c2", "mcp__m__malformed", {})), say("Both done.")],
+        )
+        _, frames = post(application.test_client(), message="big and broken")
+        huge, malformed = of(frames, "tool_output")
+        assert huge["exit_code"] == 0 and len(huge["output"]) < 5000  # the row shows the start
+        sent = provider.requests[1].messages
+        assert sent[-2]["content"].startswith("AAAA") and sent[-2]["content"].endswith("[output cut at 50000 bytes]")
+        assert len(sent[-2]["content"]) < 51_000
+        assert malformed["exit_code"] == 124 and "longer than 2 s" in malformed["output"]
+        assert of(frames, "agent_terminal")[0]["data"]["completion"] == "complete"
+    finally:
+        close_app(application)
