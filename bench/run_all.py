@@ -15,6 +15,7 @@ from . import (
     backends,
     concurrency,
     durable,
+    mcp,
     memory,
     openai_api,
     overhead,
@@ -38,6 +39,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("floor", "10. The stack's floor: the same turn from a bare Flask app", stack_floor.run),
     ("openai", "11. The OpenAI-compatible API (/v1) against /api/chat_stream", openai_api.run),
     ("page", "14. The page's load in headless Chromium: bytes, requests, time to a usable composer", page_load.run),
+    ("mcp", "15. MCP servers: what they add to a turn's start and to one call", mcp.run),
 ]
 RESULTS_DIR = os.path.join(ROOT, "bench", "results")
 
