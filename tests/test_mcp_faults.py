@@ -5,6 +5,7 @@ error and the turn goes on; the server comes back after its backoff; a changed t
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 from agent_fakes import calls, of, post, say, use_script
@@ -120,5 +121,36 @@ def test_a_50_mb_result_is_capped_and_malformed_json_rpc_times_out_as_a_tool_err
         assert len(sent[-2]["content"]) < 51_000
         assert malformed["exit_code"] == 124 and "longer than 2 s" in malformed["output"]
         assert of(frames, "agent_terminal")[0]["data"]["completion"] == "complete"
+    finally:
+        close_app(application)
+
+
+def test_a_server_that_hangs_delays_only_the_first_turns_that_could_use_it(tmp_path):
+    application = create_app(
+        {
+            "DATA_DIR": str(tmp_path),
+            "PROVIDERS": [],
+            "AUTH": "none",
+            "AGENT_TOOLS": "update_plan",
+            "MCP_START_TIMEOUT": 1.5,
+            "MCP_RESTART_MAX_DELAY": 1.0,
+            "MCP_SERVERS": {"hangs": hostile("noinit")},
+        }
+    )
+    try:
+        client = application.test_client()
+        use_script(application, [say("first")])
+        started = time.monotonic()
+        post(client, message="first")
+        assert time.monotonic() - started >= 1.4  # the first start was waited for (boundedly)
+        for _ in range(6):  # then, while it fails and is started again every second, no turn waits for it
+            use_script(application, [say("next")])
+            started = time.monotonic()
+            response, frames = post(client, message="next")
+            assert response.status_code == 200 and time.monotonic() - started < 1.0
+            time.sleep(0.4)
+        state = client.get("/api/health").get_json()["mcp_servers"]["hangs"]
+        assert state["state"] in ("unavailable", "starting")
+        assert "did not answer initialize within 1.5 s" in (state["error"] or "did not answer initialize within 1.5 s")
     finally:
         close_app(application)

@@ -46,6 +46,9 @@ class McpService:
         #: name -> (its tool list as listed, a counter that changes with it)
         self.tools: Dict[str, List[Dict[str, Any]]] = {}
         self.generations: Dict[str, int] = {}
+        #: server -> until when turns may wait for its first start (since its definition or the broker
+        #: last changed): turns that come together wait together, later ones do not wait at all
+        self.waited: Dict[str, float] = {}
         self._lock = threading.Lock()
         self.client = BrokerClient(
             self.broker_specs, on_event=self._event, max_delay=float(config.get("MCP_RESTART_MAX_DELAY", 60))
@@ -74,6 +77,7 @@ class McpService:
             for name in gone | changed:  # its old tools are not offered; the broker lists the new ones
                 self.tools.pop(name, None)
                 self.states.pop(name, None)
+                self.waited.pop(name, None)
                 self.generations[name] = self.generations.get(name, 0) + 1
         self.client.reload()
 
@@ -123,6 +127,7 @@ class McpService:
     def _event(self, event: Dict[str, Any]) -> None:
         kind = event.get("event")
         if kind == "broker_stopped":
+            self.waited.clear()
             for name, state in list(self.states.items()):
                 if state.get("state") in ("starting", "ready"):
                     self.states[name] = {**state, "state": "idle", "error": "the MCP broker restarts"}
@@ -171,6 +176,7 @@ class McpService:
         state = (self.states.get(name) or {}).get("state")
         if state == "unavailable" or wait <= 0:
             return None
+        self.waited.setdefault(name, time.monotonic() + wait)
         try:
             result = self.client.request("list_tools", wait + 2, server=name, timeout=wait)
         except McpError as exc:

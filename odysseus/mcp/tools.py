@@ -55,8 +55,12 @@ class McpToolSource:
         return tools
 
     def _start_cold(self, specs: List[ServerSpec]) -> None:
-        """Start the servers whose tools were never listed, together; wait for them boundedly."""
-        cold = [s for s in specs if s.name not in self.service.tools and self._state(s) != "unavailable"]
+        """Start the servers whose tools were never listed, together; wait for them boundedly.
+
+        Only a first start is waited for: a server that failed before (it is unavailable, or starting
+        again after its backoff) is left out of this turn at once, so a server that hangs delays no
+        turn but the first ones that could use it."""
+        cold = [s for s in specs if s.name not in self.service.tools and self._first_start(s)]
         if not cold:
             return
         wait = self.service.start_timeout()
@@ -69,8 +73,14 @@ class McpToolSource:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def _state(self, spec: ServerSpec) -> Optional[str]:
-        return (self.service.states.get(spec.name) or {}).get("state")
+    def _first_start(self, spec: ServerSpec) -> bool:
+        until = self.service.waited.get(spec.name)
+        if until is not None:
+            return time.monotonic() < until
+        state = self.service.states.get(spec.name) or {}
+        if state.get("state") in (None, "idle"):
+            return not state.get("error") or state.get("error") == "the MCP broker restarts"
+        return state.get("state") == "starting" and not state.get("restarts")
 
     def _tools_of(self, spec: ServerSpec) -> List[Tool]:
         listing = self.service.tools.get(spec.name)
