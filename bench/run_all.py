@@ -16,6 +16,7 @@ from . import (
     concurrency,
     durable,
     llama_ttft,
+    mcp,
     memory,
     openai_api,
     overhead,
@@ -40,6 +41,7 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("openai", "11. The OpenAI-compatible API (/v1) against /api/chat_stream", openai_api.run),
     ("llama", "13. Time to first token: through Odysseus against llama-server directly", llama_ttft.run),
     ("page", "14. The page's load in headless Chromium: bytes, requests, time to a usable composer", page_load.run),
+    ("mcp", "15. MCP servers: what they add to a turn's start and to one call", mcp.run),
 ]
 RESULTS_DIR = os.path.join(ROOT, "bench", "results")
 

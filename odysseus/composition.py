@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 from flask import Flask
 
 from . import config as config_module
-from . import context, core, openai_api, static_assets
+from . import context, core, mcp, openai_api, static_assets
 from .context import memories, web_sources, workspace
 from .routes import (
     agent_routes,
@@ -28,6 +28,7 @@ from .routes import (
     folder_routes,
     history_routes,
     image_routes,
+    mcp_routes,
     memory_routes,
     meta_routes,
     page_api,
@@ -66,6 +67,7 @@ BLUEPRINTS = (
     branch_routes,  # regenerate / retry / edit-and-resend branches
     compare_routes,  # keep one reply of a compare
     provider_routes,  # the admin's provider connections
+    mcp_routes,  # the admin's MCP servers
     image_routes,  # generated images, for their owner
     research_routes,  # the research job API
     prompt_routes,  # the prompt library (/ commands in the composer)
@@ -107,6 +109,7 @@ def create_app(test_config: Optional[Mapping[str, Any]] = None) -> Flask:
     jobs.init_app(app)  # background jobs: the worker pool, recovery of queued jobs
     upload_routes.init_app(app)  # uploads + the attachments and retrieval context sources
     agent.init_app(app)  # agent mode: tools, approvals, images, Agent Alloy workflows
+    mcp.init_app(app)  # MCP servers' tools, a source of agent mode's toolbox (after agent mode)
     document_routes.init_app(app)  # editor documents: routes, document tools, active-document context
     research.init_app(app)  # research jobs: mode, job rows
     openai_api.init_app(app)  # the /v1 API's mode and service (after agent mode, whose agents it routes to)

@@ -3,7 +3,8 @@
 Keys are flat upper-case names (Flask style). Environment variables are the key
 prefixed with ``ODYSSEUS_`` (``ODYSSEUS_HEARTBEAT_INTERVAL=5``) and are parsed as
 the type of the default. The TOML file uses the same keys in lower case at top
-level, plus ``[[providers]]`` tables and a ``[routes]`` table. Providers also come
+level, plus ``[[providers]]`` tables, a ``[routes]`` table and ``[mcp_servers.NAME]`` tables
+(``MCP_SERVERS``, validated by ``odysseus.mcp.servers``). Providers also come
 from the conventional variables ``OPENAI_BASE_URL``/``OPENAI_API_KEY``,
 ``OLLAMA_HOST`` and ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``, each with an optional
 ``OPENAI_MODEL`` / ``OLLAMA_MODEL`` / ``ANTHROPIC_MODEL`` default model.
@@ -176,6 +177,7 @@ def load_config(
     config: Dict[str, Any] = dict(DEFAULTS)
     toml_providers: List[Dict[str, Any]] = []
     routes: Dict[str, List[str]] = {}
+    mcp_servers: Any = {}
     extra: Dict[str, Any] = {}
     path = env.get("ODYSSEUS_CONFIG")
     if path:
@@ -185,6 +187,7 @@ def load_config(
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise OdysseusError(f"cannot read ODYSSEUS_CONFIG {path}: {exc}") from exc
         toml_providers = doc.pop("providers", [])
+        mcp_servers = doc.pop("mcp_servers", {})  # [mcp_servers.NAME] tables: odysseus/mcp/servers.py
         for unknown in unknown_toml_keys({k: v for k, v in doc.items() if k != "routes"}) if warn else []:
             _warn_once(f"unknown key {unknown} in ODYSSEUS_CONFIG {path} (not a key of odysseus.config_keys)")
         routes = {
@@ -210,6 +213,7 @@ def load_config(
         p for p in providers_from_env(env) if p.name not in {t.get("name", t["kind"]) for t in toml_providers}
     ]
     config["ROUTES"] = routes
+    config["MCP_SERVERS"] = mcp_servers
     config["TABLES"] = extra
     if overrides:
         config.update(overrides)

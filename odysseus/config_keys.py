@@ -44,6 +44,7 @@ SECTIONS = {
     "uploads": "Uploads, attachments and retrieval",
     "agent": "Agent mode",
     "sandbox": "Code sandbox",
+    "mcp": "MCP servers",
     "documents": "Editor documents",
     "context": "Memories, web sources and the agent's workspace",
     "window": "Context window",
@@ -246,6 +247,13 @@ KEYS: List[Key] = [
         ("WORKSPACE_MAX_FILES", 10_000, "files, folders and symlinks one session workspace may hold"),
         ("WORKSPACE_USER_MAX_BYTES", 1024 * MiB, "bytes all of one user's session workspaces may hold together"),
         ("CODE_TOOLS_UNSANDBOXED", False, "single-user mode only: run code tools without bubblewrap"),
+    ),
+    *_keys(
+        "mcp",
+        ("MCP_MAX_TOOLS", 64, "tools one MCP server offers the model at most (after its `tools` allow-list)"),
+        ("MCP_TIMEOUT", 60.0, "seconds an MCP tool call may take, unless the server's `timeout` says otherwise"),
+        ("MCP_START_TIMEOUT", 20.0, "seconds an MCP server may take to start, answer `initialize` and list its tools"),
+        ("MCP_RESTART_MAX_DELAY", 60.0, "longest wait between restarts of an MCP server that failed (1 s, doubling)"),
     ),
     *_keys(
         "documents",

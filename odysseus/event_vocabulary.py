@@ -222,7 +222,8 @@ SPECS: List[EventSpec] = [
         ev.TOOL_START,
         "a tool call starts",
         "tool: name; command: first line; full_command: all of it; "
-        "round: the round; call_id: the provider's id; server_id: ours; arguments: the arguments",
+        "round: the round; call_id: the provider's id; server_id: ours; arguments: the arguments; "
+        "mcp?: {server, tool} of an MCP server's tool",
         BOTH,
         agent_name="tool_call",
         agent_fields="tool: name; arguments: the arguments; call_id: the provider's id",
@@ -230,14 +231,16 @@ SPECS: List[EventSpec] = [
     _spec(
         ev.TOOL_PROGRESS,
         "a running tool's new output",
-        "tool: name; message: new lines; elapsed: seconds; round: the round",
+        "tool: name; message: new lines; elapsed: seconds; round: the round; call_id?: the call; "
+        "progress?: an MCP progress notification's progress; total?: and its total",
         (CHAT,),
     ),
     _spec(
         ev.TOOL_OUTPUT,
         "a tool call ended",
         "tool: name; command: first line; output: capped text; "
-        "exit_code: 0 ok; round: the round; call_id: the provider's id; server_id: ours",
+        "exit_code: 0 ok; round: the round; call_id: the provider's id; server_id: ours; "
+        "mcp?: {server, tool} of an MCP server's tool",
         BOTH,
         agent_name="tool_result",
         agent_fields="tool: name; content: the output, 500 characters; call_id: the provider's id",
@@ -246,8 +249,9 @@ SPECS: List[EventSpec] = [
     _spec(ev.UI_CONTROL, "a UI action for the page", "data: {action, ...}", (CHAT,)),
     _spec(
         ev.GENERATED_IMAGE,
-        "generate_image's image",
-        "url: /api/images/<name>; prompt: as asked; revised_prompt?: the provider's",
+        "generate_image's image, or an MCP tool's image content",
+        "url: /api/images/<name>; prompt: as asked (an MCP tool: server.tool); revised_prompt?: the provider's; "
+        "tool?: the MCP tool whose row shows it",
         (CHAT,),
     ),
     _spec(

@@ -34,8 +34,8 @@ def row(**over):
 @pytest.mark.parametrize(
     "stored, kwargs, reason, status",
     [
-        (None, {}, "invalid", 400),
-        (row(owner="someone-else"), {}, "invalid", 400),
+        (None, {}, "not_found", 404),
+        (row(owner="someone-else"), {}, "not_found", 404),
         (row(), {"decision": "maybe"}, "invalid", 400),
         (row(), {"session_id": "s2"}, "wrong_session", 403),
         (row(used_at=time.time()), {}, "invalid", 400),
@@ -153,7 +153,7 @@ def test_wrong_session_tampered_and_expired_answers_are_refused(agent_app):
     bad = client.post("/api/chat_stream", json={**body, "session_id": session_id, "tool_approval_decision": "yes"})
     assert bad.status_code == 400 and bad.get_json()["reason"] == "invalid"
     unknown = client.post("/api/chat_stream", json={**body, "session_id": session_id, "tool_approval_id": "apr_nope"})
-    assert unknown.status_code == 400 and unknown.get_json()["reason"] == "invalid"
+    assert unknown.status_code == 404 and unknown.get_json()["reason"] == "not_found"
     agent_app.extensions["odysseus.store"].approvals.expire(data["approval_id"])
     expired = client.post("/api/chat_stream", json={**body, "session_id": session_id})
     assert expired.status_code == 410 and expired.get_json()["reason"] == "expired"

@@ -52,6 +52,7 @@ NOT_KEYS = {
     "PROVIDERS",
     "ROUTES",
     "TABLES",
+    "MCP_SERVERS",
     "MAX_CONTENT_LENGTH",
     "TESTING",
     "SECRET_KEY_FALLBACKS",

@@ -254,3 +254,28 @@ def test_a_failed_or_cancelled_chat_stream_ends_with_an_error_frame_not_done():
     }
     cancelled = chat_frames(logged([ev.delta("x")], {"status": "stopped", "stop_reason": "cancelled"}))
     assert json.loads(cancelled[-1])["error"]["code"] == "cancelled" and "[DONE]" not in cancelled
+
+
+def test_an_mcp_servers_tool_is_named_as_on_its_server():
+    events = [
+        Event(
+            ev.TOOL_START,
+            {"tool": "mcp__time__now", "call_id": "t1", "arguments": {}, "mcp": {"server": "time", "tool": "now"}},
+        ),
+        Event(ev.TOOL_OUTPUT, {"tool": "mcp__time__now", "call_id": "t1", "output": "12:00", "exit_code": 0}),
+        Event(
+            ev.ASK_USER,
+            {
+                "data": {
+                    "kind": "tool_approval",
+                    "approval_id": "apr_2",
+                    "call": {"tool": "mcp__time__set", "arguments": {"t": 1}},
+                    "mcp": {"server": "time", "tool": "set"},
+                }
+            },
+        ),
+    ]
+    final = frames(logged(events, DONE))[-1]["response"]
+    call, request = final["output"][0], final["output"][1]
+    assert (call["type"], call["name"], call["server_label"], call["output"]) == ("mcp_call", "now", "time", "12:00")
+    assert (request["type"], request["name"], request["server_label"]) == ("mcp_approval_request", "set", "time")

@@ -162,6 +162,10 @@ def test_fuzzing_every_operation_gives_no_server_error(fuzz_target):
     )  # deletes last: they remove the ids
     plans = []
     for op in operations:
+        if op.path.startswith("/api/admin/mcp-servers") and op.method.upper() != "GET":
+            # a generated server would make this server run whatever command the fuzzer made up (or connect
+            # to its made-up host); tests/test_mcp_admin.py attacks these routes with hostile input instead
+            continue
         if op.path.startswith("/api/admin/providers") and op.method.upper() != "GET":
             # the single-user owner manages providers: a generated connection would make this server
             # connect to whatever host the fuzzer made up (tests stay on loopback), and every turn after

@@ -4,7 +4,7 @@ attributes and methods below are the loop's."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generator, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Generator, Iterator, List, Optional
 
 from ..errors import OdysseusError
 from ..events import ASK_USER, TOOL_APPROVAL_RESOLVED, Event
@@ -52,11 +52,13 @@ class ApprovalSteps:
             "decisions": list(DECISIONS),
             "round": self.state["round"],
         }
+        if tool is not None and tool.origin:  # an MCP server's tool: the card names the server and its tool
+            data["mcp"] = dict(tool.origin)
         yield Event(ASK_USER, {"data": data})
-        self._end_awaiting(call, info)
+        self._end_awaiting(call, info, **({"mcp": dict(tool.origin)} if tool is not None and tool.origin else {}))
         yield from self._note(f"[Waiting for your approval to run {call['name']}: {short_command(full, 80)}]")
 
-    def _end_awaiting(self, call: dict, info: dict, **ids: str) -> None:
+    def _end_awaiting(self, call: dict, info: dict, **ids: Any) -> None:
         """Mark the turn as ended awaiting ``info``'s approval of ``call`` (the reply's meta and terminal).
 
         ``ids`` name where in a workflow the call was asked for (a delegation's ids), if anywhere.

@@ -7,8 +7,9 @@ SHA-256 of the canonical JSON of server id, provider id, tool name and arguments
 expires ``ttl`` seconds after it was asked. ``check`` is what an answer must pass; the store marks it used with a
 conditional update, so two answers racing cannot both win.
 
-Refusals carry a machine-readable ``reason``: ``invalid`` (unknown, foreign, already
-used, bad decision, changed call content), ``expired`` or ``wrong_session``.
+Refusals carry a machine-readable ``reason``: ``not_found`` (an unknown id, or another owner's:
+404, as every other id of another user), ``invalid`` (already used, bad decision, changed call
+content), ``expired`` or ``wrong_session``.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ def new_approval_id() -> str:
 
 
 def refused(reason: str, message: str) -> BadRequest:
-    """The error an answer gets: 400 invalid, 410 expired, 403 wrong_session."""
-    status = {"invalid": 400, "expired": 410, "wrong_session": 403}[reason]
+    """The error an answer gets: 404 not_found, 400 invalid, 410 expired, 403 wrong_session."""
+    status = {"not_found": 404, "invalid": 400, "expired": 410, "wrong_session": 403}[reason]
     return BadRequest(message, status=status, reason=reason)
 
 
@@ -84,11 +85,11 @@ def check(
 ) -> None:
     """Raise the refusal an answer deserves, or return when it may be used.
 
-    Order matters: a foreign or unknown id is ``invalid`` without saying which, so ids
+    Order matters: a foreign or unknown id is ``not_found`` without saying which, so ids
     of other owners cannot be probed; the session is checked before use and expiry.
     """
     if row is None or row.get("owner") != owner:
-        raise refused("invalid", "unknown tool approval")
+        raise refused("not_found", "unknown tool approval")
     if decision not in DECISIONS:
         raise refused("invalid", f"tool_approval_decision must be one of {', '.join(DECISIONS)}")
     if session_id != row.get("session_id"):

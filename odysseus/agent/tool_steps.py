@@ -45,6 +45,7 @@ class ToolSteps:
         full = tool.full_command(call["arguments"]) if tool else f"{call['name']}(...)"
         command = short_command(full)
         internal = tool is not None and tool.internal  # e.g. present_exhibit: its events only, no tool row
+        origin = {"mcp": dict(tool.origin)} if tool is not None and tool.origin else {}  # an MCP server's tool
         if not internal:
             yield Event(
                 TOOL_START,
@@ -56,6 +57,7 @@ class ToolSteps:
                     "call_id": call["id"],
                     "server_id": call.get("server_id"),
                     "arguments": call["arguments"],
+                    **origin,
                 },
             )
         started = time.monotonic()
@@ -78,6 +80,7 @@ class ToolSteps:
                     timeout=timeout,
                     progress_interval=self.settings.progress_interval,
                     round_no=round_no,
+                    call_id=call["id"],
                 )
             except Cancelled:  # the run was stopped mid-tool: the saved reply still shows the row
                 self.meta["tools"].append(
@@ -89,6 +92,7 @@ class ToolSteps:
                         "full_command": full,
                         "round": round_no,
                         "cancelled": True,
+                        **origin,
                     }
                 )
                 raise
@@ -117,6 +121,7 @@ class ToolSteps:
                 "round": round_no,
                 "call_id": call["id"],
                 "server_id": call.get("server_id"),
+                **origin,
             },
         )
         yield from self._capture_citations(call, result)
@@ -129,8 +134,9 @@ class ToolSteps:
             "output": display,
             "exit_code": result.exit_code,
             "round": round_no,
+            **origin,
         }
-        for key in ("plan", "url"):
+        for key in ("plan", "url", "images"):
             if key in result.meta:
                 row[key] = result.meta[key]
         self.meta["tools"].append(row)

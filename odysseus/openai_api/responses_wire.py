@@ -41,8 +41,18 @@ from ..events import (
 )
 from .head import ResponseHead
 
-#: the label of our server-side tools on ``mcp_call`` / ``mcp_approval_request`` items
+#: the label of our server-side tools on ``mcp_call`` / ``mcp_approval_request`` items (an MCP server's
+#: tool carries that server's name, and its own tool name, as OpenAI's remote MCP tools do)
 SERVER_LABEL = "odysseus"
+
+
+def _named(tool: Any, mcp: Any) -> Dict[str, Any]:
+    """``name`` and ``server_label`` of a server-side tool's item: ours, or an MCP server's own."""
+    if isinstance(mcp, dict) and mcp.get("server") and mcp.get("tool"):
+        return {"name": str(mcp["tool"]), "server_label": str(mcp["server"])}
+    return {"name": tool, "server_label": SERVER_LABEL}
+
+
 #: a tool output kept on an ``mcp_call`` item, at most (the saved reply keeps the whole row)
 TOOL_OUTPUT_CHARS = 4000
 #: the error of an ``mcp_call`` the run ended in the middle of
@@ -365,9 +375,8 @@ class ResponseFold:
             "mcp_call",
             "mcp",
             {
-                "name": data.get("tool"),
+                **_named(data.get("tool"), data.get("mcp")),
                 "arguments": _dumps(data.get("arguments") or {}),
-                "server_label": SERVER_LABEL,
                 "status": "in_progress",
                 "output": None,
                 "error": None,
@@ -412,9 +421,8 @@ class ResponseFold:
             "mcp_approval_request",
             "mcpr",
             {
-                "name": call.get("tool") or data.get("tool"),
+                **_named(call.get("tool") or data.get("tool"), data.get("mcp")),
                 "arguments": _dumps(call.get("arguments") or {}),
-                "server_label": SERVER_LABEL,
             },
         )
         item.id = item.shape["id"] = approval_item_id(str(data.get("approval_id") or ""))

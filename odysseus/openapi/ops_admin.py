@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .schemas import BOOL, CREDENTIALS, ID, INT, NULLABLE_STR, OBJ, Op, PAGE, PROVIDER, STR
+from .schemas import BOOL, CREDENTIALS, ID, INT, MCP_SERVER, NULLABLE_STR, OBJ, Op, PAGE, PROVIDER, STR
 
 ADMIN_OPERATIONS: List[Op] = [
     # accounts
@@ -125,6 +125,28 @@ ADMIN_OPERATIONS: List[Op] = [
         {**PROVIDER, "id": ID, "model": ID},
         ("name", "kind"),
     ),
+    # MCP servers (admin; header and env values are write-only: answers carry their last four characters)
+    Op(
+        "GET",
+        "/api/admin/mcp-servers",
+        "Every MCP server with its state: the configuration's (read-only) and the stored ones (admin).",
+        "settings",
+    ),
+    Op("POST", "/api/admin/mcp-servers", "Store an MCP server (admin).", "settings", MCP_SERVER, ("name",), status=201),
+    Op(
+        "PATCH",
+        "/api/admin/mcp-servers/<name>",
+        "Change a stored MCP server; a null header or env value keeps the stored one (admin).",
+        "settings",
+        MCP_SERVER,
+    ),
+    Op("DELETE", "/api/admin/mcp-servers/<name>", "Remove a stored MCP server (admin).", "settings"),
+    Op(
+        "POST",
+        "/api/admin/mcp-servers/<name>/test",
+        "Connect to an MCP server afresh, initialize and list its tools (admin).",
+        "settings",
+    ),
     Op(
         "GET",
         "/api/diagnostics/stream",
@@ -160,7 +182,7 @@ ADMIN_OPERATIONS: List[Op] = [
     Op(
         "GET",
         "/api/health",
-        "Liveness, engine counters, and whether the code tools work (and why not).",
+        "Liveness, engine counters, whether the code tools work (and why not), the MCP servers' states.",
         "meta",
         public=True,
     ),

@@ -129,6 +129,24 @@ PROVIDER = {  # the admin's provider connections (odysseus/llm/connections.py va
 }
 
 
+MCP_SERVER = {  # the admin's MCP servers (odysseus/mcp/servers.py validates them)
+    "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,23}$"},
+    "command": {"type": ["string", "null"], "maxLength": 1024},
+    "args": {"type": ["array", "null"], "items": STR, "maxItems": 200},
+    "env": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "null"]}},
+    "url": {"type": ["string", "null"], "maxLength": 2048},
+    "headers": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "null"]}},
+    "enabled": BOOL,
+    "sandbox": BOOL,
+    "network": BOOL,
+    "timeout": {"type": ["number", "null"], "minimum": 1, "maximum": 3600},
+    "approval": {"oneOf": [{"type": "string", "enum": ["ask", "auto"]}, {"type": "object"}]},
+    "tools": {"type": ["array", "null"], "items": STR},
+    "users": {"type": ["array", "null"], "items": STR},
+    "profiles": {"type": ["array", "null"], "items": STR},
+}
+
+
 @dataclass(frozen=True)
 class Op:
     """One documented operation."""

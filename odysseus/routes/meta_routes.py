@@ -16,7 +16,7 @@ bp = Blueprint("meta", __name__)
 
 @bp.get("/api/health")
 def health():
-    """Liveness plus a few engine counters, and whether the code tools work (and why not)."""
+    """Liveness plus a few engine counters, whether the code tools work (and why not), the MCP servers' states."""
     engine = current_app.extensions["odysseus.runs"]
     return jsonify(
         {
@@ -30,6 +30,7 @@ def health():
             "durable_log": engine.durable.stats(),
             "run_backend": engine.backend.stats(),
             "code_tools": code_tools_routes.health_info(),
+            "mcp_servers": current_app.extensions["odysseus.mcp"].status(sync=False),
         }
     )
 

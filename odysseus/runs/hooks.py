@@ -8,7 +8,8 @@ they connected, in the thread or greenlet that sends; an exception propagates to
 - ``run_started(run)``: a run started (its user message and run row are stored);
 - ``run_finished(run)``: its outcome is recorded (status, stop_reason, message_id set);
 - ``message_saved(owner, session_id=, message_id=, role=)``: a run stored a message;
-- ``session_deleted(owner, session_id=, images=[file names])``: a session's records are gone.
+- ``session_deleted(owner, session_id=, images=[file names])``: a session's records are gone;
+- ``closed()``: the engine closed (the worker's end, or a test's app): parts with processes end them.
 """
 
 from __future__ import annotations
@@ -50,3 +51,4 @@ class EngineHooks:
         self.run_finished = Hook("run_finished")
         self.message_saved = Hook("message_saved")
         self.session_deleted = Hook("session_deleted")
+        self.closed = Hook("closed")

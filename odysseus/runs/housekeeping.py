@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .backend import LocalBackend
     from .durable import DurableLog
     from .engine import RunEngine
+    from .hooks import EngineHooks
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class Housekeeping:
     maintenance: List[Callable[[], None]]
     durable: "DurableLog"
     backend: "LocalBackend"  # or its subclass redis_backend.RedisBackend (make_backend)
+    hooks: "EngineHooks"
     _lock: Any
     _running: Dict[str, Run]
     _finished: Dict[str, Run]
@@ -204,3 +206,4 @@ class Housekeeping:
             self._janitor.join(5)
         self.backend.close()  # [issue 14]
         self.durable.close()
+        self.hooks.closed.send()  # e.g. the MCP broker and its servers

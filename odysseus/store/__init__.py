@@ -15,6 +15,7 @@ from .database import Locked, open_database
 from .documents import DocumentRepo
 from .folders import FolderRepo
 from .jobs import JobRepo
+from .mcp_servers import McpServerRepo
 from .memories import MemoryRepo
 from .messages import MessageRepo
 from .openai_responses import OpenAIResponseRepo
@@ -74,6 +75,7 @@ class Store:
         self.ratings = RatingRepo(self.locked)  # m310: ratings of replies
         self.folders = FolderRepo(self.locked)  # m307: chat folders (sessions carry folder_id, pinned, archived)
         self.shares = ShareRepo(self.locked)  # m309: share links (a chat's snapshot behind a token)
+        self.mcp_servers = McpServerRepo(self.locked)  # m311: the admin's MCP servers
 
     def close(self) -> None:
         """Close the connection (under the lock, so no statement of another thread is cut in half)."""

@@ -649,3 +649,16 @@ def m310_ratings(db: Database) -> None:
     db.table("messages").add_column("rating_comment", str)
     db.table("messages").add_column("rated_at", float)
     db.execute("create index if not exists idx_messages_rated on messages (owner, rated_at) where rating is not null")
+
+
+@migration
+def m311_mcp_servers(db: Database) -> None:
+    """[issue 34] MCP servers the admin added through the API and the page, one row per server (its name
+    is the key; the configuration's servers are not stored). Lists, maps and the approval are JSON text.
+    Every write bumps ``mcp_servers_version`` in ``settings`` so each worker can tell its set is stale."""
+    db.execute(
+        "create table if not exists mcp_servers (name text primary key, command text, args text, env text,"
+        " url text, headers text, enabled integer not null default 1, sandbox integer not null default 1,"
+        " network integer not null default 0, timeout real, approval text, tools text, users text,"
+        " profiles text, created_at real, updated_at real, created_by text)"
+    )

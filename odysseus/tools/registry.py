@@ -52,6 +52,9 @@ class ToolContext:
     config: dict
     workspace_root: str = ""
     progress: Callable[[str], None] = lambda line: None
+    #: a structured progress report ``{progress, total?, message?}`` (an MCP progress notification):
+    #: its own ``tool_progress`` at once, where ``progress`` lines are gathered for the next interval
+    report: Callable[[dict], None] = lambda data: None
     #: save_image(data, mime) -> URL served by us; None when images cannot be stored
     save_image: Optional[Callable[[bytes, str], str]] = None
     #: a host directory chosen for this turn (odysseus.context.workspace), used instead of the session's
@@ -96,6 +99,8 @@ class Tool:
     #: preview(ctx) -> an object with ``feed(fragment) -> [Event]`` and ``finish() -> [Event]`` that the
     #: agent loop feeds the call's arguments while they stream (a live document preview)
     preview: Optional[Callable[["ToolContext"], Any]] = None
+    #: where the tool comes from when it is not ours: an MCP server's ``{"server": ..., "tool": ...}``
+    origin: Optional[dict] = None
 
     def spec(self) -> dict:
         """The OpenAI function-tool shape the provider layer translates."""

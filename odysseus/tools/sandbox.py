@@ -49,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from ..errors import OdysseusError
 
@@ -195,8 +195,9 @@ def _ancestors(path: str) -> List[str]:
     return out
 
 
-def _read_only_binds(network: bool, nested: bool = False) -> List[str]:
-    """System directories, the interpreter prefix, and (with network) the resolver and CA files.
+def _read_only_binds(network: bool, nested: bool = False, extra: Sequence[str] = ()) -> List[str]:
+    """System directories, the interpreter prefix, ``extra`` directories (an MCP server's installation)
+    and (with network) the resolver and CA files, read-only.
 
     ``nested``: for the inner bwrap under the root wrapper, whose sources are the wrapper's targets.
     """
@@ -205,6 +206,9 @@ def _read_only_binds(network: bool, nested: bool = False) -> List[str]:
     prefix = python_prefix()
     if not _under(prefix, "/usr"):
         binds.append((prefix, prefix))
+    for path in extra:
+        if not _under(path, "/usr") and not _under(path, prefix):
+            binds.append((path, path))
     if network:
         binds += [(os.path.realpath(path), path) for path in NETWORK_ETC if os.path.exists(path)]
     made = set()
@@ -240,12 +244,17 @@ def sandbox_argv(
     *,
     network: bool = False,
     tmpfs: Optional[TmpfsWorkspace] = None,
+    extra_ro: Sequence[str] = (),
+    env: Optional[Dict[str, str]] = None,
+    limits: Optional[Sequence[str]] = None,
 ) -> List[str]:
     """The full command line running ``command`` in the sandbox with ``workspace`` at /workspace.
 
     With ``tmpfs`` the host directory is not mounted at all: /workspace is a size-limited tmpfs
     and the workspace child copies in and saves back through ``tmpfs.persist_fd``.
-    """
+    ``extra_ro``: more directories bound read-only at their own path; ``env``: variables set over the
+    sandbox's own (``PATH`` too); ``limits``: ``prlimit`` options instead of the ``SANDBOX_*`` ones
+    (a long-lived MCP server gets no CPU-time or address-space limit)."""
     bwrap = _which(settings.bwrap)
     if bwrap is None:
         raise SandboxError(f"bubblewrap not found: {settings.bwrap!r} (install the bubblewrap package)")
@@ -255,33 +264,34 @@ def sandbox_argv(
     check_layout(settings)
     outer = as_root() and not settings.direct
     uid, gid = (settings.uid, settings.gid) if as_root() else (os.getuid(), os.getgid())
-    limits = [
-        prlimit,
-        f"--cpu={settings.cpu_seconds}",
-        f"--as={settings.memory_bytes}",
-        f"--nproc={settings.max_processes}",
-        f"--fsize={settings.max_file_bytes}",
-        f"--nofile={settings.max_open_files}",
-        "--core=0",
-        "--",
-    ]
+    if limits is None:
+        limits = [
+            f"--cpu={settings.cpu_seconds}",
+            f"--as={settings.memory_bytes}",
+            f"--nproc={settings.max_processes}",
+            f"--fsize={settings.max_file_bytes}",
+            f"--nofile={settings.max_open_files}",
+            "--core=0",
+        ]
+    prlimits = [prlimit, *limits, "--"]
     path = SAFE_PATH
     prefix = python_prefix()
     if not _under(prefix, "/usr"):
         path = os.path.join(prefix, "bin") + ":" + path
-    env = {
+    variables = {
         "PATH": path,
         "HOME": WORKSPACE,
         "LANG": "C.UTF-8",
         "TMPDIR": "/tmp",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
+        **(env or {}),
     }
     inner = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns"]
     if not network:
         inner.append("--unshare-net")
     inner += ["--hostname", "sandbox", "--uid", str(uid), "--gid", str(gid), "--die-with-parent", "--new-session"]
-    inner += _read_only_binds(network, nested=outer)
+    inner += _read_only_binds(network, nested=outer, extra=extra_ro)
     inner += [
         "--proc",
         "/proc",
@@ -297,9 +307,9 @@ def sandbox_argv(
     else:
         inner += ["--bind", WORKSPACE if outer else workspace, WORKSPACE]
     inner += ["--chdir", WORKSPACE, "--clearenv"]
-    for key, value in env.items():
+    for key, value in variables.items():
         inner += ["--setenv", key, value]
-    inner += ["--"] + (_around(tmpfs) if tmpfs is not None else []) + limits + list(command)
+    inner += ["--"] + (_around(tmpfs) if tmpfs is not None else []) + prlimits + list(command)
     if not outer:
         return inner
     setpriv = _which("setpriv")
@@ -311,7 +321,7 @@ def sandbox_argv(
     # Only our own setpriv and the inner bwrap run here. The inner bwrap needs a fully visible
     # /proc to mount its own (bwrap's --proc covers parts of it), and a /tmp for its new root.
     wrapper += ["--die-with-parent", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    wrapper += _read_only_binds(network)
+    wrapper += _read_only_binds(network, extra=extra_ro)
     wrapper += [
         "--bind",
         "/proc",

@@ -70,7 +70,12 @@ export class AgentPart {
     if (info.round != null) row.dataset.round = String(info.round);
     const summary = el("summary");
     const status = el("span", "tool-status", "running…");
-    summary.append(el("span", "tool-name", info.tool || "tool"), el("code", "tool-command", info.command || ""), status);
+    const mcp = info.mcp && typeof info.mcp === "object" ? info.mcp : null;  // an MCP server's tool: name its server
+    if (mcp) {
+      row.dataset.server = String(mcp.server);
+      summary.appendChild(el("span", "tool-server", `MCP ${mcp.server}`));
+    }
+    summary.append(el("span", "tool-name", (mcp && mcp.tool) || info.tool || "tool"), el("code", "tool-command", info.command || ""), status);
     row.appendChild(summary);
     if (info.full_command && info.full_command !== info.command) row.appendChild(el("pre", "tool-full", info.full_command));
     const output = el("pre", "tool-output");
@@ -144,13 +149,19 @@ export class AgentPart {
     card.dataset.approvalId = String(data.approval_id || "");
     const call = data.call || {};
     const tool = call.tool || call.name || data.tool || "a tool";
-    card.appendChild(el("h4", null, `Allow ${tool}?`));
+    const mcp = data.mcp && typeof data.mcp === "object" ? data.mcp : null;
+    if (mcp) {  // an MCP server's tool: the server, its tool and the exact arguments, all of them
+      card.dataset.server = String(mcp.server);
+      card.appendChild(el("h4", null, `Allow ${mcp.tool} from the MCP server ${mcp.server}?`));
+    } else {
+      card.appendChild(el("h4", null, `Allow ${tool}?`));
+    }
     if (data.target_agent_id) {  // asked inside an Agent Alloy delegation: say which specialist
       card.dataset.agent = String(data.target_agent_id);
       card.appendChild(el("p", "approval-from muted", `Asked by the specialist ${data.target_agent_id}`));
       this.view.delegation.markDelegationWaiting(data.delegation_id);
     }
-    const detail = callDetail(call.arguments);
+    const detail = mcp ? JSON.stringify(call.arguments ?? {}, null, 2) : callDetail(call.arguments);
     if (detail) card.appendChild(el("pre", "approval-detail", detail));
     if (typeof data.expires_at === "number" && data.expires_at * 1000 <= Date.now()) {
       card.classList.add("expired");
@@ -198,7 +209,7 @@ export class AgentPart {
   on_generated_image(event) {
     const figure = imageFigure(event.url);
     if (!figure) return;
-    const entry = this.findTool("generate_image");
+    const entry = this.findTool(event.tool || "generate_image");  // an MCP tool's image goes into its own row
     if (entry) entry.row.appendChild(figure);
     else this.view.addBlock(figure);
   }
@@ -289,8 +300,9 @@ export class AgentPart {
     for (const row of Array.isArray(agent.tools) ? agent.tools : []) {
       if (row.denied) continue; // shown by the approval result above
       const entry = this.toolRow(row);
-      if (row.url && row.tool === "generate_image") {
-        const figure = imageFigure(row.url);
+      const urls = row.url && row.tool === "generate_image" ? [row.url] : [];
+      for (const url of [...urls, ...(Array.isArray(row.images) ? row.images : [])]) {  // MCP image content
+        const figure = imageFigure(url);
         if (figure) entry.row.appendChild(figure);
       }
       if (row.cancelled) continue; // closeTools() marks it when the reply is finished as stopped

@@ -1,14 +1,16 @@
 // The settings screen (in the page's dialog): the user's preferences, saved prompts
 // (settings_prompts.js), agents (settings_agents.js), rated replies (settings_ratings.js), password, API
 // tokens, shared links (settings_shares.js) and the streaming self-test; for an admin also accounts,
-// sign-up, ratings per model and the provider connections (settings_providers.js). Every change goes
-// through the JSON API and its answer (or error) is shown next to the control that made it.
+// sign-up, ratings per model, the provider connections (settings_providers.js) and the MCP servers
+// (settings_mcp.js). Every change goes through the JSON API and its answer (or error) is shown next to
+// the control that made it.
 
 import { api } from "./api.js";
 import { button, el } from "./dom.js";
 import { runStreamCheck } from "./selftest.js";
 import { agents } from "./settings_agents.js";
 import { prompts } from "./settings_prompts.js";
+import { mcpServers } from "./settings_mcp.js";
 import { providers } from "./settings_providers.js";
 import { ratings, ratingsPerModel } from "./settings_ratings.js";
 import { shares } from "./settings_shares.js";
@@ -30,9 +32,9 @@ export async function openSettings(openModal, options) {
   }
   root.appendChild(shares()); // share links of chats (settings_shares.js)
   root.appendChild(streamCheck(options));
-  if (user && user.is_admin) root.append(admin(user), ratingsPerModel(), providers(options));
+  if (user && user.is_admin) root.append(admin(user), ratingsPerModel(), providers(options), mcpServers());
   else if (!user && options.status && options.status.mode === "none") {
-    root.append(ratingsPerModel(), providers(options)); // the single-user owner is the admin
+    root.append(ratingsPerModel(), providers(options), mcpServers()); // the single-user owner is the admin
   }
   openModal("Settings", root);
   const target = options.section && root.querySelector(`#${CSS.escape(options.section)}`);
