@@ -73,3 +73,25 @@ def insert_running_run(db, owner: str, worker: str, lease_until: float, model: s
         terminal_type=CHAT_TERMINAL,
     )
     return session_id, run_id
+
+
+class Recorder:
+    """A test client that keeps every response body, to show a secret never leaves the server."""
+
+    def __init__(self, client, headers=None):
+        self.client = client
+        self.headers = headers if headers is not None else {"Origin": "http://localhost"}
+        self.bodies = []
+
+    def __getattr__(self, method):
+        def call(url, **kwargs):
+            kwargs.setdefault("headers", self.headers)
+            response = getattr(self.client, method)(url, **kwargs)
+            self.bodies.append(response.get_data(as_text=True))
+            return response
+
+        return call
+
+    def assert_never(self, secret: str) -> None:
+        """Neither ``secret`` nor all but its last four characters was in any answer."""
+        assert all(secret not in text and secret[:-4] not in text for text in self.bodies)

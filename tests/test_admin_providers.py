@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from apphelpers import close_app
+from apphelpers import Recorder, close_app
 from fakeproviders import FakeProvider, Reply, openai_text, refused_url
 
 from odysseus import create_app
@@ -19,27 +19,6 @@ from odysseus.llm.connections import probe, to_config
 H = {"Origin": "http://localhost"}
 KEY = "sk-test-Very-Secret-Key-0123456789-abcd"
 CONFIG_KEY = "sk-config-Secret-9876543210-WXYZ"
-
-
-class Recorder:
-    """A test client that keeps every response body, to prove the key never leaves the server."""
-
-    def __init__(self, client):
-        self.client = client
-        self.bodies = []
-
-    def __getattr__(self, method):
-        def call(url, **kwargs):
-            kwargs.setdefault("headers", H)
-            response = getattr(self.client, method)(url, **kwargs)
-            self.bodies.append(response.get_data(as_text=True))
-            return response
-
-        return call
-
-    def assert_never(self, secret):
-        assert all(secret not in text for text in self.bodies)
-        assert all(secret[:-4] not in text for text in self.bodies)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from agent_fakes import say, use_script
-from apphelpers import close_app
+from apphelpers import Recorder, close_app
 from mcp_helpers import HOSTILE, TIME_SERVER
 
 from odysseus import create_app
@@ -15,26 +15,6 @@ from odysseus import create_app
 H = {"Origin": "http://localhost"}
 TOKEN = "Bearer very-secret-token-0123456789-WXYZ"
 ENV_SECRET = "env-secret-value-9876543210-ABCD"
-
-
-class Recorder:
-    """A test client that keeps every response body, to show a secret never leaves the server."""
-
-    def __init__(self, client):
-        self.client = client
-        self.bodies = []
-
-    def __getattr__(self, method):
-        def call(url, **kwargs):
-            kwargs.setdefault("headers", H)
-            response = getattr(self.client, method)(url, **kwargs)
-            self.bodies.append(response.get_data(as_text=True))
-            return response
-
-        return call
-
-    def assert_never(self, secret):
-        assert all(secret not in text and secret[:-4] not in text for text in self.bodies)
 
 
 CONFIG = {

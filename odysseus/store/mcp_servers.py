@@ -14,6 +14,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ..errors import Conflict, NotFound
+from .counters import bump_counter, read_counter
 from ..mcp.servers import FIELDS, ServerSpec, spec_from
 from .database import Locked
 
@@ -57,9 +58,7 @@ class McpServerRepo:
 
     def version(self) -> int:
         """A counter that changes with every write (0 before the first)."""
-        with self._l.read() as db:
-            row = db.execute("select value from settings where key = ?", [VERSION_KEY]).fetchone()
-        return int(row[0]) if row else 0
+        return read_counter(self._l, VERSION_KEY)
 
     def specs(self) -> List[ServerSpec]:
         """Every stored server, oldest first."""
@@ -107,8 +106,4 @@ class McpServerRepo:
 
     @staticmethod
     def _bump(db: Any) -> None:
-        db.execute(
-            "insert into settings (key, value) values (?, '1') on conflict(key) do update"
-            " set value = cast(cast(value as integer) + 1 as text)",
-            [VERSION_KEY],
-        )
+        bump_counter(db, VERSION_KEY)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ..errors import Conflict, NotFound
+from .counters import bump_counter, read_counter
 from .database import Locked
 from .sessions import new_id
 
@@ -71,9 +72,7 @@ class ProviderConnectionRepo:
 
     def version(self) -> int:
         """A counter that changes with every write (0 before the first)."""
-        with self._l.read() as db:
-            row = db.execute("select value from settings where key = ?", [VERSION_KEY]).fetchone()
-        return int(row[0]) if row else 0
+        return read_counter(self._l, VERSION_KEY)
 
     def list(self) -> List[dict]:
         """Every connection, oldest first."""
@@ -161,9 +160,5 @@ class ProviderConnectionRepo:
         )
 
     @staticmethod
-    def _bump(db) -> None:
-        db.execute(
-            "insert into settings (key, value) values (?, '1') on conflict(key) do update"
-            " set value = cast(cast(value as integer) + 1 as text)",
-            [VERSION_KEY],
-        )
+    def _bump(db: Any) -> None:
+        bump_counter(db, VERSION_KEY)
