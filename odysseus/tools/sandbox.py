@@ -4,9 +4,10 @@ Every ``run_python`` / ``shell`` call in a session workspace runs as::
 
     bwrap --unshare-user --unshare-pid --unshare-ipc [--unshare-net] --disable-userns
           --uid U --gid G --die-with-parent --new-session
+          --size N --tmpfs /tmp   (first: a bind below /tmp, a virtualenv there, stays visible)
           --ro-bind /usr /usr  (+ /bin /lib /lib64 ... as symlinks or read-only binds, as the host has them)
           --ro-bind PYTHON_PREFIX PYTHON_PREFIX   (only when the interpreter lives outside /usr)
-          --proc /proc --dev /dev --size N --tmpfs /tmp
+          --proc /proc --dev /dev
           --size LIMIT --tmpfs /workspace --chdir /workspace --clearenv --setenv ...
           -- python -I -S -c WORKSPACE_CHILD SETTINGS
           -- prlimit --cpu --as --nproc --fsize --nofile --core=0 -- COMMAND
@@ -291,17 +292,10 @@ def sandbox_argv(
     if not network:
         inner.append("--unshare-net")
     inner += ["--hostname", "sandbox", "--uid", str(uid), "--gid", str(gid), "--die-with-parent", "--new-session"]
+    # /tmp first: a read-only bind below it (a checkout or virtualenv under /tmp) must not be hidden by it
+    inner += ["--size", str(settings.tmp_bytes), "--tmpfs", "/tmp"]
     inner += _read_only_binds(network, nested=outer, extra=extra_ro)
-    inner += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--size",
-        str(settings.tmp_bytes),
-        "--tmpfs",
-        "/tmp",
-    ]
+    inner += ["--proc", "/proc", "--dev", "/dev"]
     if tmpfs is not None:
         inner += ["--size", str(tmpfs.mount_bytes), "--tmpfs", WORKSPACE]
     else:
@@ -321,16 +315,9 @@ def sandbox_argv(
     # Only our own setpriv and the inner bwrap run here. The inner bwrap needs a fully visible
     # /proc to mount its own (bwrap's --proc covers parts of it), and a /tmp for its new root.
     wrapper += ["--die-with-parent", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    wrapper += ["--tmpfs", "/tmp"]  # first, as in the inner one
     wrapper += _read_only_binds(network, extra=extra_ro)
-    wrapper += [
-        "--bind",
-        "/proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-    ]
+    wrapper += ["--bind", "/proc", "/proc", "--dev", "/dev"]
     if tmpfs is None:
         wrapper += ["--bind", workspace, WORKSPACE]
     wrapper += [
