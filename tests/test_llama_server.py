@@ -8,6 +8,7 @@ build is not there, except in CI (``REQUIRE_LLAMA_SERVER=1``), where that fails.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import textwrap
 import threading
@@ -36,10 +37,8 @@ def llama_build():
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory):
     """llama-server with 2 slots of 4096 tokens each (the agent's tool schemas fit), behind a wiretap."""
-    with llamacpp.running(str(tmp_path_factory.mktemp("llama")), ctx_size=8192, parallel=2) as server:
-        tap = Wiretap(server.port)
+    with tapped(str(tmp_path_factory.mktemp("llama")), ctx_size=8192, parallel=2) as (server, tap):
         yield server, tap
-        tap.close()
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +46,36 @@ def odysseus(llama, tmp_path_factory):
     server, tap = llama
     with serving_model(tap.url, str(tmp_path_factory.mktemp("ody")), OPENAI_MODEL="tiny") as live:
         yield live
+
+
+@contextlib.contextmanager
+def tapped(directory, **options):
+    """llama-server (``options`` as ``llamacpp.LlamaServer`` takes them) behind a wiretap: ``(server, tap)``."""
+    with llamacpp.running(directory, **options) as server:
+        tap = Wiretap(server.port)
+        try:
+            yield server, tap
+        finally:
+            tap.close()
+
+
+@contextlib.contextmanager
+def odysseus_on(tmp_path, **options):
+    """Odysseus whose provider is a tapped llama-server of its own: ``(server, tap, live)``."""
+    with tapped(str(tmp_path / "llama"), **options) as (server, tap):
+        with serving_model(tap.url, str(tmp_path / "ody"), OPENAI_MODEL="tiny") as live:
+            yield server, tap, live
+
+
+def converse(base, texts, max_tokens):
+    """One turn per text in one new chat, each read to its end: ``(session id, [each turn's frames])``."""
+    session_id, turns = None, []
+    for text in texts:
+        fields = {"session_id": session_id} if session_id else {}
+        stream = post_chat(base, text, max_tokens=max_tokens, **fields)
+        turns.append(stream.events())
+        session_id = stream.headers["X-Odysseus-Session-Id"]
+    return session_id, turns
 
 
 def messages_of(base, session_id):
@@ -149,61 +178,51 @@ def test_a_disconnect_then_resume_with_last_event_id(odysseus, llama):
 
 def test_eight_turns_against_four_slots(tmp_path):
     """8 turns at once on --parallel 4: four wait for a slot; every one ends complete and exact."""
-    with llamacpp.running(str(tmp_path / "llama"), ctx_size=4096, parallel=4) as server:
-        tap = Wiretap(server.port)
-        try:
-            with serving_model(tap.url, str(tmp_path / "ody"), OPENAI_MODEL="tiny") as live:
-                results = {}
-                busy = []
-                watching = threading.Event()
+    with odysseus_on(tmp_path, ctx_size=4096, parallel=4) as (server, tap, live):
+        results = {}
+        busy = []
+        watching = threading.Event()
 
-                def watch():
-                    while not watching.is_set():
-                        busy.append(server.busy_slots())
-                        time.sleep(0.02)
+        def watch():
+            while not watching.is_set():
+                busy.append(server.busy_slots())
+                time.sleep(0.02)
 
-                def turn(index):
-                    stream = post_chat(live.url, f"question {index}", max_tokens=120, timeout=60)
-                    results[index] = (stream.headers["X-Odysseus-Session-Id"], stream.events())
+        def turn(index):
+            stream = post_chat(live.url, f"question {index}", max_tokens=120, timeout=60)
+            results[index] = (stream.headers["X-Odysseus-Session-Id"], stream.events())
 
-                watcher = threading.Thread(target=watch)
-                watcher.start()
-                threads = [threading.Thread(target=turn, args=(i,)) for i in range(8)]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join(90)
-                watching.set()
-                watcher.join()
-                assert sorted(results) == list(range(8))
-                assert max(busy) == 4  # every slot was in use, and never more
-                for index, (session_id, frames) in results.items():
-                    assert types_of(frames)[-1] == "[DONE]", frames[-3:]
-                    (saved,) = assistant_of(live.url, session_id)
-                    wire = exchange_for(tap, f"question {index}")
-                    assert text_of(frames) == saved["content"] == wire.text()
-                    assert wire.usage()["completion_tokens"] == 120
-        finally:
-            tap.close()
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        threads = [threading.Thread(target=turn, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(90)
+        watching.set()
+        watcher.join()
+        assert sorted(results) == list(range(8))
+        assert max(busy) == 4  # every slot was in use, and never more
+        for index, (session_id, frames) in results.items():
+            assert types_of(frames)[-1] == "[DONE]", frames[-3:]
+            (saved,) = assistant_of(live.url, session_id)
+            wire = exchange_for(tap, f"question {index}")
+            assert text_of(frames) == saved["content"] == wire.text()
+            assert wire.usage()["completion_tokens"] == 120
 
 
 def test_reasoning_from_a_think_template(tmp_path):
     """The template opens <think>: llama-server streams reasoning_content, Odysseus shows and saves it as thinking."""
-    with llamacpp.running(str(tmp_path / "llama"), think=True) as server:
-        tap = Wiretap(server.port)
-        try:
-            with serving_model(tap.url, str(tmp_path / "ody"), OPENAI_MODEL="tiny") as live:
-                stream = post_chat(live.url, "think first", max_tokens=30)
-                frames = stream.events()
-                wire = exchange_for(tap, "think first")
-                reasoning = wire.text("reasoning_content")
-                assert reasoning and wire.text() == ""
-                assert text_of(frames, thinking=True) == reasoning
-                (saved,) = assistant_of(live.url, stream.headers["X-Odysseus-Session-Id"])
-                assert saved["thinking"] == reasoning
-                assert saved["metadata"]["finish_reason"] == "length"
-        finally:
-            tap.close()
+    with odysseus_on(tmp_path, think=True) as (server, tap, live):
+        stream = post_chat(live.url, "think first", max_tokens=30)
+        frames = stream.events()
+        wire = exchange_for(tap, "think first")
+        reasoning = wire.text("reasoning_content")
+        assert reasoning and wire.text() == ""
+        assert text_of(frames, thinking=True) == reasoning
+        (saved,) = assistant_of(live.url, stream.headers["X-Odysseus-Session-Id"])
+        assert saved["thinking"] == reasoning
+        assert saved["metadata"]["finish_reason"] == "length"
 
 
 def test_agent_mode_tools_are_accepted_with_jinja_and_carry_the_budget(odysseus, llama):
@@ -225,32 +244,26 @@ def test_agent_mode_tools_are_accepted_with_jinja_and_carry_the_budget(odysseus,
 
 
 def test_kill_9_mid_reply_saves_the_partial_once_with_one_error(tmp_path):
-    with llamacpp.running(str(tmp_path / "llama")) as server:
-        tap = Wiretap(server.port)
-        try:
-            with serving_model(tap.url, str(tmp_path / "ody"), OPENAI_MODEL="tiny") as live:
-                stream = post_chat(live.url, "crash midway", max_tokens=1800)
-                session_id = stream.headers["X-Odysseus-Session-Id"]
-                frames = []
-                for frame in stream.frames():
-                    frames.append(frame)
-                    if len(text_of(frames)) > 40:
-                        break
-                server.kill()
-                frames += stream.events()
-                errors = [f for f in frames if types_of([f]) == ["error"]]
-                assert len(errors) == 1 and types_of(frames)[-1] == "error"
-                (saved,) = assistant_of(live.url, session_id)
-                assert saved["content"] == text_of(frames) and saved["content"]
-                assert exchange_for(tap, "crash midway").text().startswith(saved["content"])
-        finally:
-            tap.close()
+    with odysseus_on(tmp_path) as (server, tap, live):
+        stream = post_chat(live.url, "crash midway", max_tokens=1800)
+        session_id = stream.headers["X-Odysseus-Session-Id"]
+        frames = []
+        for frame in stream.frames():
+            frames.append(frame)
+            if len(text_of(frames)) > 40:
+                break
+        server.kill()
+        frames += stream.events()
+        errors = [f for f in frames if types_of([f]) == ["error"]]
+        assert len(errors) == 1 and types_of(frames)[-1] == "error"
+        (saved,) = assistant_of(live.url, session_id)
+        assert saved["content"] == text_of(frames) and saved["content"]
+        assert exchange_for(tap, "crash midway").text().startswith(saved["content"])
 
 
 def test_fallback_to_a_second_server(tmp_path):
     """The route's first server is down: a fallback event, and the second server's reply is saved."""
-    with llamacpp.running(str(tmp_path / "llama")) as spare:
-        tap = Wiretap(spare.port)
+    with tapped(str(tmp_path / "llama")) as (spare, tap):
         down = llamacpp.LlamaServer(str(tmp_path / "down"))  # a port nobody listens on
         config = tmp_path / "odysseus.toml"
         config.write_text(
@@ -283,29 +296,19 @@ def test_fallback_to_a_second_server(tmp_path):
             assert saved["content"] == text_of(frames) == exchange_for(tap, "fall back").text()
         finally:
             live.stop()
-            tap.close()
 
 
 def test_window_discovery_and_trimming_on_a_small_context(tmp_path):
     """--ctx-size 512: Odysseus reads the window from /props and trims the history to fit it."""
-    with llamacpp.running(str(tmp_path / "llama"), ctx_size=512) as server:
-        tap = Wiretap(server.port)
-        try:
-            with serving_model(tap.url, str(tmp_path / "ody"), OPENAI_MODEL="tiny") as live:
-                session_id = None
-                for index in range(6):
-                    fields = {"session_id": session_id} if session_id else {}
-                    stream = post_chat(live.url, f"turn {index} " + "words to fill " * 30, max_tokens=60, **fields)
-                    frames = stream.events()
-                    session_id = stream.headers["X-Odysseus-Session-Id"]
-                    assert types_of(frames)[-1] == "[DONE]", [f for f in frames if types_of([f]) == ["error"]]
-                sent = [e for e in tap.exchanges() if isinstance(e.body, dict) and e.events]
-                assert all(e.status == 200 for e in sent)
-                assert all(e.usage()["prompt_tokens"] + e.body["max_tokens"] <= 512 for e in sent)
-                assert len(sent[-1].body["messages"]) < 2 * 6  # older turns were trimmed out
-                assert len(assistant_of(live.url, session_id)) == 6
-        finally:
-            tap.close()
+    with odysseus_on(tmp_path, ctx_size=512) as (server, tap, live):
+        session_id, turns = converse(live.url, [f"turn {i} " + "words to fill " * 30 for i in range(6)], 60)
+        for frames in turns:
+            assert types_of(frames)[-1] == "[DONE]", [f for f in frames if types_of([f]) == ["error"]]
+        sent = [e for e in tap.exchanges() if isinstance(e.body, dict) and e.events]
+        assert all(e.status == 200 for e in sent)
+        assert all(e.usage()["prompt_tokens"] + e.body["max_tokens"] <= 512 for e in sent)
+        assert len(sent[-1].body["messages"]) < 2 * 6  # older turns were trimmed out
+        assert len(assistant_of(live.url, session_id)) == 6
 
 
 def test_the_tiny_model_is_deterministic():
@@ -326,26 +329,17 @@ def test_a_dense_prompt_near_the_window_is_counted_before_it_is_sent(tmp_path):
     import random
 
     digits = "".join(random.Random(7).choice("0123456789") for _ in range(2100))
-    with llamacpp.running(str(tmp_path / "llama"), ctx_size=1024) as server:
-        tap = Wiretap(server.port)
-        try:
-            with serving_model(tap.url, str(tmp_path / "ody"), OPENAI_MODEL="tiny") as live:
-                session_id = None
-                for index in range(3):
-                    fields = {"session_id": session_id} if session_id else {}
-                    stream = post_chat(live.url, f"turn {index} " + "plain words here " * 25, max_tokens=64, **fields)
-                    assert types_of(stream.events())[-1] == "[DONE]"
-                    session_id = stream.headers["X-Odysseus-Session-Id"]
-                stream = post_chat(live.url, "digits " + digits, max_tokens=64, session_id=session_id)
-                frames = stream.events()
-                assert types_of(frames)[-1] == "[DONE]", [f for f in frames if types_of([f]) == ["error"]]
-                notices = [f["data"]["message"] for f in frames if types_of([f]) == ["notice"]]
-                assert any(m.startswith("The model counted") for m in notices), notices
-                sent = [e for e in tap.exchanges() if isinstance(e.body, dict) and e.body.get("messages")]
-                assert len(sent) >= 4 and all(e.status == 200 for e in sent)  # nothing was refused
-                last = assistant_of(live.url, session_id)[-1]["metadata"]["context"]
-                assert last["counted_tokens"] and last["prompt_tokens"] <= 1024 - 64
-                counts = [e for e in tap.exchanges("/tokenize")]
-                assert counts and all(e.status == 200 for e in counts)
-        finally:
-            tap.close()
+    with odysseus_on(tmp_path, ctx_size=1024) as (server, tap, live):
+        session_id, turns = converse(live.url, [f"turn {i} " + "plain words here " * 25 for i in range(3)], 64)
+        assert all(types_of(frames)[-1] == "[DONE]" for frames in turns)
+        stream = post_chat(live.url, "digits " + digits, max_tokens=64, session_id=session_id)
+        frames = stream.events()
+        assert types_of(frames)[-1] == "[DONE]", [f for f in frames if types_of([f]) == ["error"]]
+        notices = [f["data"]["message"] for f in frames if types_of([f]) == ["notice"]]
+        assert any(m.startswith("The model counted") for m in notices), notices
+        sent = [e for e in tap.exchanges() if isinstance(e.body, dict) and e.body.get("messages")]
+        assert len(sent) >= 4 and all(e.status == 200 for e in sent)  # nothing was refused
+        last = assistant_of(live.url, session_id)[-1]["metadata"]["context"]
+        assert last["counted_tokens"] and last["prompt_tokens"] <= 1024 - 64
+        counts = [e for e in tap.exchanges("/tokenize")]
+        assert counts and all(e.status == 200 for e in counts)
