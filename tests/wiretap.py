@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import socket
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from loopproxy import Forward, LoopbackProxy
 
@@ -132,45 +132,47 @@ def _body(data: bytes, start: int, headers: Dict[str, str], response: bool) -> T
     return data[start : start + length], start + length
 
 
-def _requests(data: bytes) -> List[Tuple[str, str, Any]]:
-    out = []
+def _messages(data: bytes, response: bool) -> Iterator[Tuple[str, Dict[str, str], bytes]]:
+    """Each whole HTTP/1.1 message in one direction's bytes: (start line, headers, body)."""
     pos = 0
     while pos < len(data):
         line, headers, body_start = _head(data, pos)
         if line is None:
-            break
-        body, pos = _body(data, body_start, headers, response=False)
+            return
+        body, pos = _body(data, body_start, headers, response=response)
+        yield line, headers, body
+
+
+_NOT_JSON = object()
+
+
+def _json(raw: Any, otherwise: Any) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return otherwise
+
+
+def _requests(data: bytes) -> List[Tuple[str, str, Any]]:
+    out = []
+    for line, _, body in _messages(data, response=False):
         method, _, rest = line.partition(" ")
-        try:
-            parsed: Any = json.loads(body) if body else None
-        except ValueError:
-            parsed = body
-        out.append((method, rest.rsplit(" ", 1)[0], parsed))
+        out.append((method, rest.rsplit(" ", 1)[0], _json(body, body) if body else None))
     return out
 
 
 def _responses(data: bytes) -> List[Tuple[int, List[Any]]]:
     out = []
-    pos = 0
-    while pos < len(data):
-        line, headers, body_start = _head(data, pos)
-        if line is None:
-            break
-        body, pos = _body(data, body_start, headers, response=True)
-        status = int(line.split(" ")[1])
+    for line, headers, body in _messages(data, response=True):
         events: List[Any] = []
         if "text/event-stream" in headers.get("content-type", ""):
             for raw in body.split(b"\n"):
                 if raw.startswith(b"data:"):
                     payload = raw[5:].strip().decode("utf-8", "replace")
-                    try:
-                        events.append(json.loads(payload))
-                    except ValueError:
-                        events.append(payload)
+                    events.append(_json(payload, payload))
         elif body:
-            try:
-                events.append(json.loads(body))
-            except ValueError:
-                pass
-        out.append((status, events))
+            parsed = _json(body, _NOT_JSON)
+            if parsed is not _NOT_JSON:
+                events.append(parsed)
+        out.append((int(line.split(" ")[1]), events))
     return out
