@@ -236,3 +236,55 @@ def test_bad_list_filters_are_400(pair, query):
     _, alice, _ = pair
     response = alice.get(f"/api/sessions{query}")
     assert response.status_code == 400 and "true or false" in response.json["error"]
+
+
+def _export_doc(**session) -> dict:
+    """A JSON export of one question and its answer, with ``session`` fields added."""
+    return {
+        "format": "odysseus.chat",
+        "version": 1,
+        "session": {"title": "Imported", **session},
+        "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    }
+
+
+def test_export_and_import_keep_pinned_archived_and_the_folder_by_name(pair):
+    _, alice, bob = pair
+    folder = alice.post("/api/folders", {"name": "Work"}).json
+    sid = alice.session("organised")
+    alice.patch(f"/api/sessions/{sid}", {"folder_id": folder["id"], "pinned": True, "archived": True})
+    exported = alice.get(f"/api/sessions/{sid}/export?format=json").json["session"]
+    assert (exported["folder"], exported["pinned"], exported["archived"]) == ("Work", True, True)
+    plain = alice.get(f"/api/sessions/{alice.session('plain')}/export?format=json").json["session"]
+    assert not {"folder", "pinned", "archived"} & set(plain)  # unset: left out, as before
+
+    # alice's import lands in her "Work" (any case); bob has no such folder, so his import makes one
+    mine = alice.post("/api/sessions/import", _export_doc(folder="WORK", pinned=True, archived=True))
+    assert mine.status_code == 201, mine.json
+    assert (mine.json["folder_id"], mine.json["pinned"], mine.json["archived"]) == (folder["id"], True, True)
+    assert [f["name"] for f in alice.get("/api/folders").json["folders"]] == ["Work"]
+    theirs = bob.post("/api/sessions/import", _export_doc(folder="Work", pinned=True))
+    assert theirs.status_code == 201, theirs.json
+    bobs = bob.get("/api/folders").json["folders"]
+    assert [(f["name"], f["session_count"]) for f in bobs] == [("Work", 1)]
+    assert bobs[0]["id"] != folder["id"] and theirs.json["folder_id"] == bobs[0]["id"]
+    assert bob.listed("?pinned=true") == [theirs.json["id"]]
+
+
+@pytest.mark.parametrize(
+    "session, fragment",
+    [
+        ({"pinned": "yes"}, "session.pinned"),
+        ({"archived": 1}, "session.archived"),
+        ({"folder": ""}, "session.folder"),
+        ({"folder": 7}, "session.folder"),
+        ({"folder": "x" * 101}, "session.folder"),
+        ({"folder": "two\nlines"}, "session.folder"),
+    ],
+)
+def test_bad_organisation_in_an_import_is_400_and_stores_nothing(pair, session, fragment):
+    app, alice, _ = pair
+    before = _counts(app)
+    answer = alice.post("/api/sessions/import", _export_doc(**session))
+    assert answer.status_code == 400 and fragment in answer.json["error"], answer.json
+    assert _counts(app) == before

@@ -1,8 +1,9 @@
 """Export a chat as Markdown or JSON, and validate a JSON export for import. No Flask, no SQL.
 
 The JSON export is the import format: ``{"format": "odysseus.chat", "version": 1,
-"session": {"title", "created_at"}, "messages": [{"role", "content", "thinking",
-"metadata", "created_at", "rating"?, ...}]}``. Import is strict: an unknown format or version,
+"session": {"title", "created_at", "pinned"?, "archived"?, "folder"?}, "messages": [{"role",
+"content", "thinking", "metadata", "created_at", "rating"?, ...}]}``. ``folder`` is the folder's
+name (ids mean nothing on another server or to another user). Import is strict: an unknown format or version,
 a message of the wrong shape, an unknown role or an over-long text refuses the whole
 file, and only display metadata (model label, usage, metrics, outcome) is kept.
 """
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ..errors import BadRequest
+from ..store.folders import folder_name
 from ..store.ratings import clean_rating
 
 FORMAT = "odysseus.chat"
@@ -37,11 +39,12 @@ KEPT_METADATA = {
 }
 
 
-def export_json(session: dict, messages: List[dict]) -> Dict[str, Any]:
+def export_json(session: dict, messages: List[dict], folder: Optional[str] = None) -> Dict[str, Any]:
     """The JSON export of a session and its messages (every stored message of every branch, in order).
 
     ``parent_id`` links each message to the one it follows; ``session.branch_head`` is the
-    newest message of the branch that was shown.
+    newest message of the branch that was shown. ``pinned`` and ``archived`` are written when set,
+    and ``folder`` (the name of the session's folder) when it has one.
     """
     return {
         "format": FORMAT,
@@ -53,6 +56,8 @@ def export_json(session: dict, messages: List[dict]) -> Dict[str, Any]:
             "created_at": session["created_at"],
             "updated_at": session["updated_at"],
             **({"branch_head": session["branch_head"]} if session.get("branch_head") is not None else {}),
+            **{flag: True for flag in ("pinned", "archived") if session.get(flag)},
+            **({"folder": folder} if folder else {}),
         },
         "messages": [
             {
@@ -209,7 +214,23 @@ def parse_import(doc: Any, max_chars: int) -> Dict[str, Any]:
             }
         )
     head = _optional_id(session.get("branch_head"), "session.branch_head")
-    return {"title": title, "messages": parsed, "branch_head": head}
+    return {"title": title, "messages": parsed, "branch_head": head, **_organisation(session)}
+
+
+def _organisation(session: dict) -> Dict[str, Any]:
+    """An export's ``pinned``, ``archived`` (booleans, default false) and ``folder`` (a folder name or null)."""
+    kept: Dict[str, Any] = {}
+    for flag in ("pinned", "archived"):
+        value = session.get(flag, False)
+        if not isinstance(value, bool):
+            raise BadRequest(f"session.{flag} must be true or false")
+        kept[flag] = value
+    folder = session.get("folder")
+    try:
+        kept["folder"] = None if folder is None else folder_name(folder)
+    except BadRequest as error:
+        raise BadRequest(f"session.folder: {error}") from None
+    return kept
 
 
 def _imported_rating(value: Any, role: str, where: str):

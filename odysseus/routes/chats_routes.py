@@ -51,7 +51,8 @@ def export(session_id: str):
     if kind == "md":
         data, mimetype = export_markdown(session, messages), "text/markdown; charset=utf-8"
     else:
-        data = json.dumps(export_json(session, messages), ensure_ascii=False, indent=1)
+        folder = store.folders.get(owner, session["folder_id"])["name"] if session.get("folder_id") else None
+        data = json.dumps(export_json(session, messages, folder), ensure_ascii=False, indent=1)
         mimetype = "application/json"
     response = current_app.response_class(data, mimetype=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{_filename(session["title"], kind)}"'
@@ -64,5 +65,14 @@ def import_session():
     """Create a new session from a JSON export; a bad file is refused whole and stores nothing."""
     owner = current_owner()
     parsed = parse_import(body(), int(current_app.config["MAX_MESSAGE_CHARS"]))
-    session = import_chat(_store().locked, owner, parsed["title"], parsed["messages"], parsed.get("branch_head"))
+    session = import_chat(
+        _store().locked,
+        owner,
+        parsed["title"],
+        parsed["messages"],
+        parsed.get("branch_head"),
+        pinned=parsed["pinned"],
+        archived=parsed["archived"],
+        folder=parsed["folder"],
+    )
     return jsonify(dict(session, message_count=len(parsed["messages"]))), 201

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 import unicodedata
-from typing import Any, List
+from typing import Any, List, Optional
 
 from ..errors import BadRequest, Conflict, NotFound
 from .database import Locked, select_rows
@@ -42,6 +42,24 @@ def _duplicate(db, owner: str, name: str, other_than: str = "") -> bool:
         [owner, name, other_than],
     ).fetchone()
     return row is not None
+
+
+def folder_for_import(db, owner: str, name: str, now: float) -> Optional[str]:
+    """Inside a write transaction: the id of ``owner``'s folder named ``name`` (any case), created when
+    there is none; None when the owner already has ``MAX_FOLDERS`` (the chat then lands in no folder)."""
+    row = db.execute(
+        "select id from folders where owner = ? and name = ? collate nocase limit 1", [owner, name]
+    ).fetchone()
+    if row is not None:
+        return row[0]
+    if db.execute("select count(*) from folders where owner = ?", [owner]).fetchone()[0] >= MAX_FOLDERS:
+        return None
+    folder_id = new_id("f_")
+    db.execute(
+        "insert into folders (id, owner, name, created_at, updated_at) values (?, ?, ?, ?, ?)",
+        [folder_id, owner, name, now, now],
+    )
+    return folder_id
 
 
 class FolderRepo:

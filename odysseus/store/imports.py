@@ -6,23 +6,41 @@ import time
 from typing import Any, Dict, List, Optional
 
 from .database import Locked
+from .folders import folder_for_import
 from .messages import insert_message
-from .sessions import new_id
+from .sessions import new_id, session_view
 
 
 def import_chat(
-    locked: Locked, owner: str, title: str, messages: List[dict], branch_head: Optional[int] = None
+    locked: Locked,
+    owner: str,
+    title: str,
+    messages: List[dict],
+    branch_head: Optional[int] = None,
+    pinned: bool = False,
+    archived: bool = False,
+    folder: Optional[str] = None,
 ) -> dict:
     """Create a session for ``owner`` holding ``messages`` (already validated); all or nothing.
 
     A message's ``parent_id`` naming an earlier message's export ``id`` keeps the branch
-    structure; without one a message follows the message before it.
+    structure; without one a message follows the message before it. ``folder`` is a folder
+    name: the owner's folder of that name (any case), made when missing (see folder_for_import).
     """
     now = time.time()
-    session: Dict[str, Any] = {"id": new_id("s_"), "owner": owner, "title": title, "created_at": now, "updated_at": now}
+    session: Dict[str, Any] = {
+        "id": new_id("s_"),
+        "owner": owner,
+        "title": title,
+        "created_at": now,
+        "updated_at": now,
+        "pinned": int(pinned),
+        "archived": int(archived),
+    }
     new_ids: Dict[Any, int] = {}  # the export's message ids (whatever the file holds) -> the new ids
     tree = any(m.get("parent_id") is not None for m in messages)  # an export with branches: no parent = a root
     with locked.tx() as db:
+        session["folder_id"] = folder_for_import(db, owner, folder, now) if folder else None
         db.table("sessions").insert(session)
         for message in messages:
             message_id = insert_message(
@@ -47,4 +65,4 @@ def import_chat(
                 new_ids.setdefault(message["id"], message_id)
         if branch_head in new_ids:
             db.execute("update sessions set branch_head = ? where id = ?", [new_ids[branch_head], session["id"]])
-    return session
+    return session_view(session)
