@@ -44,7 +44,7 @@ from ..process_identity import worker_is_dead
 from ..store.database import Executes, connect
 from ..store.messages import insert_message
 from .event_packs import INSERT, Row, iter_events, pack_rows, read_after, read_newest
-from .native import NativeWorker, gevent_active
+from .native import NativeWorker, WorkerClosed, gevent_active
 from .run_log import LIFECYCLE, Entry, encode_payload, seq_of
 
 log = logging.getLogger(__name__)
@@ -143,6 +143,8 @@ class DurableLog:
             time.sleep(self.interval)
             try:
                 self._native.call(self._flush_native)
+            except WorkerClosed:  # closed, or an app nobody closed at the process's end: nothing can run now
+                return
             except Exception:  # noqa: BLE001 - counted in stats, retried next time
                 log.exception("durable flush failed")
 

@@ -37,6 +37,14 @@ def hub_loop() -> Optional[Any]:
     return get_hub().loop
 
 
+class WorkerClosed(RuntimeError):
+    """The native worker takes no new work: it was closed, or the interpreter is exiting.
+
+    A process that ends without closing its app meets the second (a test run's last in-process
+    apps); a served worker closes the engine in ``worker_exit`` before that point.
+    """
+
+
 class NativeWorker:
     """Native threads of one's own (one by default: submitted functions run in order)."""
 
@@ -52,7 +60,14 @@ class NativeWorker:
 
     def submit(self, fn: Callable[..., T], *args: Any) -> "Pending[T]":
         """Run ``fn(*args)`` on the native thread; returns a handle to wait on."""
-        return Pending(self._pool.spawn(fn, *args) if self._gevent else self._pool.submit(fn, *args), self._gevent)
+        if self._gevent:
+            return Pending(self._pool.spawn(fn, *args), True)
+        try:
+            return Pending(self._pool.submit(fn, *args), False)
+        except RuntimeError as exc:  # concurrent.futures says so in words only
+            if "cannot schedule new futures" in str(exc):
+                raise WorkerClosed(str(exc)) from None
+            raise
 
     def call(self, fn: Callable[..., T], *args: Any, timeout: Optional[float] = None) -> T:
         """Run ``fn(*args)`` there and return its result (raising what it raised)."""
