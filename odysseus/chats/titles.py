@@ -7,6 +7,14 @@ greenlet: one statement finds whether this was the first reply, one update at mo
 failure, or after ``TITLE_TIMEOUT`` seconds, the title is the first line of the user's
 message made clean (no markdown, no line breaks). A title the user has set in the meantime is never overwritten: the
 update only applies while the session still has its automatic title.
+
+[issue 40] What runs where, so a title costs the streams nothing: under gunicorn's gevent worker
+the title is a greenlet (``gevent.spawn``; never a native thread, which would hold the GIL while
+it parses the model's reply), its model request is cooperative socket I/O like a stream's, and
+its one write (the conditional ``update sessions``) goes to the run engine's native writer
+thread (``DurableLog.write``), where every other write of a run's end goes: the hub never takes
+SQLite's write lock for a title. The look that decides whether to title (``first_reply_state``)
+is one indexed read on the request-path connection, as every turn's history read is.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from ..cancel import CancelToken
 from ..events import DELTA
 from ..llm.base import ChatRequest
 from ..llm.llm_core import stream_route
+from ..runs.native import gevent_active
 from ..store.messages import REPLY_BLANKS
 
 log = logging.getLogger(__name__)
@@ -112,6 +121,16 @@ def first_reply_state(store, owner: str, session_id: str) -> Optional[Tuple[str,
     return first, title
 
 
+def _background(fn: Callable[[], None]) -> None:
+    """Run ``fn`` in a greenlet on the server (gevent patched), else in a daemon thread (in-process tests)."""
+    if gevent_active():
+        import gevent
+
+        gevent.spawn(fn)
+    else:
+        threading.Thread(target=fn, name="title", daemon=True).start()
+
+
 class TitleWriter:
     """Subscribes to ``run_finished`` for one app and titles sessions after their first reply."""
 
@@ -122,7 +141,7 @@ class TitleWriter:
         self.ask = str(config.get("TITLE_MODE") or "model").strip().lower() != "first_line"
         self.model = str(config.get("TITLE_MODEL") or "")
         self.timeout = float(config.get("TITLE_TIMEOUT") or 20.0)
-        self.spawn = spawn or (lambda fn: threading.Thread(target=fn, name="title", daemon=True).start())
+        self.spawn = spawn or _background
 
     def on_run_finished(self, run) -> None:
         """``run_finished`` receiver (this app's engine): hand a finished first reply to a background greenlet."""
@@ -161,11 +180,16 @@ class TitleWriter:
         title = title or clean_title(first) or DEFAULT_TITLE
         if title == current:
             return title
-        with self.store.locked.tx() as db:  # only while nobody renamed it since we looked
-            db.execute(
-                "update sessions set title = ? where id = ? and owner = ? and title = ?",
-                [title, session_id, owner, current],
-            )
+        update = (  # only while nobody renamed it since we looked
+            "update sessions set title = ? where id = ? and owner = ? and title = ?",
+            [title, session_id, owner, current],
+        )
+        durable = getattr(self.manager, "durable", None)
+        if durable is None:  # pragma: no cover - every app's engine has its writer
+            with self.store.locked.tx() as db:
+                db.execute(*update)
+        else:
+            durable.write([update], timeout=self.timeout + 30)  # on the native writer: no write on the hub
         return title
 
     def _candidates(self, model: str):
