@@ -55,6 +55,8 @@ TYPICAL_TOKENS, TYPICAL_RATE = 500, 50.0
 #: streams one worker holds with on-time heartbeats (benchmark 8: 5,000 detached streams held)
 HELD_PER_WORKER = 5000
 BOXES = (8, 16, 64)
+#: the turn shapes sized: (tokens, tokens/s); the typical turn, and a short one where the start dominates
+SHAPES = ((TYPICAL_TOKENS, TYPICAL_RATE), (50, TYPICAL_RATE))
 #: worker CPU per turn start and per token of benchmark 8's run of 2026-12-02 16:38 (a quieter box)
 QUIET_WORKER = (2.53e-3, 6.3e-6)
 VALIDATION_TOKENS, VALIDATION_CLIENTS = 20, 16
@@ -492,24 +494,26 @@ def scaled(m: Dict[str, float], factor: float) -> Dict[str, float]:
 
 
 def sizing_table(m: Dict[str, float]) -> str:
-    """The sizing table for ``BOXES`` from the costs ``m``."""
+    """The sizing table for ``BOXES`` and each of ``SHAPES`` from the costs ``m``."""
     rows = []
     for cores in BOXES:
-        b = box(m, cores)
-        lim = b["limits"]
-        rows.append(
-            [
-                cores,
-                f"{b['turns_s']:,.0f}",
-                b["bound"],
-                f"{b['streams']:,.0f}",
-                f"{b['events_s']:,.0f}",
-                " / ".join(f"{v:,.0f}" for v in lim.values()),
-            ]
-        )
+        for tokens, rate in SHAPES:
+            b = box(m, cores, tokens, rate)
+            rows.append(
+                [
+                    cores,
+                    f"{tokens} tokens, {tokens / rate:g} s",
+                    f"{b['turns_s']:,.0f}",
+                    b["bound"],
+                    f"{b['streams']:,.0f}",
+                    f"{b['events_s']:,.0f}",
+                    " / ".join(f"{v:,.0f}" for v in b["limits"].values()),
+                ]
+            )
     return table(
         [
             "cores",
+            "turn",
             "turns/s",
             "saturates first",
             "concurrent streams",
@@ -518,6 +522,15 @@ def sizing_table(m: Dict[str, float]) -> str:
         ],
         rows,
     )
+
+
+def crossover(m: Dict[str, float]) -> float:
+    """The reply length (tokens) below which SQLite's one writer saturates before Redis's one thread."""
+    per_token_redis = m["events_token"] * m["redis_cpu_event"]
+    per_token_sqlite = m["events_token"] / m["durable_events_s"]
+    if per_token_redis <= per_token_sqlite:
+        return float("inf")
+    return 1 + (m["lock_turn"] - m["redis_cpu_turn"]) / (per_token_redis - per_token_sqlite)
 
 
 def report(
@@ -572,6 +585,14 @@ def report(
     inflation = m["worker_turn"] / QUIET_WORKER[0]
     quiet = sizing_table(scaled(m, 1 / inflation))
     wall_turns, wall_cores = sqlite_wall(m)
+    typical_events = turn_costs(m, TYPICAL_TOKENS)["events"]
+    short_turns, short_cores = sqlite_wall(m, 1)
+    cross = crossover(m)
+    order = (
+        "SQLite's writer saturates before Redis's thread at every reply length."
+        if cross == float("inf")
+        else f"Below {cross:.0f} tokens per reply SQLite's writer saturates before Redis's thread, above it after."
+    )
     check_rows = []
     for workers, v in checks.items():
         p_turns, p_events = predict_here(m, workers, v["harness_turn"], VALIDATION_TOKENS, v["cores_got"])
@@ -606,15 +627,18 @@ def report(
     )
     return (
         f"Per component (one worker, `RUN_BACKEND=redis`, worker pinned to core 0):\n\n{costs}\n\n"
-        f"Sizing (a typical turn: {TYPICAL_TOKENS} tokens at {TYPICAL_RATE:g} tokens/s, a "
-        f"{TYPICAL_TOKENS / TYPICAL_RATE:g} s stream; cores - 1 workers, one core left to Redis; the model "
-        f"runs elsewhere; concurrent streams = turns/s x stream time, capped at {HELD_PER_WORKER:,} per worker):"
+        f"Sizing (a typical turn: {TYPICAL_TOKENS} tokens at {TYPICAL_RATE:g} tokens/s, "
+        f"a {TYPICAL_TOKENS / TYPICAL_RATE:g} s stream, and a short one; cores - 1 workers, one core left to "
+        f"Redis; the model runs elsewhere; concurrent streams = turns/s x stream time, capped at "
+        f"{HELD_PER_WORKER:,} per worker):"
         f"\n\n{sizing}\n\n"
         f"The same with every CPU cost divided by {inflation:.2f}, this run's worker CPU per turn start against "
         f"benchmark 8's quiet run ({QUIET_WORKER[0] * 1000:.2f} ms; this box's load inflates CPU times, assumed "
         f"alike for every component):\n\n{quiet}\n\n"
-        f"SQLite's one writer saturates at {wall_turns:,.0f} typical turns/s, which {wall_cores:.1f} worker "
-        f"cores reach.\n\nThe model against this box ({VALIDATION_TOKENS}-token turns, {VALIDATION_CLIENTS} "
+        f"SQLite's one writer saturates at {wall_turns:,.0f} typical turns/s ({wall_turns * typical_events:,.0f} "
+        f"events/s), which {wall_cores:.1f} worker cores reach; at {short_turns:,.0f} 1-token turns/s, which "
+        f"{short_cores:.1f} worker cores reach. {order}\n\n"
+        f"The model against this box ({VALIDATION_TOKENS}-token turns, {VALIDATION_CLIENTS} "
         f"clients, client, model server and Redis on the same {os.cpu_count()} cores: predicted = min(workers / "
         f"worker CPU, cores / (worker + harness CPU), Redis, SQLite)):\n\n{check}\n\n"
         f"Load average {load0:.2f} at the start, {load1:.2f} at the end ({size} sizes). "

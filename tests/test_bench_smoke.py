@@ -126,19 +126,24 @@ def test_the_capacity_model_names_the_resource_that_saturates_first():
         "redis_cpu_turn": 100e-6,
         "redis_cpu_event": 5e-6,
         "lock_turn": 1e-3,
-        "durable_events_s": 100_000.0,
+        "durable_events_s": 1_000_000.0,
     }
     turn = capacity.turn_costs(costs, 101)
     assert turn["events"] == 110 and turn["worker"] == 2e-3 + 100 * 10e-6  # 3 ms of worker CPU
-    assert abs(turn["sqlite"] - (1e-3 + 100 / 100_000)) < 1e-12  # 2 ms of the one writer's time
-    small = capacity.box(costs, 2, tokens=101, rate=10.0)  # 1 worker: 333 turns/s, SQLite 500, Redis 1,667
+    assert abs(turn["sqlite"] - 1.1e-3) < 1e-12 and abs(turn["redis"] - 600e-6) < 1e-12
+    small = capacity.box(costs, 2, tokens=101, rate=10.0)  # 1 worker: 333 turns/s; SQLite 909, Redis 1,667
     assert small["bound"].startswith("worker cores") and abs(small["turns_s"] - 1 / 3e-3) < 1e-6
     assert abs(small["streams"] - small["turns_s"] * 10.1) < 1e-6 and small["events_s"] == small["turns_s"] * 110
     big = capacity.box(costs, 64, tokens=101, rate=10.0)  # 63 workers would carry 21,000: the writer is the wall
-    assert big["bound"] == "SQLite's one writer" and abs(big["turns_s"] - 500) < 1e-6
+    assert big["bound"] == "SQLite's one writer" and abs(big["turns_s"] - 1 / 1.1e-3) < 1e-6
     wall_turns, wall_cores = capacity.sqlite_wall(costs, tokens=101)
-    assert abs(wall_turns - 500) < 1e-6 and abs(wall_cores - 1.5) < 1e-9  # 1.5 worker cores reach it
-    assert "| 64 | 167 | SQLite's one writer |" in capacity.sizing_table(costs)  # 500 tokens: 1 / 5.99 ms
+    assert abs(wall_turns - 1 / 1.1e-3) < 1e-6 and abs(wall_cores - 3 / 1.1) < 1e-9  # 2.7 worker cores reach it
+    sizing = capacity.sizing_table(costs)
+    assert "| 8 | 500 tokens, 10 s | 385 | Redis's one thread |" in sizing  # 1 / 2.595 ms, before 7 workers' 1,001
+    assert "| 8 | 50 tokens, 1 s | 953 | SQLite's one writer |" in sizing  # 1 / 1.049 ms: short turns hit SQLite
+    # Redis costs 5 µs an event, SQLite's writer 1 µs: SQLite is the wall below 1 + (1 - 0.1 ms) / 4 µs tokens
+    assert abs(capacity.crossover(costs) - 226) < 1e-9
+    assert capacity.crossover({**costs, "durable_events_s": 100_000.0}) == float("inf")  # SQLite always first
 
 
 @pytest.mark.slow
@@ -154,7 +159,7 @@ def test_the_capacity_benchmark_measures_every_component_and_prints_the_sizing()
         assert f"| {component} |" in out
     assert "durable writer capacity" in out and "events/s" in out
     sizing = [ln for ln in out.splitlines() if ln.startswith(("| 8 |", "| 16 |", "| 64 |"))]
-    assert len(sizing) == 6  # two tables (this run's costs, benchmark 8's quiet worker costs), three boxes each
+    assert len(sizing) == 12  # two tables (this run's costs, scaled to a quiet box), three boxes, two turn shapes
     assert all(any(r in ln for r in ("worker cores", "Redis's one thread", "SQLite's one writer")) for ln in sizing)
     checks = [ln.split("|")[1:-1] for ln in out.splitlines() if ln.startswith(("| 1 |", "| 2 |"))]
     assert len(checks) == 2 and all(cells[-1].strip() == "0" for cells in checks)  # no failed turn

@@ -85,3 +85,33 @@ def test_a_failed_write_rolls_back_every_statement_and_says_so(tmp_path, model):
         assert store.sessions.get("local", session["id"])["title"] == "After"
     finally:
         close_app(app)
+
+
+def test_the_title_stops_reading_once_it_has_its_first_line():
+    from odysseus.chats.titles import MAX_TITLE, clean_title, title_is_complete
+
+    assert not title_is_complete("Trip to")  # the first line may go on
+    assert not title_is_complete("\n**\n  \nTrip to")  # blank and markup-only lines do not count
+    assert title_is_complete("**Trip** to Rome.\n")  # a finished line is all the title uses
+    assert clean_title("**Trip** to Rome.\n") == clean_title("**Trip** to Rome.\nand a long tail") == "Trip to Rome"
+    going = "word " * (2 * MAX_TITLE // 5)
+    assert title_is_complete(going) and len(clean_title(going)) <= MAX_TITLE  # a line past twice the cut
+
+
+def test_a_model_title_reads_no_more_than_its_first_line(monkeypatch):
+    from types import SimpleNamespace
+
+    import odysseus.chats.titles as titles
+    from odysseus.events import DELTA, Event
+
+    read_past: list = []
+
+    def stream(candidates, request, cancel):
+        yield Event(DELTA, {"delta": "**Trip** to"})
+        yield Event(DELTA, {"delta": " Rome\nand"})
+        read_past.append(request.max_tokens)  # the title asked for more than it needed
+        yield Event(DELTA, {"delta": " a long tail"})
+
+    monkeypatch.setattr(titles, "stream_route", stream)
+    assert titles.ask_model([SimpleNamespace(model="x")], "Plan my holiday", "A reply", 5) == "Trip to Rome"
+    assert read_past == []

@@ -86,8 +86,8 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
         for event in stream_route(candidates, request, cancel):
             if event.type == DELTA and not event.data.get("thinking"):
                 parts.append(event.data["delta"])
-                if sum(map(len, parts)) > 400:
-                    break
+                if title_is_complete("".join(parts)):
+                    break  # [issue 40] the rest would be read and parsed for nothing
     except Exception as exc:  # noqa: BLE001 - any failure falls back to the message's first line
         log.info("title request failed: %s", exc)
         return ""
@@ -95,6 +95,19 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
         timer.cancel()
         cancel.cancel("done")  # closes the provider connection if we stopped reading early
     return clean_title("".join(parts))
+
+
+def title_is_complete(text: str) -> bool:
+    """True once ``text`` holds all ``clean_title`` uses: a finished first non-blank line, or
+    ``2 * MAX_TITLE`` characters of one still going (the title keeps at most ``MAX_TITLE`` of it)."""
+    if len(text) >= 2 * MAX_TITLE:
+        return True
+    head, newline, _rest = text.partition("\n")
+    while newline:
+        if _MARKUP.sub("", head).strip():
+            return True
+        head, newline, _rest = _rest.partition("\n")
+    return False
 
 
 #: what ``trim`` removes from a reply for it to count: ``REPLY_BLANKS`` as an SQL expression
