@@ -30,7 +30,7 @@ from .common import HOST, app_server, cpu_seconds, machine, median, model_server
 
 DELAY = 0.020  # 20 ms per token: the harness
 #: (chats per round, spacing s, tokens per reply, rounds)
-SIZES = {"full": (100, 0.020, 50, 4), "quick": (60, 0.020, 40, 2), "smoke": (20, 0.02, 10, 1)}
+SIZES = {"full": (100, 0.020, 50, 4), "quick": (100, 0.040, 50, 3), "smoke": (20, 0.02, 10, 1)}
 PATHS = ("direct", "model", "first_line")
 
 
