@@ -50,10 +50,12 @@ async def request(
     timeout: float = 120.0,
     started: Optional[float] = None,
     on_headers: Optional[Callable[[Result], None]] = None,
+    gaps: Optional[List[float]] = None,
 ) -> Result:
     """Send one request and read the whole response; never raises (errors land in ``error``).
 
-    ``on_headers`` is called once the response headers are in (to start followers).
+    ``on_headers`` is called once the response headers are in (to start followers). ``gaps``, when
+    given, receives the silence before every read that carried a token, after the first token.
     """
     result = Result()
     t0 = started if started is not None else time.perf_counter()
@@ -75,6 +77,7 @@ async def request(
         kept: List[bytes] = []
         tail = b""
         last = None
+        last_token: Optional[float] = None
         loop_deadline = time.perf_counter() + timeout
         while True:
             data = await asyncio.wait_for(reader.read(1 << 16), max(0.1, loop_deadline - time.perf_counter()))
@@ -91,6 +94,10 @@ async def request(
             found = window.count(MARKER)
             if found and result.first_token is None:
                 result.first_token = now - t0
+            elif found and gaps is not None and last_token is not None:
+                gaps.append(now - last_token)
+            if found:
+                last_token = now
             result.tokens += found
             result.heartbeats += data.count(b": heartbeat")
             result.dones += data.count(b"data: [DONE]")

@@ -6,7 +6,8 @@
 ``bench``. The defaults come from the command line; the last user message may
 override them per request with ``tokens=N``, ``delay=SECONDS`` and ``size=BYTES`` (each
 token padded to that length with ``x``, for large replies) words, so one server serves
-every benchmark. With zero delay the whole reply is written at once
+every benchmark. A request's ``max_tokens`` caps the count, as a real server's does (a title
+request asks for 32). With zero delay the whole reply is written at once
 (the physical limit for the client); with a delay, one token per interval.
 
 Run as its own process: ``python -m bench.model_server --port 8001``.
@@ -100,6 +101,8 @@ class ModelServer:
     async def stream(self, writer: asyncio.StreamWriter, body: dict) -> None:
         """One streamed completion."""
         tokens, delay, size = settings(body, self.tokens, self.delay)
+        if isinstance(body.get("max_tokens"), int) and body["max_tokens"] > 0:
+            tokens = min(tokens, body["max_tokens"])  # as a real server: a title asks for 32 at most
 
         def token(i: int) -> str:
             text = f"tk{i} "

@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from . import (
     backends,
+    capacity,
     concurrency,
     durable,
     llama_ttft,
@@ -25,6 +26,7 @@ from . import (
     stack_floor,
     targets,
     throughput,
+    titles,
 )
 from .common import ROOT, machine
 
@@ -42,6 +44,8 @@ BENCHMARKS: List[Tuple[str, str, Callable]] = [
     ("llama", "13. Time to first token: through Odysseus against llama-server directly", llama_ttft.run),
     ("page", "14. The page's load in headless Chromium: bytes, requests, time to a usable composer", page_load.run),
     ("mcp", "15. MCP servers: what they add to a turn's start and to one call", mcp.run),
+    ("titles", "16. Model titles against first-line titles under paced streams", titles.run),
+    ("capacity", "17. The capacity model: per-component costs and a box's sizing", capacity.run),
 ]
 RESULTS_DIR = os.path.join(ROOT, "bench", "results")
 

@@ -7,6 +7,14 @@ greenlet: one statement finds whether this was the first reply, one update at mo
 failure, or after ``TITLE_TIMEOUT`` seconds, the title is the first line of the user's
 message made clean (no markdown, no line breaks). A title the user has set in the meantime is never overwritten: the
 update only applies while the session still has its automatic title.
+
+[issue 40] What runs where, so a title costs the streams nothing: under gunicorn's gevent worker
+the title is a greenlet (``gevent.spawn``; never a native thread, which would hold the GIL while
+it parses the model's reply), its model request is cooperative socket I/O like a stream's, and
+its one write (the conditional ``update sessions``) goes to the run engine's native writer
+thread (``DurableLog.write``), where every other write of a run's end goes: the hub never takes
+SQLite's write lock for a title. The look that decides whether to title (``first_reply_state``)
+is one indexed read on the request-path connection, as every turn's history read is.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from ..cancel import CancelToken
 from ..events import DELTA
 from ..llm.base import ChatRequest
 from ..llm.llm_core import stream_route
+from ..runs.native import gevent_active
 from ..store.messages import REPLY_BLANKS
 
 log = logging.getLogger(__name__)
@@ -77,8 +86,8 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
         for event in stream_route(candidates, request, cancel):
             if event.type == DELTA and not event.data.get("thinking"):
                 parts.append(event.data["delta"])
-                if sum(map(len, parts)) > 400:
-                    break
+                if title_is_complete("".join(parts)):
+                    break  # [issue 40] the rest would be read and parsed for nothing
     except Exception as exc:  # noqa: BLE001 - any failure falls back to the message's first line
         log.info("title request failed: %s", exc)
         return ""
@@ -86,6 +95,19 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
         timer.cancel()
         cancel.cancel("done")  # closes the provider connection if we stopped reading early
     return clean_title("".join(parts))
+
+
+def title_is_complete(text: str) -> bool:
+    """True once ``text`` holds all ``clean_title`` uses: a finished first non-blank line, or
+    ``2 * MAX_TITLE`` characters of one still going (the title keeps at most ``MAX_TITLE`` of it)."""
+    if len(text) >= 2 * MAX_TITLE:
+        return True
+    head, newline, _rest = text.partition("\n")
+    while newline:
+        if _MARKUP.sub("", head).strip():
+            return True
+        head, newline, _rest = _rest.partition("\n")
+    return False
 
 
 #: what ``trim`` removes from a reply for it to count: ``REPLY_BLANKS`` as an SQL expression
@@ -112,6 +134,16 @@ def first_reply_state(store, owner: str, session_id: str) -> Optional[Tuple[str,
     return first, title
 
 
+def _background(fn: Callable[[], None]) -> None:
+    """Run ``fn`` in a greenlet on the server (gevent patched), else in a daemon thread (in-process tests)."""
+    if gevent_active():
+        import gevent
+
+        gevent.spawn(fn)
+    else:
+        threading.Thread(target=fn, name="title", daemon=True).start()
+
+
 class TitleWriter:
     """Subscribes to ``run_finished`` for one app and titles sessions after their first reply."""
 
@@ -122,7 +154,7 @@ class TitleWriter:
         self.ask = str(config.get("TITLE_MODE") or "model").strip().lower() != "first_line"
         self.model = str(config.get("TITLE_MODEL") or "")
         self.timeout = float(config.get("TITLE_TIMEOUT") or 20.0)
-        self.spawn = spawn or (lambda fn: threading.Thread(target=fn, name="title", daemon=True).start())
+        self.spawn = spawn or _background
 
     def on_run_finished(self, run) -> None:
         """``run_finished`` receiver (this app's engine): hand a finished first reply to a background greenlet."""
@@ -161,11 +193,16 @@ class TitleWriter:
         title = title or clean_title(first) or DEFAULT_TITLE
         if title == current:
             return title
-        with self.store.locked.tx() as db:  # only while nobody renamed it since we looked
-            db.execute(
-                "update sessions set title = ? where id = ? and owner = ? and title = ?",
-                [title, session_id, owner, current],
-            )
+        update = (  # only while nobody renamed it since we looked
+            "update sessions set title = ? where id = ? and owner = ? and title = ?",
+            [title, session_id, owner, current],
+        )
+        durable = getattr(self.manager, "durable", None)
+        if durable is None:  # pragma: no cover - every app's engine has its writer
+            with self.store.locked.tx() as db:
+                db.execute(*update)
+        else:
+            durable.write([update], timeout=self.timeout + 30)  # on the native writer: no write on the hub
         return title
 
     def _candidates(self, model: str):

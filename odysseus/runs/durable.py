@@ -186,6 +186,28 @@ class DurableLog:
 
         threading.Thread(target=retry, name=f"final-{final.run_id}", daemon=True).start()
 
+    def write(self, statements: Sequence[Tuple[str, Sequence[Any]]], timeout: Optional[float] = None) -> List[int]:
+        """Run ``statements`` as one transaction on the writer's native thread; their row counts.
+
+        For small writes that must not run on the hub (a session's title after its first reply):
+        the caller waits cooperatively, and the hub never holds SQLite's write lock for them.
+        A failure rolls the transaction back and is raised to the caller (nothing is retried).
+        """
+        return self._native.call(self._write_native, list(statements), timeout=timeout)
+
+    def _write_native(self, statements: List[Tuple[str, Sequence[Any]]]) -> List[int]:
+        conn = self._db()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            counts = [conn.execute(sql, list(params)).rowcount for sql, params in statements]
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._note_failure(exc)
+            raise
+        return counts
+
     def recover(
         self,
         is_owned: Callable[[str], bool],
