@@ -10,8 +10,9 @@ update only applies while the session still has its automatic title.
 
 [issue 40] What runs where, so a title costs the streams nothing: under gunicorn's gevent worker
 the title is a greenlet (``gevent.spawn``; never a native thread, which would hold the GIL while
-it parses the model's reply), its model request is cooperative socket I/O like a stream's, and
-its one write (the conditional ``update sessions``) goes to the run engine's native writer
+it parses the model's reply), its model request is cooperative socket I/O like a stream's, it
+runs at the lowest priority (``after_streams``: its start and each event of its reply wait until
+the hub is idle), and its one write (the conditional ``update sessions``) goes to the run engine's native writer
 thread (``DurableLog.write``), where every other write of a run's end goes: the hub never takes
 SQLite's write lock for a title. The look that decides whether to title (``first_reply_state``)
 is one indexed read on the request-path connection, as every turn's history read is.
@@ -84,6 +85,7 @@ def ask_model(candidates, first_message: str, reply: str, timeout: float) -> str
     parts: List[str] = []
     try:
         for event in stream_route(candidates, request, cancel):
+            after_streams()  # [issue 40] each step of a title waits until the streams have nothing to do
             if event.type == DELTA and not event.data.get("thinking"):
                 parts.append(event.data["delta"])
                 if title_is_complete("".join(parts)):
@@ -134,12 +136,30 @@ def first_reply_state(store, owner: str, session_id: str) -> Optional[Tuple[str,
     return first, title
 
 
-def _background(fn: Callable[[], None]) -> None:
-    """Run ``fn`` in a greenlet on the server (gevent patched), else in a daemon thread (in-process tests)."""
+def after_streams() -> None:
+    """Under gevent, wait until the hub has nothing else ready to run (``gevent.idle``); else return.
+
+    A title is the one piece of a worker's work nobody waits for, so it runs at the lowest priority:
+    its start and each event of its reply wait for a moment when no stream has work ready. On a busy
+    worker titles are late (``TITLE_TIMEOUT`` then gives the first line), never the streams.
+    """
     if gevent_active():
         import gevent
 
-        gevent.spawn(fn)
+        gevent.idle()
+
+
+def _background(fn: Callable[[], None]) -> None:
+    """Run ``fn`` in a greenlet on the server (gevent patched) once the hub is idle, else in a daemon
+    thread (in-process tests)."""
+    if gevent_active():
+        import gevent
+
+        def when_idle() -> None:
+            after_streams()
+            fn()
+
+        gevent.spawn(when_idle)
     else:
         threading.Thread(target=fn, name="title", daemon=True).start()
 
