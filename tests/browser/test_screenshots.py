@@ -18,7 +18,7 @@ def test_chat_page_screenshots(server, page_factory, theme):
     sid = seed_conversation(server)
     os.makedirs(OUT, exist_ok=True)
     written = []
-    for width, height in ((390, 844), (1024, 768), (1440, 900)):
+    for width, height in ((390, 844), (1440, 900), (1024, 768)):  # 1024 last: it opens the document
         page = page_factory(width=width, height=height)
         open_app(page, server.url, sid)
         set_theme(page, theme)
