@@ -15,6 +15,8 @@ import { ContextControls } from "./context_controls.js";
 import { openEditForm } from "./edit_form.js";
 import { HistoryPager, PAGE_SIZE } from "./history_pager.js";
 import { PageChrome } from "./page_chrome.js";
+import { pageMenuItems } from "./page_menu.js";
+import { openMenu } from "./popup_menu.js";
 import { PromptMenu } from "./prompt_menu.js";
 import { ReplyView, UserView } from "./render.js";
 import { CodeToolsNotice, checkStreamingOnce } from "./page_notices.js";
@@ -36,7 +38,7 @@ const ui = {
   send: $("send"), theme: $("theme-toggle"), modal: /** @type {HTMLDialogElement} */ ($("modal")), toast: $("toast"),
   empty: $("empty-state"), account: $("account"), accountName: $("account-name"),
   signOut: /** @type {HTMLButtonElement} */ ($("sign-out")),
-  research: $("research-toggle"), researchList: $("research-list"),
+  research: $("research-toggle"), workflowChoice: /** @type {HTMLElement} */ (document.querySelector(".workflow-choice")),
   workflow: /** @type {HTMLSelectElement} */ ($("workflow-picker")), manageWorkflows: $("manage-workflows"),
   search: $("search"), searchResults: $("search-results"), settings: $("open-settings"),
   apiSessions: /** @type {HTMLInputElement} */ ($("api-sessions")),
@@ -112,20 +114,26 @@ function setMode(value) {
   }
   codeTools.show();
   compare.renderPicker(mode() === "compare");
+  showWorkflowChoice();
+}
+/** The workflow picker shows in the Workflow mode only. */
+function showWorkflowChoice() {
+  ui.workflowChoice.hidden = mode() !== "workflow";
 }
 // The mode is remembered across reloads, like the model: a reloaded agent task stays in agent mode.
 for (const radio of /** @type {NodeListOf<HTMLInputElement>} */ (document.querySelectorAll('input[name="mode"]'))) {
   radio.addEventListener("change", () => { if (radio.checked) localStorage.setItem("odysseus-mode", radio.value); });
   radio.addEventListener("change", () => codeTools.show());
   radio.addEventListener("change", () => compare.renderPicker(mode() === "compare"));
+  radio.addEventListener("change", showWorkflowChoice);
 }
 if (localStorage.getItem("odysseus-mode")) setMode(localStorage.getItem("odysseus-mode"));
 
-// The Research toggle and the research job list (research.js).
+// The Research toggle and the research job list (research.js; the list opens from the "⋯" menu).
 const research = researchToggle(ui.research);
-ui.researchList.addEventListener("click", () => openResearchList({
+const showResearchList = () => openResearchList({
   openModal, closeModal: () => ui.modal.close(), openSession: (id) => openSession(id), toast,
-}));
+});
 
 const running = () => turns.running();
 
@@ -140,8 +148,6 @@ function updateComposer() {
 function setUrl(sessionId) {
   const url = sessionId ? `/?session=${encodeURIComponent(sessionId)}` : "/";
   if (location.pathname + location.search !== url) history.replaceState(null, "", url);
-  ui.export.hidden = !sessionId;
-  ui.chatMenu.hidden = !sessionId;
   if (sessionId) {
     const base = `/api/sessions/${encodeURIComponent(sessionId)}/export?format=`;
     ui.exportMd.href = base + "md";
@@ -194,7 +200,7 @@ ui.modal.querySelector(".modal-close").addEventListener("click", () => ui.modal.
 // Agent Alloy (workflows.js): a picked workflow answers agent turns through its supervisor.
 const workflows = new Workflows({
   select: ui.workflow, manage: ui.manageWorkflows, openModal, closeModal: () => ui.modal.close(), toast,
-  onPick: () => setMode("agent"),
+  onPick: () => setMode("workflow"),
   openAgents: () => pageChrome.openSettings("settings-agents"), // agents are made in Settings → Agents
 });
 
@@ -241,15 +247,33 @@ function showArchived(on) {
   ui.archivedView.setAttribute("aria-pressed", on ? "true" : "false");
   return sidebar.setArchived(on);
 }
+// The header's one "⋯" menu (page_menu.js): the open chat's actions, export, workflows, research jobs.
 ui.chatMenu.addEventListener("click", async () => {
   const sessionId = state.sessionId;
-  if (!sessionId) return;
-  try {
-    sidebar.chatMenu(ui.chatMenu, await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}`));
-  } catch (err) {
-    toast(`Could not read the chat: ${err.message}`);
+  let session = null;
+  if (sessionId) {
+    try {
+      session = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}`);
+    } catch (err) {
+      toast(`Could not read the chat: ${err.message}`);
+    }
   }
+  openMenu(ui.chatMenu, "More", pageMenuItems({
+    session, chatActions: sidebar.actions,
+    rename: (chat) => renameChat(chat), remove: (chat) => sidebar.remove(chat),
+    exportLinks: { md: ui.exportMd, json: ui.exportJson },
+    workflows: { list: workflows.list, value: () => workflows.value(), pick: (id) => workflows.pick(id),
+                 openScreen: () => workflows.openScreen() },
+    openResearchList: showResearchList,
+  }), () => sidebar.flush());
 });
+/** Rename the open chat from the header's menu (the sidebar renames in place). */
+async function renameChat(session) {
+  const title = prompt("Rename the chat", session.title);
+  if (title === null || !title.trim() || title.trim() === session.title) return;
+  await sidebar.actions.update(session, { title: title.trim() }, "Renamed.");
+  ui.title.textContent = title.trim();
+}
 // Web toggle, workspace picker and the memories screen (context_controls.js).
 const controls = new ContextControls({ openModal, toast });
 const renderSessions = () => sidebar.render();

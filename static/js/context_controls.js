@@ -41,7 +41,7 @@ export class ContextControls {
   }
 
   update() {
-    const agent = this.mode() === "agent";
+    const agent = this.mode() === "agent" || this.mode() === "workflow";
     this.web.closest("label").hidden = agent;
     this.picker.hidden = !(agent && this.canChoose);
     this.picker.textContent = this.workspace ? `Workspace: ${this.workspace}` : "Workspace: this chat's";

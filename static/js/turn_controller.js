@@ -163,6 +163,16 @@ export class TurnController {
       hooks.toast("Wait for the reply to finish, or press Stop, before sending.");
       return false;
     }
+    // The Workflow mode: agent turns answered by the picked workflow (approval answers and Continue,
+    // sent as "agent", go to the same workflow).
+    const workflowId = hooks.mode() === "workflow" ? hooks.workflows.value() : "";
+    if (sendMode === "workflow") {
+      if (!workflowId) {
+        hooks.toast("Pick a workflow first (beside the mode, or in the ⋯ menu).");
+        return false;
+      }
+      sendMode = "agent";
+    }
     if (sendMode === "compare" && showUser && !branch) { // side by side (compare.js); each reply saved as an alternative
       if (attachments.busy) {
         hooks.toast("Wait for the uploads to finish before sending.");
@@ -213,7 +223,7 @@ export class TurnController {
     if (hooks.modelPicker.value) body.model = hooks.modelPicker.value;
     const docId = hooks.documents.activeDocId(); // an open document goes with the turn
     if (docId) body.active_doc_id = docId;
-    if (hooks.workflows.value() && body.mode === "agent") body.workflow_id = hooks.workflows.value();
+    if (workflowId && body.mode === "agent") body.workflow_id = workflowId;
     turn.send(body);
     return true;
   }

@@ -1,6 +1,7 @@
-// Agent Alloy on the page: the workflow picker beside the model picker, and a small screen (in the
-// modal) to create, edit and delete workflows from the user's agents. A picked workflow makes the
-// next turns agent turns with `workflow_id`; the choice is remembered across reloads.
+// Agent Alloy on the page: the workflow picker (in the composer, shown in the Workflow mode; also in
+// the header's "⋯" menu), and a small screen (in the modal) to create, edit and delete workflows
+// from the user's agents. In the Workflow mode, turns are agent turns with `workflow_id`; picking a
+// workflow selects that mode; the choice is remembered across reloads.
 
 import { api } from "./api.js";
 import { button, el } from "./dom.js";
@@ -26,6 +27,12 @@ export class Workflows {
       if (select.value) onPick?.(select.value);
     });
     manage.addEventListener("click", () => this.openScreen());
+  }
+
+  /** Pick the workflow `id` (the header menu's choice), as if chosen in the picker. */
+  pick(id) {
+    this.select.value = id;
+    this.select.dispatchEvent(new Event("change"));
   }
 
   /** The picked workflow id, or "" for none. */

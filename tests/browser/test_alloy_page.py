@@ -75,8 +75,9 @@ def team(alloy_server, scripts):
 
 def pick_team(page, url):
     open_app(page, url)
-    page.select_option("#workflow-picker", "team")
-    assert page.is_checked("input[name=mode][value=agent]")  # picking a workflow makes it an agent turn
+    page.click("#chat-menu")  # the header's menu lists the workflows; picking one selects the Workflow mode
+    page.click(".popup-menu .menu-workflow:has-text('team')")
+    assert page.is_checked("input[name=mode][value=workflow]") and page.input_value("#workflow-picker") == "team"
 
 
 def send(page, message):
@@ -175,7 +176,8 @@ def test_a_stopped_delegation_and_a_specialist_approval_look_the_same_after_a_re
 def test_the_workflow_screen_creates_and_edits_a_workflow(alloy_server, scripts, page):
     requests.delete(alloy_server.url + "/api/alloy/workflows/writers", timeout=10)
     open_app(page, alloy_server.url)
-    page.click("#manage-workflows")
+    page.click("#chat-menu")
+    page.click(".popup-menu .menu-workflows")
     page.click("button.wf-new")
     page.fill("input[name=name]", "Writers")
     page.fill("input[name=id]", "writers")
@@ -192,7 +194,8 @@ def test_the_workflow_screen_creates_and_edits_a_workflow(alloy_server, scripts,
     assert saved["supervisor_agent_id"] == "chief_boss"
     assert saved["members"][1] == {"agent_id": "alpha_one", "role": "specialist", "delegation_hint": "drafts text"}
 
-    page.click("#manage-workflows")
+    page.click("#chat-menu")
+    page.click(".popup-menu .menu-workflows")
     page.click(".workflow-list li[data-workflow-id=writers] button.wf-edit")
     assert page.is_checked(".wf-member[data-agent-id=alpha_one] input[type=checkbox]")
     page.check(".wf-member[data-agent-id=beta_two] input[type=checkbox]")

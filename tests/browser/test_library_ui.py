@@ -220,7 +220,8 @@ def test_a_rating_and_its_comment_survive_a_reload(server, page):
 
 def test_an_agent_made_in_settings_from_the_workflows_screen(server, page):
     open_app(page, server.url)
-    page.click("#manage-workflows")
+    page.click("#chat-menu")
+    page.click(".popup-menu .menu-workflows")
     page.wait_for_selector(".workflow-needs-agents")
     assert "POST /api/agents" not in page.inner_text(".workflow-screen")
     page.click(".workflow-needs-agents .open-agents")

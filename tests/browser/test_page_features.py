@@ -203,11 +203,13 @@ def test_export_markdown_and_json_and_import_round_trips(fast, page):
     open_app(page, fast.url, sid)
     page.wait_for_selector(".msg.assistant[data-outcome=ok]")
     with page.expect_download() as md:
-        page.click("#export-md")
+        page.click("#chat-menu")  # the header's one menu
+        page.click(".popup-menu .menu-export-md")
     text = open(md.value.path(), encoding="utf-8").read()
     assert text.startswith("# Export this conversation") and "## You\n\nExport this conversation" in text
     with page.expect_download() as js:
-        page.click("#export-json")
+        page.click("#chat-menu")
+        page.click(".popup-menu .menu-export-json")
     path = js.value.path()
     exported = json.load(open(path, encoding="utf-8"))
     assert [m["role"] for m in exported["messages"]] == ["user", "assistant"]

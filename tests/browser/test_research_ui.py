@@ -114,7 +114,8 @@ def test_research_list_reopens_and_deletes(research_server, page, site, model):
         for _ in stream.iter_content(chunk_size=None):
             pass
     open_app(page, research_server.url)
-    page.click("#research-list")
+    page.click("#chat-menu")  # Research jobs is in the header's one menu
+    page.click(".popup-menu .menu-research-jobs")
     row = page.locator(f".research-jobs li[data-job-id='{started['job_id']}']")
     row.wait_for()
     assert "Ithaca walls" in row.inner_text() and "done" in row.inner_text()
@@ -125,7 +126,8 @@ def test_research_list_reopens_and_deletes(research_server, page, site, model):
     page.wait_for_selector(".msg.assistant .research-panel[data-phase=done]")
     assert started["session_id"] in page.url
     assert page.locator(".msg.user .msg-body").inner_text() == "Ithaca walls"
-    page.click("#research-list")
+    page.click("#chat-menu")  # Research jobs is in the header's one menu
+    page.click(".popup-menu .menu-research-jobs")
     row = page.locator(f".research-jobs li[data-job-id='{started['job_id']}']")
     row.wait_for()
     page.once("dialog", lambda dialog: dialog.accept())
