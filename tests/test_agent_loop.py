@@ -92,6 +92,24 @@ def test_one_round_pairs_the_result_with_the_call_id():
     assert ctx.metadata["agent"]["tools"][0]["output"] == "echo: hi"
 
 
+def test_each_tool_row_saves_where_in_the_text_it_ran():
+    """[issue 35] ``text_offset`` (code points of the reply's text before the row) lets the page draw
+    the saved reply's tool rows between the texts they came between, as it drew them live."""
+    h = Harness(
+        [
+            calls(("a", "echo", {"text": "1"})),  # a tool before any text: offset 0
+            calls(("b", "echo", {"text": "2"}), ("c", "echo", {"text": "3"}), text="Café ☕ first."),
+            say("Then the end."),
+        ]
+    )
+    events, ctx, _ = h.run()
+    content = text(events)
+    assert content == "Café ☕ first.\n\nThen the end."
+    offsets = [row["text_offset"] for row in ctx.metadata["agent"]["tools"]]
+    assert offsets == [0, len("Café ☕ first."), len("Café ☕ first.")]
+    assert content[: offsets[1]] == "Café ☕ first." and content[offsets[1] :].strip() == "Then the end."
+
+
 def test_several_rounds_and_parallel_calls_keep_every_pair():
     h = Harness(
         [

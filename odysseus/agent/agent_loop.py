@@ -114,6 +114,8 @@ class AgentLoop(ToolSteps, ApprovalSteps):
         self.used = 0
         self.nudges = 0
         self.any_text = False
+        #: characters (code points) of the reply's text so far: a tool row's ``text_offset``, where it ran
+        self.text_len = 0
         self.tool_ctx: Optional[ToolContext] = None
         self.usage_total = {"input_tokens": 0, "output_tokens": 0}
         self.model_ms = self.tools_ms = 0.0
@@ -294,8 +296,10 @@ class AgentLoop(ToolSteps, ApprovalSteps):
                     continue
                 if event.type == DELTA and not event.data.get("thinking"):
                     if not parts and self.any_text:
+                        self.text_len += 2
                         yield delta("\n\n")
                     parts.append(event.data["delta"])
+                    self.text_len += len(event.data["delta"])
                     record["text"] = "".join(parts)
                 elif event.type == TOOL_CALL and tools:
                     yield from self._preview_done(previews, event.data.get("index", 0))
@@ -380,7 +384,9 @@ class AgentLoop(ToolSteps, ApprovalSteps):
 
     # ------------------------------------------------------------------ endings
     def _note(self, text: str) -> Iterator[Event]:
-        yield delta(("\n\n" if self.any_text else "") + text)
+        text = ("\n\n" if self.any_text else "") + text
+        self.text_len += len(text)
+        yield delta(text)
         self.any_text = True
 
     def _end(self, guard: str, data: dict, note: str) -> Iterator[Event]:

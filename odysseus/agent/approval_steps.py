@@ -27,6 +27,7 @@ class ApprovalSteps:
     term: dict
     messages: List[dict]
     resolution: Optional["Resolution"]
+    text_len: int
 
     if TYPE_CHECKING:  # provided by AgentLoop and ToolSteps
 
@@ -110,7 +111,13 @@ class ApprovalSteps:
                 }
             )
             self.meta["tools"].append(
-                {"call_id": call["id"], "tool": call["name"], "denied": True, "round": self.state["round"]}
+                {
+                    "call_id": call["id"],
+                    "tool": call["name"],
+                    "denied": True,
+                    "round": self.state["round"],
+                    "text_offset": self.text_len,
+                }
             )
         else:
             if res.decision == "approve_task" and call["name"] not in self.state["task_approved"]:

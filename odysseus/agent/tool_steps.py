@@ -38,6 +38,7 @@ class ToolSteps:
     hooks: "AgentHooks"
     used: int
     tools_ms: float
+    text_len: int
 
     def _execute(self, call: dict) -> Iterator[Event]:
         tool = self.registry.get(call["name"])
@@ -91,6 +92,7 @@ class ToolSteps:
                         "command": command,
                         "full_command": full,
                         "round": round_no,
+                        "text_offset": self.text_len,
                         "cancelled": True,
                         **origin,
                     }
@@ -134,6 +136,7 @@ class ToolSteps:
             "output": display,
             "exit_code": result.exit_code,
             "round": round_no,
+            "text_offset": self.text_len,  # where in the reply's text it ran (the page draws it there)
             **origin,
         }
         for key in ("plan", "url", "images"):

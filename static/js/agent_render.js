@@ -41,6 +41,17 @@ function imageFigure(url) {
   return figure;
 }
 
+/**
+ * The UTF-16 index in `text` of a saved row's `text_offset` (counted in code points by the server);
+ * 0 for a row saved without one (before issue 35 every row was drawn above the text).
+ * @param {string} text
+ * @param {unknown} offset
+ */
+function textIndex(text, offset) {
+  if (typeof offset !== "number" || offset <= 0) return 0;
+  return Array.from(text).slice(0, offset).join("").length;
+}
+
 /** The agent's part of a reply: `on_<event type>` handlers and their history counterparts. */
 export class AgentPart {
   /** @param {import("./render.js").ReplyView} view the reply this part draws into */
@@ -63,8 +74,12 @@ export class AgentPart {
     this.view.setStatus("working", `Round ${event.round ?? ""}: waiting for the model…`);
   }
 
-  /** A tool row (running until toolDone); the same for tool_start and a saved tool row. */
-  toolRow(info) {
+  /**
+   * A tool row (running until toolDone); the same for tool_start and a saved tool row.
+   * @param {Record<string, any>} info
+   * @param {number} [offset] where in the reply's text it ran; the text so far when live
+   */
+  toolRow(info, offset) {
     const row = el("details", "tool-row running");
     if (info.call_id) row.dataset.callId = String(info.call_id);
     if (info.round != null) row.dataset.round = String(info.round);
@@ -83,7 +98,7 @@ export class AgentPart {
     row.appendChild(output);
     const entry = { tool: info.tool, callId: info.call_id || null, row, output, status, open: true };
     this.tools.push(entry);
-    this.view.addBlock(row);
+    this.view.placeRow(row, offset);
     return entry;
   }
 
@@ -299,7 +314,7 @@ export class AgentPart {
     if (agent.plan) this.on_plan_update({ data: agent.plan });
     for (const row of Array.isArray(agent.tools) ? agent.tools : []) {
       if (row.denied) continue; // shown by the approval result above
-      const entry = this.toolRow(row);
+      const entry = this.toolRow(row, textIndex(this.view.text, row.text_offset));
       const urls = row.url && row.tool === "generate_image" ? [row.url] : [];
       for (const url of [...urls, ...(Array.isArray(row.images) ? row.images : [])]) {  // MCP image content
         const figure = imageFigure(url);

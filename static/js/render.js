@@ -148,8 +148,8 @@ export class UserView {
 /**
  * An assistant reply, built from stream events (live or replayed) or from a saved message.
  * Its parts sit in fixed regions, so a reply looks the same whichever way it was built:
- * header, reasoning, plan, activity (approval result, tool rows), exhibits, the text (one markdown
- * segment), notices (guard boxes, an approval card), status line, metrics, actions.
+ * header, reasoning, plan, activity (approval result, the tool rows that ran before any text),
+ * exhibits, the text (markdown segments, with the tool rows that ran between them), notices (guard boxes, an approval card), status line, metrics, actions.
  */
 export class ReplyView {
   /** @param {ViewContext} ctx */
@@ -181,6 +181,11 @@ export class ReplyView {
     this.body = el("div", "msg-body");
     this.segment = el("div", "segment markdown");
     this.body.appendChild(this.segment);
+    /** The text's segments: each shows `text` from its `start` to the next one's, with the tool rows
+     *  that ran between them in the body too, so an agent's text keeps its order with its tools.
+     *  @type {Array<{el: HTMLElement, start: number}>} */
+    this.segments = [{ el: this.segment, start: 0 }];
+    this.renderAll = false; // true when every segment must be drawn again (setText), not only the last
     this.notices = el("div", "agent-notices region");
     this.statusLine = el("div", "status-line");
     this.statusLine.setAttribute("role", "status");
@@ -255,7 +260,32 @@ export class ReplyView {
   setText(text) {
     this.text = text;
     this.renderPending = true;
+    this.renderAll = true;
     this.renderSegment();
+  }
+
+  /**
+   * Put a tool row where the text has got to: in the activity region while no text came before it,
+   * else in the body after the text before it, with the text after it in a new segment below.
+   * @param {HTMLElement} row
+   * @param {number} [offset] where in `text` it ran (UTF-16 units); the text so far when live
+   */
+  placeRow(row, offset = this.text.length) {
+    if (offset <= 0) {
+      this.addBlock(row);
+      return;
+    }
+    const last = this.segments[this.segments.length - 1];
+    if (offset > last.start) {
+      this.renderPending = true;
+      this.renderSegment(); // the text before the row is final: draw it now
+      const next = el("div", "segment markdown");
+      this.body.append(row, next);
+      this.segments.push({ el: next, start: offset });
+    } else {
+      this.body.insertBefore(row, last.el); // no text since the last row: the rows stay in their order
+    }
+    this.ctx.onGrow?.();
   }
 
   /**
@@ -273,7 +303,14 @@ export class ReplyView {
   renderSegment() {
     if (!this.renderPending) return;
     this.renderPending = false;
-    setMarkdown(this.segment, this.agent.cardShown ? this.text.replace(WAITING_LINE, "").trimEnd() : this.text);
+    const count = this.segments.length;
+    for (let i = this.renderAll ? 0 : count - 1; i < count; i++) {
+      const end = i + 1 < count ? this.segments[i + 1].start : this.text.length;
+      const part = this.text.slice(this.segments[i].start, end);
+      // the approval card stands for the reply's last "[Waiting for your approval ...]" line
+      setMarkdown(this.segments[i].el, this.agent.cardShown && i === count - 1 ? part.replace(WAITING_LINE, "").trimEnd() : part);
+    }
+    this.renderAll = false;
     if (this.research.researchSources) this.research.linkCitations(); // a research report's [n] link to its sources
     this.ctx.onGrow?.();
   }
@@ -412,6 +449,7 @@ export class ReplyView {
     if (message.thinking) view.on_delta({ type: "delta", delta: message.thinking, thinking: true });
     view.context.restoreContext(meta); // context_render.js: memories pill, web sources, context notices
     view.window.restoreWindow(meta); // window_render.js: "12 of 40 messages sent"
+    view.text = message.content || ""; // restoreAgent places tool rows at their offsets in it
     view.agent.restoreAgent(meta, history);
     view.docs.restoreDocs(meta);
     view.files.restoreFileContext(meta); // file_context_render.js: rag sources and attachment notices

@@ -85,19 +85,20 @@ def test_agent_events_render_in_their_regions(server, page):
     # agent_prep / agent_step are progress on the status line only (history has no such blocks)
     assert reply.locator(".status-line").inner_text() == ""
     assert reply.locator(".plan-step").all_inner_texts() == ["List files", "Clean up"]
-    rows = reply.locator(".agent-activity .tool-row")
-    assert rows.count() == 2
+    rows = reply.locator(".msg-body .tool-row")  # they ran after the first text: drawn after it
+    assert rows.count() == 2 and reply.locator(".agent-activity .tool-row").count() == 0
     assert "ok" in rows.nth(0).get_attribute("class") and "failed" in rows.nth(1).get_attribute("class")
     assert rows.nth(0).locator(".tool-output").text_content() == "a.txt\nb.txt"
     assert rows.nth(0).locator(".tool-full").text_content() == "ls -la /srv"
     assert rows.nth(1).locator(".tool-status").inner_text() == "exit 1"
     assert reply.locator(".generated-image img").get_attribute("src") == PNG
     assert page.inner_text("#toast") == "Hello from the agent"
-    # the text is one segment below the activity, whatever came between its deltas
-    assert reply.locator(".msg-body .segment").count() == 1
-    assert (
-        reply.locator(".msg-body").inner_text().split() == "I will list the files.Now I need to delete a file.".split()
+    # [issue 35] the text keeps its order with the tool rows: text, the two rows, text
+    order = reply.locator(".msg-body > *").evaluate_all(
+        "nodes => nodes.map(n => n.classList.contains('tool-row') ? 'row:' + n.querySelector('.tool-name').textContent"
+        " : n.textContent.trim())"
     )
+    assert order == ["I will list the files.", "row:shell", "row:python", "Now I need to delete a file."]
     notices = reply.locator(".agent-notices")
     assert "limit of 10 tool calls" in notices.locator(".budget-exceeded").inner_text()
     assert "repeating the same action (shell, 3 times)" in notices.locator(".loop-breaker").inner_text()

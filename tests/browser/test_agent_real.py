@@ -23,6 +23,8 @@ SNAPSHOT = """() => [...document.querySelectorAll('#messages .msg')].map(m => ({
   label: m.querySelector('.model-label')?.innerText || '',
   plan: m.querySelector('.plan')?.innerText || '',
   activity: m.querySelector('.agent-activity')?.innerText || '',
+  order: [...m.querySelectorAll('.msg-body > .segment, .msg-body > .tool-row')].map(n =>
+          n.classList.contains('tool-row') ? 'row:' + n.dataset.callId : 'text:' + n.innerText.trim()),
   tools: [...m.querySelectorAll('.tool-row')].map(r => [r.dataset.callId, r.className,
           r.querySelector('summary').innerText, r.querySelector('.tool-output').textContent]),
   exhibits: [...m.querySelectorAll('.exhibit')].map(e => [e.dataset.exhibitId,
@@ -221,7 +223,9 @@ def test_stopped_and_failed_agent_replies_look_the_same_after_reload(agent_serve
     script(
         model,
         reply("Starting the long job.", [tool("call_long", "shell", command="echo started; sleep 20")]),
-        reply("Let me think.", [tool("call_pl", "update_plan", steps=[{"step": "think", "status": "pending"}])]),
+        reply(
+            "Let me think 🤔 first.", [tool("call_pl", "update_plan", steps=[{"step": "think", "status": "pending"}])]
+        ),
         reply(status=500, error_body='{"error": {"message": "model exploded"}}'),
     )
     open_app(page, agent_server.url)
@@ -238,8 +242,12 @@ def test_stopped_and_failed_agent_replies_look_the_same_after_reload(agent_serve
     failed = page.locator(".msg.assistant").last
     assert "Failed:" in failed.locator(".status-line").inner_text()
     assert failed.locator(".tool-row[data-call-id=call_pl].ok").count() == 1
-    assert failed.locator(".msg-body").inner_text().strip() == "Let me think."
+    # [issue 35] the tool row sits after the text that came before it, live and (below) after a reload;
+    # the emoji outside the BMP checks the saved offset (code points) against the page's UTF-16 text
+    order = page.evaluate(SNAPSHOT)[-1]["order"]
+    assert order == ["text:Let me think 🤔 first.", "row:call_pl", "text:"]
     snapshot = reload_and_compare(page)
+    assert snapshot[-1]["order"] == order
     assert [m["outcome"] for m in snapshot if m["role"] == "assistant"] == ["ok", "stopped", "failed"]
 
 
