@@ -272,3 +272,24 @@ def test_a_failed_final_save_on_the_hub_puts_the_events_back_in_order(setup, mon
     log.flush()
     with store.locked.read() as db:
         assert [seq for seq, _, _ in read_events(db, run_id, 0, 100)] == [1, 2, 3]
+
+
+def test_a_final_save_on_the_hub_waits_for_an_outside_lock_no_longer_than_its_patience(setup, tmp_path):
+    store, log = setup
+    log.use_hub(store.locked)
+    [(session_id, run_id)] = _running(store, 1)
+    _log_deltas(log, run_id, 2)
+    outside = sqlite3.connect(str(tmp_path / "odysseus.db"), isolation_level=None)
+    outside.execute("BEGIN IMMEDIATE")
+    try:
+        t0 = time.monotonic()
+        assert log.save_final(_final(session_id, run_id, 2), patience=0.3) is False
+        took = time.monotonic() - t0
+        assert took < 2.0, took  # not the request path's 30 s write wait
+        assert [row[1] for row in log._pending] == [1, 2] and log.failures >= 1
+    finally:
+        outside.execute("ROLLBACK")
+        outside.close()
+    assert log.save_final(_final(session_id, run_id, 2), patience=5.0) is True
+    with store.locked.read() as db:
+        assert [seq for seq, _, _ in read_events(db, run_id, 0, 100)] == [1, 2, 3, 4, 5, 6]

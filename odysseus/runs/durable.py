@@ -49,7 +49,7 @@ from ..events import CLOSE, DELTA, Event
 from ..llm.text_repair import repair_text
 from ..process_identity import worker_is_dead
 from ..errors import DatabaseBusy
-from ..store.database import Executes, Locked, connect
+from ..store.database import Executes, Locked, connect, write_wait_at_most
 from ..store.messages import insert_message
 from .event_packs import INSERT, Row, iter_events, pack_rows, read_after, read_newest
 from .native import NativeWorker, gevent_active, native_lock
@@ -179,7 +179,8 @@ class DurableLog:
         try:
             while True:
                 try:
-                    if self._hub is not None and self._final_on_hub(final, self._hub):
+                    wait = max(0.0, deadline - time.monotonic())
+                    if self._hub is not None and self._final_on_hub(final, self._hub, wait):
                         return True
                     attempt = _Attempt(final)
                     self._finals.append(attempt)
@@ -193,8 +194,11 @@ class DurableLog:
         finally:
             self.finals_waiting -= 1
 
-    def _final_on_hub(self, final: FinalSave, hub: Locked) -> bool:
+    def _final_on_hub(self, final: FinalSave, hub: Locked, wait: float) -> bool:
         """The final save in one transaction on ``hub``; False (nothing done) while the writer holds rows.
+
+        An outside write lock is waited for at most ``wait`` seconds (what is left of the save's patience:
+        then DatabaseBusy, and the caller goes on in memory while ``retry_final`` keeps trying).
 
         Only ``_pending`` is taken (``_retry`` belongs to the native thread: with rows there, the save
         goes to it, so they still commit before or with this tail)."""
@@ -206,7 +210,7 @@ class DurableLog:
             while pending:
                 rows.append(pending.popleft())
             try:
-                with hub.tx() as db:
+                with write_wait_at_most(wait), hub.tx() as db:
                     tails = self._finish_row(db.conn, final)
                     # a run's tail follows its pending events: written together they pack into one row
                     self._write_rows(db.conn, rows + tails)
