@@ -14,6 +14,16 @@ requests from ``bench.floor_app``:
 All three run at once against one model server; every measurement alternates between them in
 rounds, so the machine's load falls on each alike. Reported: worker CPU per one-token turn
 (``/proc``, idle subtracted) and the burst's added median first token against the model itself.
+
+Pinned and unpinned (issue 40): on two shared cores the client, the model server and the worker
+compete for CPU, so a heavy harness shows up as app latency. Each round is measured twice, in
+alternating order: **pinned** (every gunicorn process, master and worker threads alike, on core 0;
+the harness and the model server on core 1, with ``os.sched_setaffinity`` on every thread of each)
+and **unpinned** (everything on both cores). ``--pinned`` or ``--unpinned`` measures one only.
+
+``BENCH_BASELINE_ROOT=/path/to/an/older/tree`` adds a fourth server, **Odysseus (before)**, served
+from that tree (``git archive <commit> | tar -x -C DIR``), so a change is measured against the code
+before it in the same run, rounds alternating.
 """
 
 from __future__ import annotations
@@ -25,12 +35,12 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack, contextmanager
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import requests
 
-from .common import HOST, ROOT, app_server, cpu_seconds, free_port, median, model_server, origin, stop_process
-from .common import first_child, table, worker_pid
+from .common import HOST, ROOT, app_server, cpu_seconds, free_port, median, model_process, origin, stop_process
+from .common import first_child, process_tree, table, worker_pid
 from .targets_load import PACING, arrivals, idle_rate, interleaved, turns, worker_cpu
 
 #: one-token turns per server and round, rounds, burst rounds (each round: one burst per server)
@@ -39,11 +49,75 @@ CLIENTS = 4
 PACED_TOKENS = 400  # 2 s per reply: the measured second lies well inside every stream
 PACED_PROMPT = f"paced tokens={PACED_TOKENS} delay={PACING}"
 BARE = "bare Flask"
+MODES = ("pinned", "unpinned")
+WORKER_CORE, HARNESS_CORE = 0, 1
+
+
+def _set_affinity(pids: List[int], cores: set) -> None:
+    """Every thread of every process in ``pids`` (and of its children) onto ``cores``."""
+    for pid in pids:
+        for member in process_tree(pid):
+            try:
+                tasks = os.listdir(f"/proc/{member}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                try:
+                    os.sched_setaffinity(int(task), cores)
+                except OSError:
+                    pass  # a thread that has just ended
+
+
+def pin(mode: str, servers: List[int], harness: List[int]) -> None:
+    """``pinned``: the servers (gunicorn masters) on one core, the harness and the model on the other;
+    ``unpinned``: everything on every core."""
+    every = set(range(os.cpu_count() or 1))
+    if mode == "pinned" and len(every) >= 2:
+        _set_affinity(servers, {WORKER_CORE})
+        _set_affinity(harness, {HARNESS_CORE})
+    else:
+        _set_affinity(servers + harness, every)
 
 
 @contextmanager
-def floor_server(model_port: int, mode: str) -> Iterator[Tuple[int, int, str]]:
-    """``bench.floor_app`` under gunicorn's gevent worker (one worker); yields its port, worker pid and data dir."""
+def baseline_server(model_port: int, root: str, env: Dict[str, str]) -> Iterator[Tuple[int, int, int]]:
+    """Odysseus from another tree (``root``), served like ``app_server``; yields port, worker pid, master pid."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="odysseus-before-") as data_dir:
+        settings = {
+            k: v for k, v in os.environ.items() if not k.startswith(("ODYSSEUS_", "OPENAI_", "OLLAMA_", "ANTHROPIC_"))
+        }
+        settings.update(
+            {
+                "PORT": str(port),
+                "HOST": HOST,
+                "PYTHONPATH": root,
+                "ODYSSEUS_DATA_DIR": data_dir,
+                "ODYSSEUS_AUTH": "none",
+                "ODYSSEUS_WORKERS": "1",
+                "ODYSSEUS_LOG_LEVEL": "warning",
+                "ODYSSEUS_SHUTDOWN_GRACE": "0",
+                "ODYSSEUS_GRACEFUL_MARGIN": "0",
+                "ODYSSEUS_TITLE_MODE": "first_line",
+                "OPENAI_BASE_URL": f"http://{HOST}:{model_port}/v1",
+                "OPENAI_API_KEY": "x",
+                "OPENAI_MODEL": "bench",
+                **env,
+            }
+        )
+        command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--no-control-socket", "wsgi:app"]
+        proc = subprocess.Popen(command, cwd=root, env=settings)
+        try:
+            _wait_healthy(port)
+            yield port, first_child(proc.pid), proc.pid
+        finally:
+            stop_process(proc)
+
+
+@contextmanager
+def floor_server(model_port: int, mode: str) -> Iterator[Tuple[int, int, str, int]]:
+    """``bench.floor_app`` under gunicorn's gevent worker (one worker); yields its port, worker pid, data dir
+    and master pid."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="odysseus-floor-") as data_dir:
         env = {**os.environ, "FLOOR_MODE": mode, "FLOOR_MODEL": f"{HOST}:{model_port}", "FLOOR_DATA_DIR": data_dir}
@@ -53,7 +127,7 @@ def floor_server(model_port: int, mode: str) -> Iterator[Tuple[int, int, str]]:
         proc = subprocess.Popen(command, cwd=data_dir, env=env)
         try:
             _wait_healthy(port)
-            yield port, first_child(proc.pid), data_dir
+            yield port, first_child(proc.pid), data_dir, proc.pid
         finally:
             stop_process(proc)
 
@@ -94,45 +168,83 @@ async def _paced_cpu(model_port: int, port: int, headers: Dict[str, str], pid: i
     return used / (wall * 100 / PACING), errors
 
 
-async def _measure(servers: Dict[str, Tuple[int, Dict[str, str], int]], model_port: int, size: str) -> Dict:
+async def _measure(
+    servers: Dict[str, Tuple[int, Dict[str, str], int]], model_port: int, size: str, modes: List[str], pinning
+) -> Dict:
+    """``{mode: {server: {"cpu": [...], "burst": [...], ...}}}``: each round in every mode, orders alternating."""
     count, rounds, burst_rounds = SIZES[size]
-    out: Dict[str, Dict[str, List[float]]] = {
-        name: {"cpu": [], "burst": [], "paced": [], "errors": []} for name in servers
+    out: Dict[str, Dict[str, Dict[str, List[float]]]] = {
+        mode: {name: {"cpu": [], "burst": [], "paced": [], "errors": []} for name in servers} for mode in modes
     }
     names = list(servers)
     for index in range(rounds):
-        for name in names if index % 2 == 0 else names[::-1]:
-            port, headers, pid = servers[name]
-            out[name]["cpu"].append(await _per_turn(port, headers, pid, count))
+        for mode in modes if index % 2 == 0 else modes[::-1]:
+            pinning(mode)
+            for name in names if index % 2 == 0 else names[::-1]:
+                port, headers, pid = servers[name]
+                out[mode][name]["cpu"].append(await _per_turn(port, headers, pid, count))
     for index in range(burst_rounds):
-        for name in names if index % 2 == 0 else names[::-1]:
-            if name == BARE:
-                continue  # it never calls the model: no first token to compare
-            port, headers, pid = servers[name]
-            added, errors = await _burst_added(model_port, port, headers)
-            out[name]["burst"].append(added)
-            per_token, paced_errors = await _paced_cpu(model_port, port, headers, pid)
-            out[name]["paced"].append(per_token)
-            out[name]["errors"].append(errors + paced_errors)
+        for mode in modes if index % 2 == 0 else modes[::-1]:
+            pinning(mode)
+            for name in names if index % 2 == 0 else names[::-1]:
+                if name == BARE:
+                    continue  # it never calls the model: no first token to compare
+                port, headers, pid = servers[name]
+                added, errors = await _burst_added(model_port, port, headers)
+                out[mode][name]["burst"].append(added)
+                per_token, paced_errors = await _paced_cpu(model_port, port, headers, pid)
+                out[mode][name]["paced"].append(per_token)
+                out[mode][name]["errors"].append(errors + paced_errors)
+    pinning("unpinned")
     return out
 
 
-def measure(size: str = "full") -> Dict:
-    """Start the three servers against one model server and measure them alternately."""
+def measure(size: str = "full", modes: Sequence[str] = MODES) -> Dict:
+    """Start the servers against one model server and measure them alternately, in each pinning mode."""
     env = {"ODYSSEUS_MAX_STREAMS_PER_USER": "100000"}  # 100 streams from one (single-user) client
     with ExitStack() as stack:
-        model_port = stack.enter_context(model_server())
+        model_port, model_pid = stack.enter_context(model_process())
         servers: Dict[str, Tuple[int, Dict[str, str], int]] = {}
+        masters: List[int] = []
         for mode, name in (("bare", BARE), ("turn", "floor turn")):
-            port, pid, _data_dir = stack.enter_context(floor_server(model_port, mode))
+            port, pid, _data_dir, master = stack.enter_context(floor_server(model_port, mode))
             servers[name] = (port, {}, pid)
+            masters.append(master)
+        baseline = os.environ.get("BENCH_BASELINE_ROOT")
+        if baseline:
+            port, pid, master = stack.enter_context(baseline_server(model_port, baseline, env))
+            servers["Odysseus (before)"] = (port, {}, pid)
+            masters.append(master)
         app = stack.enter_context(app_server(model_port, env))
         servers["Odysseus"] = (app.port, origin(app), worker_pid(app))
-        return asyncio.run(asyncio.wait_for(_measure(servers, model_port, size), 900))
+        assert app.proc is not None
+        masters.append(app.proc.pid)
+        harness = [os.getpid(), model_pid]
+        try:
+            coro = _measure(servers, model_port, size, list(modes), lambda mode: pin(mode, masters, harness))
+            data = asyncio.run(asyncio.wait_for(coro, 1800))
+        finally:
+            pin("unpinned", masters, harness)
+        data["load"] = _load()
+        return data
+
+
+def _load() -> str:
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
 
 
 def report(data: Dict) -> str:
-    """The side-by-side table and the ratios to the floor turn."""
+    """One side-by-side table per pinning mode, with the ratios to the floor turn."""
+    parts = []
+    for mode in MODES:
+        if mode in data:
+            parts += [f"**{mode}**", "", _table(data[mode]), ""]
+    parts.append(f"Load average at the end: {data.get('load', '-')}")
+    return "\n".join(parts)
+
+
+def _table(data: Dict) -> str:
     floor_cpu = median(data["floor turn"]["cpu"])
     floor_burst = median(data["floor turn"]["burst"])
     floor_paced = median(data["floor turn"]["paced"])
@@ -151,11 +263,12 @@ def report(data: Dict) -> str:
                 f"{paced * 1e6:.1f} µs" if paced is not None else "-",
                 f"{paced / floor_paced:.2f}x" if paced is not None and floor_paced > 0 else "-",
                 " / ".join(f"{c * 1000:.2f}" for c in d["cpu"]),
+                " / ".join(f"{b * 1000:.0f}" for b in d["burst"]) or "-",
                 str(sum(d["errors"])),
             ]
         )
     header = ["server", "CPU per 1-token turn", "vs floor", "burst added p50", "vs floor"]
-    header += ["CPU per paced token (100 streams)", "vs floor", "CPU rounds (ms)", "errors"]
+    header += ["CPU per paced token (100 streams)", "vs floor", "CPU rounds (ms)", "burst rounds (ms)", "errors"]
     return table(header, rows)
 
 
@@ -165,9 +278,10 @@ def run(quick: bool = False) -> Tuple[str, Dict[str, bool]]:
 
 
 def main() -> None:
-    """Command line entry point: ``python -m bench.stack_floor [--quick|--smoke]``."""
+    """Command line entry point: ``python -m bench.stack_floor [--quick|--smoke] [--pinned|--unpinned]``."""
     size = "quick" if "--quick" in sys.argv else "smoke" if "--smoke" in sys.argv else "full"
-    print(report(measure(size)))
+    modes = [m for m in MODES if f"--{m}" in sys.argv] or list(MODES)
+    print(report(measure(size, modes)))
 
 
 if __name__ == "__main__":

@@ -209,3 +209,87 @@ def test_a_reply_with_lone_surrogates_is_saved_repaired_not_failed(setup):
     assert content == "tool said \ufffd here" and thinking == "think \ufffd"
     assert '"meta \\ud83d"' in metadata  # JSON keeps the escape; reading it back gives the same value
     assert store.runs.get(OWNER, run_id)["status"] == "done" and _message_count(store, other_run) == 1
+
+
+# ---------------------------------------------------------------- final saves on the hub's connection (issue 40)
+def test_a_final_save_on_the_hub_connection_takes_the_pending_events_in_its_transaction(setup):
+    store, log = setup
+    log.use_hub(store.locked)
+    (session_id, run_id), (other_session, other_run) = _running(store, 2)
+    _log_deltas(log, run_id, 5)
+    _log_deltas(log, other_run, 3)  # another run's pending events go in the same commit, in order
+    final = _final(session_id, run_id, 5)
+    assert log.save_final(final, patience=5.0) is True
+    assert log.hub_finals == 1 and log.final_commits == 1 and log.stats()["pending_events"] == 0
+    row = store.runs.get(OWNER, run_id)
+    assert row["status"] == "done" and row["message_id"] == final.message_id and _message_count(store, run_id) == 1
+    with store.locked.read() as db:
+        events = read_events(db, run_id, 0, 100)
+        others = read_events(db, other_run, 0, 100)
+    assert [seq for seq, _, _ in events] == list(range(1, 10))  # 5 deltas, then the 4-event tail
+    assert [kind for _, kind, _ in events[-4:]] == [MESSAGE_SAVED, CHAT_TERMINAL, DONE, CLOSE]
+    assert [seq for seq, _, _ in others] == [1, 2, 3]
+
+
+def test_a_final_save_goes_to_the_writer_while_it_holds_rows_mid_commit(setup):
+    store, log = setup
+    log.use_hub(store.locked)
+    [(session_id, run_id)] = _running(store, 1)
+    _log_deltas(log, run_id, 4)
+    log._taking.acquire()  # as the native thread does from taking rows to their commit
+    outcome = {}
+    try:
+        saver = threading.Thread(target=lambda: outcome.update(saved=log.save_final(_final(session_id, run_id, 4), 5)))
+        saver.start()
+        wait_for(lambda: log.finals_waiting == 1, 5, what="the save under way")
+        time.sleep(0.2)  # measurement: long enough for a hub save to have committed, had it gone ahead
+        assert log.hub_finals == 0 and store.runs.get(OWNER, run_id)["status"] == "running"
+        assert [row[1] for row in log._pending] == [1, 2, 3, 4]  # not taken: the writer takes them with the save
+    finally:
+        log._taking.release()
+    saver.join(10)
+    assert outcome == {"saved": True} and log.hub_finals == 0 and log.final_commits == 1
+    with store.locked.read() as db:
+        assert [seq for seq, _, _ in read_events(db, run_id, 0, 100)] == list(range(1, 9))
+
+
+def test_a_failed_final_save_on_the_hub_puts_the_events_back_in_order(setup, monkeypatch):
+    store, log = setup
+    log.use_hub(store.locked)
+    [(session_id, run_id)] = _running(store, 1)
+    _log_deltas(log, run_id, 3)
+    calls = []
+
+    def refuse(conn, final):
+        calls.append(final.run_id)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(log, "_finish_row", refuse)
+    assert log.save_final(_final(session_id, run_id, 3), patience=0.05) is False
+    assert calls and [row[1] for row in log._pending] == [1, 2, 3]  # still queued, in order
+    assert store.runs.get(OWNER, run_id)["status"] == "running"
+    monkeypatch.undo()
+    log.flush()
+    with store.locked.read() as db:
+        assert [seq for seq, _, _ in read_events(db, run_id, 0, 100)] == [1, 2, 3]
+
+
+def test_a_final_save_on_the_hub_waits_for_an_outside_lock_no_longer_than_its_patience(setup, tmp_path):
+    store, log = setup
+    log.use_hub(store.locked)
+    [(session_id, run_id)] = _running(store, 1)
+    _log_deltas(log, run_id, 2)
+    outside = sqlite3.connect(str(tmp_path / "odysseus.db"), isolation_level=None)
+    outside.execute("BEGIN IMMEDIATE")
+    try:
+        t0 = time.monotonic()
+        assert log.save_final(_final(session_id, run_id, 2), patience=0.3) is False
+        took = time.monotonic() - t0
+        assert took < 2.0, took  # not the request path's 30 s write wait
+        assert [row[1] for row in log._pending] == [1, 2] and log.failures >= 1
+    finally:
+        outside.execute("ROLLBACK")
+        outside.close()
+    assert log.save_final(_final(session_id, run_id, 2), patience=5.0) is True
+    with store.locked.read() as db:
+        assert [seq for seq, _, _ in read_events(db, run_id, 0, 100)] == [1, 2, 3, 4, 5, 6]

@@ -11,6 +11,13 @@ Invariants:
   the engine: group commits of pending events at most every ``EVENT_FLUSH_INTERVAL``
   seconds, lease renewal, final saves, recovery and purging. The gevent hub never waits
   on SQLite for these; callers wait cooperatively for a final save's result.
+- [issue 40] Under gevent a final save runs on the hub instead, on the request-path connection
+  (``use_hub``: the one the start transaction uses), when it can: handing it to the native thread
+  cost a cross-thread wake-up and a GIL hand-over each way, about a fifth of a one-token turn's
+  worker CPU. The hub then takes the pending events itself while holding ``_taking``, a real
+  (not gevent) lock the native thread holds from taking rows to their commit, so a run's tail
+  never commits while its earlier events sit in an uncommitted writer transaction; when the
+  writer holds it (mid-flush) or has rows to retry, the save goes to the native thread as before.
 - A final save is one transaction: the run's pending events, the assistant message, the
   run row's final status and the terminal tail (``message_saved``, terminal record,
   ``done``/``error``, ``close``). It is conditional (``where status = 'running'``), so
@@ -41,10 +48,11 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 from ..events import CLOSE, DELTA, Event
 from ..llm.text_repair import repair_text
 from ..process_identity import worker_is_dead
-from ..store.database import Executes, connect
+from ..errors import DatabaseBusy
+from ..store.database import Executes, Locked, connect, write_wait_at_most
 from ..store.messages import insert_message
 from .event_packs import INSERT, Row, iter_events, pack_rows, read_after, read_newest
-from .native import NativeWorker, WorkerClosed, gevent_active
+from .native import NativeWorker, WorkerClosed, gevent_active, native_lock
 from .run_log import LIFECYCLE, Entry, encode_payload, seq_of
 
 log = logging.getLogger(__name__)
@@ -123,6 +131,11 @@ class DurableLog:
         self.last_error: Optional[str] = None
         self.last_flush_at: Optional[float] = None
         self.finals_waiting = 0
+        #: the request-path connection final saves use when ``use_hub`` set it (gevent), else None
+        self._hub: Optional[Locked] = None
+        #: held by the native thread from taking rows to their commit, and by a final save on the hub
+        self._taking = native_lock()
+        self.hub_finals = 0  # final saves committed on the hub's connection (of ``final_commits``)
 
     # ------------------------------------------------------------ hub side
     def enqueue(self, run_id: str, entry: Entry) -> None:
@@ -130,6 +143,10 @@ class DurableLog:
         if self.enabled:
             event, payload = entry
             self._pending.append((run_id, event.seq, event.type, payload))  # type: ignore[arg-type] # logged: numbered
+
+    def use_hub(self, locked: Locked) -> None:
+        """Save finals on ``locked`` (the request-path connection) when the writer holds no rows (see above)."""
+        self._hub = locked
 
     def start(self) -> None:
         """Start the periodic flusher (a greenlet or thread that submits flushes to the native thread)."""
@@ -163,18 +180,52 @@ class DurableLog:
         self.finals_waiting += 1
         try:
             while True:
-                attempt = _Attempt(final)
-                self._finals.append(attempt)
                 try:
+                    wait = max(0.0, deadline - time.monotonic())
+                    if self._hub is not None and self._final_on_hub(final, self._hub, wait):
+                        return True
+                    attempt = _Attempt(final)
+                    self._finals.append(attempt)
                     self._native.call(self._final_native, attempt, timeout=max(0.1, deadline - time.monotonic()) + 5)
                     return True
-                except (sqlite3.OperationalError, TimeoutError) as exc:
+                except (sqlite3.OperationalError, TimeoutError, DatabaseBusy) as exc:
                     self._note_failure(exc)
                     if time.monotonic() >= deadline:
                         return False
                     time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
         finally:
             self.finals_waiting -= 1
+
+    def _final_on_hub(self, final: FinalSave, hub: Locked, wait: float) -> bool:
+        """The final save in one transaction on ``hub``; False (nothing done) while the writer holds rows.
+
+        An outside write lock is waited for at most ``wait`` seconds (what is left of the save's patience:
+        then DatabaseBusy, and the caller goes on in memory while ``retry_final`` keeps trying).
+
+        Only ``_pending`` is taken (``_retry`` belongs to the native thread: with rows there, the save
+        goes to it, so they still commit before or with this tail)."""
+        if self._retry or not self._taking.acquire(False):
+            return False
+        try:
+            rows: List[Row] = []
+            pending = self._pending
+            while pending:
+                rows.append(pending.popleft())
+            try:
+                with write_wait_at_most(wait), hub.tx() as db:
+                    tails = self._finish_row(db.conn, final)
+                    # a run's tail follows its pending events: written together they pack into one row
+                    self._write_rows(db.conn, rows + tails)
+            except BaseException:
+                pending.extendleft(reversed(rows))  # back in front, in order, for the next flush
+                raise
+        finally:
+            self._taking.release()
+        self.final_commits += 1
+        self.hub_finals += 1
+        self.written += len(rows) + len(tails)
+        self.last_flush_at = time.time()
+        return True
 
     def retry_final(self, final: FinalSave) -> None:
         """Keep retrying a final save in the background until it lands (disk full, long lock)."""
@@ -316,18 +367,19 @@ class DurableLog:
         if not self._pending and not self._retry and not needs_renew:
             return
         conn = self._db()  # before taking the rows: a connection that cannot open loses nothing
-        rows = self._take_pending()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            self._write_rows(conn, rows)
-            self._renew_leases(conn, now)
-            conn.execute("COMMIT")
-        except Exception as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            self._retry = rows + self._retry
-            self._note_failure(exc)
-            raise
+        with self._taking:  # a final save on the hub waits for these rows' commit (see above)
+            rows = self._take_pending()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                self._write_rows(conn, rows)
+                self._renew_leases(conn, now)
+                conn.execute("COMMIT")
+            except Exception as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._retry = rows + self._retry
+                self._note_failure(exc)
+                raise
         self.written += len(rows)
         self.last_flush_at = time.time()
 
@@ -347,6 +399,7 @@ class DurableLog:
     def _save_finals(self, batch: List[_Attempt]) -> None:
         """One transaction for ``batch``; every attempt in it ends ``done``, with its error if it failed."""
         rows: List[Row] = []
+        self._taking.acquire()  # released in ``finally``: these rows commit before a hub save takes more
         try:
             conn = self._db()
             rows = self._take_pending()
@@ -376,6 +429,7 @@ class DurableLog:
             self.written += len(rows) + len(tails)
             self.last_flush_at = time.time()
         finally:
+            self._taking.release()
             for attempt in batch:
                 attempt.done = True
 

@@ -122,6 +122,9 @@ class RunEngine(Starting, Housekeeping):
         self.maintenance: List[Callable[[], None]] = []
         self._drain: Optional[threading.Thread] = None
         self._gevent = gevent_active()
+        if self._gevent:
+            # [issue 40] final saves on the request-path connection when the writer holds no rows
+            self.durable.use_hub(store.locked)
 
     # ---------------------------------------------------------------- lookup
     def get(self, owner: str, run_id: str) -> Optional[Run]:

@@ -10,6 +10,7 @@ the monkey patch (in-process tests) it is a plain one-thread executor.
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from typing import Any, Callable, Generic, Optional, TypeVar, cast
 
 T = TypeVar("T")
@@ -35,6 +36,16 @@ def hub_loop() -> Optional[Any]:
     from gevent import get_hub
 
     return get_hub().loop
+
+
+def native_lock() -> Any:
+    """A real OS lock (``threading.Lock`` before gevent's patch): a native thread blocks on it, the hub only
+    ever tries it without waiting."""
+    if gevent_active():
+        from gevent.monkey import get_original
+
+        return get_original("threading", "Lock")()
+    return threading.Lock()
 
 
 class WorkerClosed(RuntimeError):

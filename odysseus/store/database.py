@@ -68,6 +68,16 @@ def limit_write_wait(seconds: Optional[float]) -> None:
     _WRITE_WAIT.set(seconds)
 
 
+@contextmanager
+def write_wait_at_most(seconds: float) -> Iterator[None]:
+    """Inside the block, this greenlet's writes wait at most ``seconds`` for an outside lock (then as before)."""
+    token = _WRITE_WAIT.set(seconds)
+    try:
+        yield
+    finally:
+        _WRITE_WAIT.reset(token)
+
+
 def connect(path: str, busy_ms: int) -> sqlite3.Connection:
     """A connection with our pragmas (WAL, NORMAL sync, foreign keys) and the given busy timeout."""
     if path != ":memory:":
