@@ -261,6 +261,7 @@ def test_stop_during_a_tool_run_kills_the_process_and_saves_the_partial(server, 
             "command": command,
             "full_command": command,
             "round": 1,
+            "text_offset": 0,  # no text came before the call
             "cancelled": True,
         }
     ]
