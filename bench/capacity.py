@@ -32,7 +32,6 @@ import threading
 import time
 from typing import Dict, Tuple
 
-from .client import request
 from .common import (
     HOST,
     app_server,
@@ -42,6 +41,7 @@ from .common import (
     table,
     worker_pid,
 )
+from .targets_load import turns
 
 #: (short turns, long turns, long tokens, durable events, validation turns)
 SIZES = {
@@ -76,23 +76,6 @@ def _pin_tree(pid: int, cores: set) -> None:
             _pin(int(task), cores)
     except OSError:
         pass
-
-
-async def _turns(port: int, headers: Dict[str, str], count: int, clients: int, prompt: str) -> Tuple[int, float]:
-    """``count`` turns through ``clients`` concurrent clients; (failures, wall seconds)."""
-    failures = 0
-    queue = iter(range(count))
-
-    async def client() -> None:
-        nonlocal failures
-        for _ in queue:
-            r = await request(HOST, port, "POST", "/api/chat_stream", {"message": prompt}, headers)
-            if r.error or r.status != 200 or r.dones != 1:
-                failures += 1
-
-    t0 = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
-    return failures, time.perf_counter() - t0
 
 
 class Redis:
@@ -180,15 +163,15 @@ def worker_and_redis(size: str, redis_url: str, redis_pid: int, model_port: int,
         headers = origin(app)
 
         async def go() -> Dict[str, float]:
-            await _turns(app.port, headers, 30, 4, "warm tokens=1 delay=0")
+            await turns(app.port, headers, 30, 4, "warm tokens=1 delay=0")
             _pin_tree(pid, {0})  # threads started since (the writer's, Redis's) follow
             idle = await _idle(pid)
             wal = WalCounter(os.path.join(app.data_dir, "odysseus.db"))
             wal.start()
-            short = await _measured(pid, idle, redis, _turns(app.port, headers, short_n, 4, "short tokens=1 delay=0"))
+            short = await _measured(pid, idle, redis, turns(app.port, headers, short_n, 4, "short tokens=1 delay=0"))
             frames = wal.stop()
             long = await _measured(
-                pid, idle, redis, _turns(app.port, headers, long_n, 1, f"long tokens={long_tokens} delay=0")
+                pid, idle, redis, turns(app.port, headers, long_n, 1, f"long tokens={long_tokens} delay=0")
             )
             return {"short": short, "long": long, "frames": frames, "idle": idle}  # type: ignore[dict-item]
 
@@ -375,12 +358,12 @@ def validation(size: str, redis_url: str, model_port: int, prefix: str, workers:
     client = redis_lib.Redis.from_url(redis_url)
     with app_server(model_port, env) as app:
         headers = origin(app)
-        asyncio.run(_turns(app.port, headers, 40, 8, "warm tokens=1 delay=0"))
+        asyncio.run(turns(app.port, headers, 40, 8, "warm tokens=1 delay=0"))
         pids = app.worker_pids()
         x0 = client.info("commandstats").get("cmdstat_xadd", {}).get("calls", 0)
         c0 = sum(cpu_seconds(p) for p in pids)
         failures, wall = asyncio.run(
-            _turns(app.port, headers, turns_n, VALIDATION_CLIENTS, f"rate tokens={VALIDATION_TOKENS} delay=0")
+            turns(app.port, headers, turns_n, VALIDATION_CLIENTS, f"rate tokens={VALIDATION_TOKENS} delay=0")
         )
         cpu = sum(cpu_seconds(p) for p in pids) - c0
         x1 = client.info("commandstats").get("cmdstat_xadd", {}).get("calls", 0)
