@@ -23,7 +23,7 @@ def _frames(body: str) -> list:
 
 
 def test_the_floor_turn_streams_every_token_with_ids_and_saves_the_turn_twice_over():
-    with model_server(tokens=5) as model_port, floor_server(model_port, "turn") as (port, _pid, data_dir):
+    with model_server(tokens=5) as model_port, floor_server(model_port, "turn") as (port, _pid, data_dir, _master):
         for _ in range(2):  # the second turn reuses the kept-alive provider socket
             reply = requests.post(
                 f"http://127.0.0.1:{port}/api/chat_stream", json={"message": "hi tokens=5"}, timeout=10
@@ -44,7 +44,7 @@ def test_the_floor_turn_streams_every_token_with_ids_and_saves_the_turn_twice_ov
 
 
 def test_the_bare_mode_answers_without_storage_or_model():
-    with model_server() as model_port, floor_server(model_port, "bare") as (port, _pid, data_dir):
+    with model_server() as model_port, floor_server(model_port, "bare") as (port, _pid, data_dir, _master):
         reply = requests.post(f"http://127.0.0.1:{port}/api/chat_stream", json={"message": "hello there"}, timeout=10)
         assert _frames(reply.text) == [{"delta": "hello th"}]
         assert not os.path.exists(os.path.join(data_dir, "floor.db"))
