@@ -37,8 +37,11 @@ export class PromptMenu {
     this.openModal = openModal;
     this.modal = modal;
     this.toast = toast;
-    /** @type {Prompt[] | null} the user's prompts while the menu is open (fetched when it opens) */
+    /** @type {Prompt[] | null} the user's prompts while the menu is open (refreshed each time it opens) */
     this.prompts = null;
+    /** @type {Prompt[] | null} the list last fetched: a reopened menu shows it at once, so a fast
+     * `/sum` Enter inserts the prompt instead of sending the text while the refresh is in flight */
+    this.known = null;
     /** @type {Prompt[]} */
     this.shown = [];
     this.active = -1;
@@ -72,21 +75,49 @@ export class PromptMenu {
     }
     if (this.dismissed === this.input.value) return;
     this.dismissed = null;
+    if (this.prompts === null && this.known !== null) {
+      // Opening again: show the list known so far now, and the fresh one when it arrives.
+      this.prompts = this.known;
+      this.render(this.query() ?? "");
+      this.refresh();
+      return;
+    }
     if (this.prompts === null) {
-      this.loading ??= api("GET", "/api/prompts").then((data) => data.prompts).catch((err) => {
-        this.toast(`Could not load your prompts: ${err.message}`);
-        return [];
-      });
-      const prompts = await this.loading;
-      this.loading = null;
-      if (this.query() === null) return; // typed on meanwhile
+      const prompts = await this.refresh();
+      if (this.query() === null || prompts === null) return; // typed on meanwhile, or opened already
       this.prompts = prompts;
     }
     this.render(this.query() ?? "");
   }
 
-  /** Draw the prompts matching `query`: commands starting with it first, then those containing it. */
-  render(query) {
+  /**
+   * Fetch the user's prompts (one request at a time) and remember them. When the menu is open by
+   * the time they arrive, redraw it with them, keeping the highlighted command where it is still
+   * listed. Resolves to the list, or to null when the menu was drawn meanwhile.
+   */
+  async refresh() {
+    this.loading ??= api("GET", "/api/prompts").then((data) => data.prompts).catch((err) => {
+      this.toast(`Could not load your prompts: ${err.message}`);
+      return null;
+    });
+    const loading = this.loading;
+    const prompts = await loading;
+    if (this.loading === loading) this.loading = null;
+    if (prompts === null) return this.known === null ? [] : null;
+    this.known = prompts;
+    if (!this.isOpen() || this.query() === null) return prompts;
+    const highlighted = this.shown[this.active]?.command;
+    this.prompts = prompts;
+    this.render(this.query() ?? "", highlighted);
+    return null;
+  }
+
+  /**
+   * Draw the prompts matching `query`: commands starting with it first, then those containing it.
+   * @param {string} query
+   * @param {string} [highlighted] the command to keep highlighted when it is listed (else the first is)
+   */
+  render(query, highlighted) {
     const prompts = this.prompts || [];
     const starts = prompts.filter((p) => p.command.startsWith(query));
     const contains = prompts.filter((p) => !p.command.startsWith(query)
@@ -110,7 +141,8 @@ export class PromptMenu {
     }
     this.list.hidden = false;
     this.input.setAttribute("aria-expanded", "true");
-    this.highlight(this.shown.length ? 0 : -1);
+    const kept = this.shown.findIndex((prompt) => prompt.command === highlighted);
+    this.highlight(kept >= 0 ? kept : this.shown.length ? 0 : -1);
   }
 
   /** Mark option `index` as the one Enter or Tab inserts. */

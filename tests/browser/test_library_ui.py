@@ -269,3 +269,33 @@ def test_an_agent_made_in_settings_from_the_workflows_screen(server, page):
     page.click(f"{section} .agent-row .delete-agent")
     page.wait_for_selector(f"{section} .agent-row", state="detached")
     assert requests.get(server.url + "/api/agents", timeout=5).json()["agents"] == []
+
+
+def test_a_reopened_menu_answers_at_once_while_its_refresh_is_in_flight(server, page):
+    """Typing `/fix` Enter fast inserts the prompt; it never sends `/fix` while the list reloads."""
+    post(server, "/api/prompts", {"title": "Fix the grammar", "command": "fix", "content": "Fix the grammar of this:"})
+    open_app(page, server.url)
+    page.focus("#input")
+    page.keyboard.type("/")
+    page.wait_for_selector(f"{OPTIONS}[data-command=fix]")
+    page.keyboard.press("Backspace")  # the menu closes; the next `/` opens it again and refreshes it
+    assert menu_state(page)["hidden"]
+    post(server, "/api/prompts", {"title": "Fixed later", "command": "fixlater", "content": "Later"})
+    held = []
+    page.route("**/api/prompts", lambda route: held.append(route))
+    page.keyboard.type("/fix")
+    page.keyboard.press("Enter")
+    state = menu_state(page)
+    assert state["value"] == "Fix the grammar of this:" and state["hidden"]
+    assert page.locator(".msg.user").count() == 0
+    assert held, "reopening the menu did not refresh the list"
+    # the refresh still lands: the next opening lists the prompt made meanwhile
+    for route in held:
+        route.continue_()
+    page.unroute("**/api/prompts")
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Backspace")
+    page.keyboard.type("/fix")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#prompt-menu [role=option]')].map(o => o.dataset.command).join() == 'fix,fixlater'"
+    )
