@@ -293,3 +293,39 @@ def test_a_final_save_on_the_hub_waits_for_an_outside_lock_no_longer_than_its_pa
     assert log.save_final(_final(session_id, run_id, 2), patience=5.0) is True
     with store.locked.read() as db:
         assert [seq for seq, _, _ in read_events(db, run_id, 0, 100)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_flush_that_failed_just_before_the_hub_took_the_lock_keeps_the_save_off_the_hub(setup):
+    """The writer fills ``_retry`` only while it holds ``_taking``: the hub must read it after taking the
+    lock, or a tail could commit ahead of its run's earlier events left waiting for a retry."""
+    store, log = setup
+    log.use_hub(store.locked)
+    [(session_id, run_id)] = _running(store, 1)
+    _log_deltas(log, run_id, 3)
+    failed_rows = [log._pending.popleft() for _ in range(2)]  # seq 1-2: a native flush took them and failed
+
+    class FailsJustBefore:
+        """The lock, with the native thread's failed flush landing between the hub's check and its acquire."""
+
+        def __init__(self, lock):
+            self.lock = lock
+
+        def acquire(self, blocking=True):
+            if not blocking:
+                with self.lock:
+                    log._retry = failed_rows + log._retry
+            return self.lock.acquire(blocking)
+
+        def release(self):
+            self.lock.release()
+
+        __enter__ = acquire
+
+        def __exit__(self, *exc):
+            self.release()
+
+    log._taking = FailsJustBefore(log._taking)
+    assert log.save_final(_final(session_id, run_id, 3), patience=5.0) is True
+    assert log.hub_finals == 0 and log.final_commits == 1  # the writer saved it, retry rows first
+    with store.locked.read() as db:
+        assert [seq for seq, _, _ in read_events(db, run_id, 0, 100)] == list(range(1, 8))

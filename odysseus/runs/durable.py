@@ -203,10 +203,14 @@ class DurableLog:
         then DatabaseBusy, and the caller goes on in memory while ``retry_final`` keeps trying).
 
         Only ``_pending`` is taken (``_retry`` belongs to the native thread: with rows there, the save
-        goes to it, so they still commit before or with this tail)."""
-        if self._retry or not self._taking.acquire(False):
+        goes to it, so they still commit before or with this tail). ``_retry`` is read after ``_taking`` is
+        held: the native thread fills it only while holding that lock, so a flush that failed just before
+        the acquire is seen here and not overtaken."""
+        if not self._taking.acquire(False):
             return False
         try:
+            if self._retry:
+                return False
             rows: List[Row] = []
             pending = self._pending
             while pending:
