@@ -27,6 +27,9 @@ def init_app(app: Flask) -> None:
     # config providers plus the admin's stored ones, rebuilt when those change (llm/provider_sync.py)
     router = SyncedRouter(config, store, on_change=lambda: app.extensions.pop("odysseus.models", None))
     engine = RunEngine(store, config)
+    # [issue 40] turns leave the search index to batches on the writer's thread (store/search.py, m312)
+    store.search.use_writer(engine.durable.write)
+    engine.maintenance.append(store.search.catch_up)
     try:
         recovered = engine.recover_interrupted()
     except Exception:  # the server still boots when recovery fails; the janitor tries again

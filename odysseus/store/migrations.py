@@ -662,3 +662,45 @@ def m311_mcp_servers(db: Database) -> None:
         " network integer not null default 0, timeout real, approval text, tools text, users text,"
         " profiles text, created_at real, updated_at real, created_by text)"
     )
+
+
+@migration
+def m312_turn_index_pages(db: Database) -> None:
+    """[issue 40] Fewer index pages in every turn's two transactions.
+
+    - The message search index (``messages_fts``) no longer grows inside a turn: it covers every message
+      up to a watermark (``messages_fts_state.indexed_through``), and messages past it are added in
+      batches on the writer's thread (``store/search.py``: before every search, and by the janitor).
+      The triggers keep the indexed part exact: an edit or a delete of a message at or under the
+      watermark updates the index as before, and a row reusing an id under it (the newest message
+      deleted, then a new one) is indexed at once. Messages past it have no index rows to maintain.
+    - ``idx_messages_session_id_client_message_id`` goes: every message wrote it (replies too, with a
+      null client id), and the partial ``(owner, client_message_id)`` index of m155 answers the same
+      lookups (which all name the owner and a client id).
+    - The purge's index keeps only finished runs with events to purge: a run's start writes no entry,
+      its final save one. ``events_purged = 0 and finished_at < ?`` still uses it.
+    """
+    db.execute(
+        "create table messages_fts_state (id integer primary key check (id = 1), indexed_through integer not null)"
+    )
+    # the triggers of m111 kept the index complete up to now
+    db.execute("insert into messages_fts_state (id, indexed_through) select 1, coalesce(max(id), 0) from messages")
+    under = "(select indexed_through from messages_fts_state)"
+    for statement in [
+        "drop trigger messages_fts_ai",
+        "drop trigger messages_fts_ad",
+        "drop trigger messages_fts_au",
+        f"create trigger messages_fts_ai after insert on messages when new.id <= {under} begin"
+        " insert into messages_fts(rowid, content) values (new.id, coalesce(new.content, '')); end",
+        f"create trigger messages_fts_ad after delete on messages when old.id <= {under} begin"
+        " insert into messages_fts(messages_fts, rowid, content) values ('delete', old.id, coalesce(old.content, ''));"
+        " end",
+        f"create trigger messages_fts_au after update of content on messages when old.id <= {under} begin"
+        " insert into messages_fts(messages_fts, rowid, content) values ('delete', old.id, coalesce(old.content, ''));"
+        " insert into messages_fts(rowid, content) values (new.id, coalesce(new.content, '')); end",
+        "drop index if exists idx_messages_session_id_client_message_id",
+        "drop index if exists idx_runs_events_purged_finished_at",
+        "create index idx_runs_events_purged_finished_at on runs (events_purged, finished_at)"
+        " where events_purged = 0 and finished_at is not null",
+    ]:
+        db.execute(statement)
