@@ -297,5 +297,6 @@ def test_a_reopened_menu_answers_at_once_while_its_refresh_is_in_flight(server, 
     page.keyboard.press("Backspace")
     page.keyboard.type("/fix")
     page.wait_for_function(
-        "[...document.querySelectorAll('#prompt-menu [role=option]')].map(o => o.dataset.command).join() == 'fix,fixlater'"
+        "[...document.querySelectorAll('#prompt-menu [role=option]')].map(o => o.dataset.command).join()"
+        " == 'fix,fixlater'"
     )
