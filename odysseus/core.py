@@ -29,7 +29,11 @@ def init_app(app: Flask) -> None:
     engine = RunEngine(store, config)
     # [issue 40] turns leave the search index to batches on the writer's thread (store/search.py, m312)
     store.search.use_writer(engine.durable.write)
-    engine.maintenance.append(store.search.catch_up)
+
+    def index_new_messages() -> None:
+        store.search.catch_up()
+
+    engine.maintenance.append(index_new_messages)
     try:
         recovered = engine.recover_interrupted()
     except Exception:  # the server still boots when recovery fails; the janitor tries again
