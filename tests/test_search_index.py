@@ -207,3 +207,26 @@ def test_a_running_run_has_no_purge_index_entry_and_a_finished_one_is_found_by_t
     with store.locked.tx() as db:
         db.execute("update runs set status = 'done', finished_at = ? where run_id = ?", [time.time() - 5, run_id])
     assert conn.execute(PURGE_DUE, [time.time(), 50]).fetchall() == [(run_id,)]
+
+
+def test_the_app_indexes_new_messages_in_the_janitors_upkeep_on_the_writers_thread(tmp_path):
+    from apphelpers import close_app
+
+    from odysseus import create_app
+
+    app = create_app({"DATA_DIR": str(tmp_path), "AUTH": "none"})
+    try:
+        store, engine = app.extensions["odysseus.store"], app.extensions["odysseus.runs"]
+        session = store.sessions.create(OWNER, "t")["id"]
+        newest = store.messages.add(OWNER, session, "user", "a quiet heron")
+        assert store.search._write == engine.durable.write  # the app hands the catch-up to its writer
+        writes = []
+        real_write = engine.durable.write
+        engine.durable.write = lambda statements, timeout=None: writes.append(1) or real_write(statements, timeout)
+        store.search.use_writer(engine.durable.write)
+        for task in engine.maintenance:  # what the janitor runs every half lease
+            task()
+        assert _watermark(store) == newest and writes == [1]  # indexed, in one transaction of the writer
+        _check_integrity(store)
+    finally:
+        close_app(app)
