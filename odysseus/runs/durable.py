@@ -211,17 +211,14 @@ class DurableLog:
         try:
             if self._retry:
                 return False
-            rows: List[Row] = []
-            pending = self._pending
-            while pending:
-                rows.append(pending.popleft())
+            rows = self._take_pending()  # ``_retry`` is empty: the pending events alone
             try:
                 with write_wait_at_most(wait), hub.tx() as db:
                     tails = self._finish_row(db.conn, final)
                     # a run's tail follows its pending events: written together they pack into one row
                     self._write_rows(db.conn, rows + tails)
             except BaseException:
-                pending.extendleft(reversed(rows))  # back in front, in order, for the next flush
+                self._pending.extendleft(reversed(rows))  # back in front, in order, for the next flush
                 raise
         finally:
             self._taking.release()

@@ -65,7 +65,7 @@ CATCH_UP = (
         "insert into messages_fts(rowid, content) select id, coalesce(content, '') from messages"
         f" where id > {WATERMARK} and id <= {_BATCH_TOP}"
     ),
-    f"update messages_fts_state set indexed_through = {_BATCH_TOP} where {_BATCH_TOP} is not null",
+    f"update messages_fts_state set indexed_through = coalesce({_BATCH_TOP}, indexed_through)",
 )
 Statements = Sequence[Tuple[str, Sequence[Any]]]
 
@@ -90,19 +90,20 @@ class SearchRepo:
             target, watermark = db.execute(
                 f"select coalesce((select max(id) from messages), 0), {WATERMARK}"
             ).fetchone()
+        if watermark >= target:
+            return 0  # nothing to index: no write transaction at all
+        top = [target, batch]
+        statements = [(CATCH_UP[0], top), (CATCH_UP[1], top)]
         indexed = 0
-        while watermark < target:
-            top = [target, batch]
-            statements = [(CATCH_UP[0], top), (CATCH_UP[1], top + top)]
+        while True:
             if self._write is not None:
-                inserted, moved = self._write(statements)
+                inserted = self._write(statements)[0]
             else:
                 with self._l.tx() as db:
-                    inserted, moved = [db.execute(sql, list(params)).rowcount for sql, params in statements]
+                    inserted = [db.execute(sql, list(params)).rowcount for sql, params in statements][0]
             indexed += inserted
-            if not moved or inserted < batch:  # nothing left up to the target (or this batch took the rest)
-                break
-        return indexed
+            if inserted < batch:  # this batch took the rest up to the target
+                return indexed
 
     def search(self, owner: str, query: str, limit: int = 30, offset: int = 0) -> List[dict]:
         """Best matches first: session id, title and whether it is archived (archived chats are searched too),
