@@ -75,25 +75,21 @@ export class PromptMenu {
     }
     if (this.dismissed === this.input.value) return;
     this.dismissed = null;
-    if (this.prompts === null && this.known !== null) {
-      // Opening again: show the list known so far now, and the fresh one when it arrives.
-      this.prompts = this.known;
-      this.render(this.query() ?? "");
-      this.refresh();
-      return;
-    }
     if (this.prompts === null) {
-      const prompts = await this.refresh();
-      if (this.query() === null || prompts === null) return; // typed on meanwhile, or opened already
-      this.prompts = prompts;
+      if (this.known === null) {
+        await this.refresh();
+        if (this.query() === null || this.isOpen()) return; // typed on meanwhile, or drawn by then
+      } else {
+        this.refresh(); // opening again: the list known so far now, the fresh one when it arrives
+      }
+      this.prompts = this.known ?? [];
     }
     this.render(this.query() ?? "");
   }
 
   /**
-   * Fetch the user's prompts (one request at a time) and remember them. When the menu is open by
-   * the time they arrive, redraw it with them, keeping the highlighted command where it is still
-   * listed. Resolves to the list, or to null when the menu was drawn meanwhile.
+   * Fetch the user's prompts (one request at a time) into `known`. When the menu is open by the
+   * time they arrive, redraw it with them, keeping the highlighted command where it is still listed.
    */
   async refresh() {
     this.loading ??= api("GET", "/api/prompts").then((data) => data.prompts).catch((err) => {
@@ -103,13 +99,13 @@ export class PromptMenu {
     const loading = this.loading;
     const prompts = await loading;
     if (this.loading === loading) this.loading = null;
-    if (prompts === null) return this.known === null ? [] : null;
+    if (prompts === null) return; // kept: the list known before, if any
     this.known = prompts;
-    if (!this.isOpen() || this.query() === null) return prompts;
-    const highlighted = this.shown[this.active]?.command;
-    this.prompts = prompts;
-    this.render(this.query() ?? "", highlighted);
-    return null;
+    if (this.isOpen() && this.query() !== null) {
+      const highlighted = this.shown[this.active]?.command;
+      this.prompts = prompts;
+      this.render(this.query() ?? "", highlighted);
+    }
   }
 
   /**
